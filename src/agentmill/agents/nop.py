@@ -1,0 +1,16 @@
+"""The nop agent does nothing: the check that a task's untouched state does not already pass."""
+
+from __future__ import annotations
+
+from agentmill.agents.base import AgentResult
+from agentmill.sandbox.protocol import Sandbox
+from agentmill.tasks.model import Task
+
+
+class NopAgent:
+    name = "nop"
+    version = "1"
+    needs_solution = False
+
+    async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
+        return None

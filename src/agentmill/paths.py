@@ -1,0 +1,55 @@
+"""Where agentmill keeps state on the host.
+
+Sandboxes run as unprivileged uids, and bubblewrap binds host paths as that uid, so everything a
+sandbox mounts must sit under world-traversable directories. When we run as root the defaults
+therefore live under /var (not /root, which is 0700); override with AGENTMILL_CACHE and
+AGENTMILL_SCRATCH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from agentmill.tasks.hashing import hash_tree
+
+
+def _base(env: str, root_default: str, user_default: Path) -> Path:
+    if os.environ.get(env):
+        path = Path(os.environ[env])
+    elif os.geteuid() == 0:
+        path = Path(root_default)
+    else:
+        path = user_default
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        path.chmod(0o711)  # traversable, not listable
+    return path
+
+
+def cache_dir() -> Path:
+    """Built images and other content-addressed results, kept across runs."""
+    return _base("AGENTMILL_CACHE", "/var/cache/agentmill", Path.home() / ".cache" / "agentmill")
+
+
+def scratch_dir() -> Path:
+    """Per-sandbox root filesystems and control sockets, removed when the sandbox ends."""
+    return _base("AGENTMILL_SCRATCH", "/var/tmp/agentmill", Path(os.environ.get("TMPDIR", "/tmp")) / f"agentmill-{os.getuid()}")
+
+
+def package_assets(name: str) -> Path:
+    """A copy of one of the package's asset folders (guest, shims) where sandbox uids can read it."""
+    src = Path(str(resources.files("agentmill.sandbox") / name))
+    dest = scratch_dir() / "assets" / f"{name}-{hash_tree(src)[:16]}"
+    if not dest.exists():
+        tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+        shutil.copytree(src, tmp, ignore=shutil.ignore_patterns("__pycache__"))
+        for p in [tmp, *tmp.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+        try:
+            tmp.rename(dest)
+        except OSError:  # another process won the race
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest

@@ -1,0 +1,38 @@
+"""The trial result record: one agent attempt at one task, verified."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmill.verify.outcome import Outcome
+
+
+class Timings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    environment: float = 0.0  # image build or cache hit
+    sandbox_start: float = 0.0
+    agent: float = 0.0
+    verifier: float = 0.0
+    total: float = 0.0
+
+
+class TrialResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    task_hash: str
+    agent: str
+    agent_version: str
+    outcome: Outcome
+    reward: float | None = None
+    rewards: dict[str, float] = Field(default_factory=dict)
+    exception: str | None = None
+    verifier_stdout: str = ""
+    verifier_stderr: str = ""
+    notes: list[str] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.PASSED

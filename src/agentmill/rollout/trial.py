@@ -1,0 +1,95 @@
+"""Run one trial: environment -> agent sandbox -> agent -> fresh verifier sandbox -> result.
+
+Every failure becomes a typed outcome; nothing here raises for a bad task or a broken sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from agentmill.agents.base import Agent, AgentResult
+from agentmill.errors import AgentmillError, SandboxError
+from agentmill.images import ImageBuilder
+from agentmill.paths import scratch_dir
+from agentmill.rollout.result import Timings, TrialResult
+from agentmill.sandbox.bwrap import BwrapSandbox
+from agentmill.sandbox.protocol import Limits
+from agentmill.tasks.model import Task
+from agentmill.verify.outcome import Outcome
+from agentmill.verify.staging import stage
+from agentmill.verify.test_script import verify
+
+
+def task_limits(task: Task) -> Limits:
+    env = task.config.environment
+    return Limits(memory_mb=env.memory_mb, cpus=env.cpus, storage_mb=env.storage_mb)
+
+
+async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
+    started = time.monotonic()
+    timings = Timings()
+    result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
+                         agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
+    agent_result = agent_result if agent_result is not None else AgentResult()
+    scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=scratch_dir()))
+    scratch.chmod(0o711)  # sandbox uids must traverse it to reach their mounts
+    try:
+        t = time.monotonic()
+        try:
+            image = await builder.get(task)
+        except AgentmillError as e:
+            result.exception = str(e)
+            return result
+        timings.environment = time.monotonic() - t
+        result.notes += image.notes
+        rootfs = image.instantiate(scratch / "rootfs")
+        limits = task_limits(task)
+
+        ro = {}
+        if agent.needs_solution and task.solution_sources:
+            ro["/solution"] = stage(task.solution_sources, scratch / "solution")
+        spec = image.spec(rootfs, limits=limits, ro_mounts=ro, rw_mounts={"/logs/agent": scratch / "agent-logs"})
+        agent_outcome = None
+        t = time.monotonic()
+        try:
+            sandbox = BwrapSandbox(spec)
+            await sandbox.start()
+        except SandboxError as e:
+            result.exception = f"sandbox failed to start: {e}"
+            return result
+        timings.sandbox_start = time.monotonic() - t
+        t = time.monotonic()
+        try:
+            await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
+        except (asyncio.TimeoutError, TimeoutError):
+            agent_outcome = Outcome.AGENT_TIMEOUT
+            result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
+        except SandboxError as e:
+            result.exception = f"sandbox failed during the agent: {e}"
+            return result
+        except Exception as e:  # the agent's own failure: typed, with its traceback kept
+            agent_outcome = Outcome.AGENT_ERROR
+            result.exception = "".join(traceback.format_exception_only(type(e), e)).strip()
+        finally:
+            timings.agent = time.monotonic() - t
+            await sandbox.stop()
+
+        if agent_outcome is Outcome.AGENT_ERROR:
+            result.outcome = agent_outcome
+            return result
+        verdict = await verify(task, image, rootfs, scratch, limits)
+        timings.verifier = verdict.seconds
+        result.reward, result.rewards = verdict.reward, verdict.rewards
+        result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
+        result.outcome = agent_outcome or verdict.outcome
+        if verdict.error and not result.exception:
+            result.exception = verdict.error
+        return result
+    finally:
+        timings.total = time.monotonic() - started
+        await asyncio.to_thread(shutil.rmtree, scratch, True)

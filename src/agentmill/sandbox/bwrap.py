@@ -1,0 +1,255 @@
+"""The embedded sandbox: bubblewrap, run as an unprivileged uid, one long-lived guest per sandbox.
+
+Layout inside: the spec's rootfs is `/` (writable: the one workspace), the host's `/usr` and
+`/etc` are read-only, `/usr/local` is the image's layer, `/tmp` is private, `/proc` and `/dev`
+are fresh. No network unless the spec asks (image builds only). The guest exec server
+(guest/server.py) is the sandbox's first process; killing it tears the whole pid namespace down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from agentmill.errors import SandboxError
+from agentmill.paths import package_assets, scratch_dir
+from agentmill.sandbox.limits import Cgroup, prlimit_args
+from agentmill.sandbox.protocol import ExecResult, SandboxSpec
+from agentmill.sandbox.uids import UidLease, lease_uid
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GUEST_DIR = "/.agentmill/guest"
+CTL_DIR = "/.agentmill/ctl"
+_START_TIMEOUT = 20.0
+_RPC_GRACE = 10.0  # the guest enforces exec timeouts; the host waits this much longer before giving up
+ROOT_SKELETON = ("usr", "etc", "proc", "dev", "tmp", "root", "var", "var/lib/dpkg", "home", "opt", "srv", "mnt", "run")
+ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+
+
+def require_tools() -> None:
+    missing = [t for t in ("bwrap", "prlimit") if shutil.which(t) is None]
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        missing.append("setpriv")
+    if missing:
+        raise SandboxError(f"missing host tools: {', '.join(missing)} (install: apt-get install -y bubblewrap util-linux)")
+
+
+def prepare_root(rootfs: Path) -> None:
+    """Mount points and the usual /bin -> usr/bin links, so bwrap never has to create them."""
+    rootfs.chmod(0o755)
+    for d in ROOT_SKELETON:
+        (rootfs / d).mkdir(parents=True, exist_ok=True)
+    for name, target in ROOT_SYMLINKS.items():
+        link = rootfs / name
+        if not link.is_symlink() and not link.exists():
+            link.symlink_to(target)
+
+
+def _chown_tree(path: Path, uid: int) -> None:
+    if os.geteuid() != 0:
+        return
+    subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(path)], check=True)
+
+
+class BwrapSandbox:
+    """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
+
+    def __init__(self, spec: SandboxSpec, *, name: str | None = None):
+        self.spec = spec
+        self.name = name or uuid.uuid4().hex[:12]
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lease: UidLease | None = None
+        self._cgroup: Cgroup | None = None
+        self._ctl: Path | None = None
+        self._stderr_path: Path | None = None
+        self.started_at = 0.0
+
+    @property
+    def uid(self) -> int:
+        assert self._lease is not None
+        return self._lease.uid
+
+    async def __aenter__(self) -> "BwrapSandbox":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        require_tools()
+        spec = self.spec
+        self._lease = lease_uid()
+        try:
+            prepare_root(spec.rootfs)
+            _chown_tree(spec.rootfs, self.uid)
+            for host in spec.rw_mounts.values():
+                host.mkdir(parents=True, exist_ok=True)
+                _chown_tree(host, self.uid)
+            if spec.writable_usr_local and spec.usr_local is not None:
+                _chown_tree(spec.usr_local, self.uid)
+            self._ctl = Path(tempfile.mkdtemp(prefix=f"ctl-{self.name}-", dir=scratch_dir()))
+            os.chmod(self._ctl, 0o700)
+            _chown_tree(self._ctl, self.uid)
+            self._stderr_path = self._ctl.with_suffix(".stderr")
+            self._cgroup = Cgroup(f"{self.name}-{os.getpid()}", spec.limits)
+            argv = self._argv()
+            with open(self._stderr_path, "wb") as err:
+                self._proc = await asyncio.create_subprocess_exec(
+                    *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                    start_new_session=True,
+                )
+            await self._wait_ready()
+            self.started_at = time.monotonic()
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _argv(self) -> list[str]:
+        spec = self.spec
+        guest = package_assets("guest")
+        # Join the cgroups first (as root, before dropping privileges), then exec the chain.
+        enter = " ".join(f"echo $$ > {f} &&" for f in self._cgroup.procs_files())
+        argv = ["/bin/sh", "-c", f"{enter} exec \"$@\"", "sh", "prlimit", *prlimit_args(spec.limits), "--"]
+        if os.geteuid() == 0:
+            argv += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--"]
+        argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                 "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
+        if spec.network:
+            argv += ["--share-net"]
+        argv += ["--bind", str(spec.rootfs), "/",
+                 "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+                 "--ro-bind-try", "/var/lib/dpkg", "/var/lib/dpkg"]
+        if spec.usr_local is not None:
+            argv += ["--bind" if spec.writable_usr_local else "--ro-bind", str(spec.usr_local), "/usr/local"]
+        else:
+            argv += ["--tmpfs", "/usr/local"]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 "--ro-bind", str(guest), GUEST_DIR, "--bind", str(self._ctl), CTL_DIR]
+        for inside, host in spec.ro_mounts.items():
+            argv += ["--ro-bind", str(host), inside]
+        for inside, host in spec.rw_mounts.items():
+            argv += ["--bind", str(host), inside]
+        env = self.base_env()
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += ["--chdir", spec.workdir or "/"]
+        argv += ["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", f"{CTL_DIR}/sock"]
+        return argv
+
+    def base_env(self) -> dict[str, str]:
+        env = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "xterm-256color", "USER": "root"}
+        env.update(self.spec.env)
+        return env
+
+    async def _wait_ready(self) -> None:
+        sock = self._ctl / "sock"
+        deadline = time.monotonic() + _START_TIMEOUT
+        delay = 0.001
+        while not sock.exists():
+            if self._proc.returncode is not None:
+                raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
+            if time.monotonic() > deadline:
+                raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def _stderr_text(self) -> str:
+        with contextlib.suppress(OSError):
+            return self._stderr_path.read_text(errors="replace").strip()[-2000:]
+        return ""
+
+    async def stop(self) -> None:
+        """Kill everything in the sandbox. No process survives: pid namespace + cgroup."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        if self._cgroup is not None:
+            await asyncio.to_thread(self._cgroup.kill_all)
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._ctl is not None:
+            shutil.rmtree(self._ctl, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self._stderr_path.unlink()
+            self._ctl = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    # -- operations ----------------------------------------------------------------------------
+
+    async def _rpc(self, request: dict, timeout: float | None) -> dict:
+        if not self.alive:
+            raise SandboxError("sandbox is not running")
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(self._ctl / "sock"), limit=64 << 20)
+        except OSError as e:
+            raise SandboxError(f"sandbox guest unreachable: {e}") from None
+        try:
+            writer.write(json.dumps(request).encode() + b"\n")
+            await writer.drain()
+            line = await asyncio.wait_for(reader.readline(), None if timeout is None else timeout + _RPC_GRACE)
+        except asyncio.TimeoutError:
+            raise SandboxError("sandbox guest did not answer in time") from None
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        if not line:
+            raise SandboxError(f"sandbox guest died: {self._stderr_text()}")
+        reply = json.loads(line)
+        if not reply.pop("ok"):
+            raise SandboxError(reply["error"])
+        return reply
+
+    async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
+        argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        full_env = self.base_env()
+        full_env.update(env or {})
+        reply = await self._rpc({
+            "op": "exec", "argv": argv, "env": full_env, "cwd": cwd or self.spec.workdir,
+            "timeout": timeout, "max_output": max_output,
+            "stdin": base64.b64encode(stdin).decode() if stdin is not None else None,
+        }, timeout)
+        return ExecResult(
+            returncode=reply["returncode"],
+            stdout=base64.b64decode(reply["stdout"]).decode("utf-8", "replace"),
+            stderr=base64.b64decode(reply["stderr"]).decode("utf-8", "replace"),
+            timed_out=reply["timed_out"],
+            duration=reply["duration"],
+        )
+
+    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
+        """Read through the guest, so symlinks resolve inside the sandbox, never on the host."""
+        try:
+            reply = await self._rpc({"op": "read", "path": path, "max_bytes": max_bytes}, 30)
+        except SandboxError as e:
+            if "FileNotFoundError" in str(e):
+                raise FileNotFoundError(path) from None
+            raise
+        return base64.b64decode(reply["data"])
+
+    async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        await self._rpc({"op": "write", "path": path, "data": base64.b64encode(raw).decode(), "mode": mode}, 30)

@@ -1,0 +1,104 @@
+"""Resource limits: cgroups (v1 or v2) where this process may write them, prlimit always.
+
+Measured here: cgroup v1 memory and pids hierarchies are writable by root; inside unprivileged
+containers they are not, so prlimit is the floor that always applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from agentmill.sandbox.protocol import Limits
+
+_ROOT = Path("/sys/fs/cgroup")
+_GROUP = "agentmill"
+
+
+class Cgroup:
+    """One sandbox's cgroup(s). `paths` is empty when cgroups are not writable here."""
+
+    def __init__(self, name: str, limits: Limits):
+        self.paths: list[Path] = []
+        v2 = _ROOT / "cgroup.controllers"
+        if v2.exists():
+            self._make(_ROOT / _GROUP / name, {
+                "memory.max": str(limits.memory_mb << 20),
+                "memory.swap.max": "0",
+                "pids.max": str(limits.pids),
+                "cpu.max": f"{int(limits.cpus * 100_000)} 100000",
+            }, parent_controllers=True)
+        else:
+            self._make(_ROOT / "memory" / _GROUP / name, {
+                "memory.limit_in_bytes": str(limits.memory_mb << 20),
+                "memory.memsw.limit_in_bytes": str(limits.memory_mb << 20),
+            })
+            self._make(_ROOT / "pids" / _GROUP / name, {"pids.max": str(limits.pids)})
+            self._make(_ROOT / "cpu" / _GROUP / name, {
+                "cpu.cfs_period_us": "100000",
+                "cpu.cfs_quota_us": str(int(limits.cpus * 100_000)),
+            })
+
+    def _make(self, path: Path, settings: dict[str, str], parent_controllers: bool = False) -> None:
+        try:
+            if parent_controllers:
+                path.parent.mkdir(exist_ok=True)
+                with contextlib.suppress(OSError):
+                    (path.parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        for key, value in settings.items():
+            with contextlib.suppress(OSError):  # a missing knob (no swap accounting) is not fatal
+                (path / key).write_text(value)
+        self.paths.append(path)
+
+    def procs_files(self) -> list[str]:
+        return [str(p / "cgroup.procs") for p in self.paths]
+
+    def kill_all(self, wait: float = 5.0) -> bool:
+        """SIGKILL every process left in the group; True once none remain."""
+        deadline = time.monotonic() + wait
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                found |= {int(x) for x in (path / "cgroup.procs").read_text().split()}
+        return found
+
+    def remove(self) -> None:
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        self.paths = []
+
+
+def prlimit_args(limits: Limits, *, address_space: bool = True) -> list[str]:
+    """prlimit flags: the limits that hold even where cgroups cannot be written.
+
+    The address-space cap is the memory limit plus 1 GiB of headroom for reserved-but-unused
+    mappings, so a single allocation larger than the limit fails at once instead of swapping.
+    """
+    args = [
+        f"--nproc={limits.pids}",
+        f"--nofile={limits.nofile}",
+        f"--fsize={limits.storage_mb << 20}",
+        "--core=0",
+    ]
+    if address_space:
+        args.append(f"--as={(limits.memory_mb + 1024) << 20}")
+    return args

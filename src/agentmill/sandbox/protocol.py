@@ -1,0 +1,68 @@
+"""The Sandbox protocol: what every backend (bubblewrap today, containers later) provides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandbox. Enforced with cgroups where writable, prlimit as the floor."""
+
+    memory_mb: int = 2048
+    cpus: float = 1.0
+    pids: int = 256
+    storage_mb: int = 10240  # floor: largest single file (RLIMIT_FSIZE)
+    nofile: int = 4096
+
+
+@dataclass
+class SandboxSpec:
+    """Everything needed to start a sandbox. `rootfs` becomes the writable `/` of the sandbox."""
+
+    rootfs: Path
+    usr_local: Path | None = None  # the image's /usr/local layer, read-only (hides the host's)
+    ro_mounts: dict[str, Path] = field(default_factory=dict)  # inside path -> host path
+    rw_mounts: dict[str, Path] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: str = "/"
+    limits: Limits = field(default_factory=Limits)
+    network: bool = False  # only image builds get the network, never agents or verifiers
+    writable_usr_local: bool = False  # image builds install into /usr/local
+    hostname: str = "sandbox"
+
+
+@dataclass
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration: float = 0.0
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    async def start(self) -> None: ...
+
+    async def exec(
+        self,
+        cmd: str | list[str],
+        *,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult: ...
+
+    async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+
+    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes: ...
+
+    async def stop(self) -> None: ...

@@ -1,0 +1,7 @@
+"""Tasks: the Harbor task directory (and legacy Terminal-Bench), datasets, content hashes."""
+
+from agentmill.tasks.dataset import Dataset, load_dataset, sample_dataset_path
+from agentmill.tasks.model import Task, TaskConfig
+from agentmill.tasks.io import load_task, write_task
+
+__all__ = ["Dataset", "Task", "TaskConfig", "load_dataset", "load_task", "sample_dataset_path", "write_task"]

@@ -1,0 +1,52 @@
+"""A dataset is a folder of task folders. Loading reports every broken task and keeps the good ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from agentmill.errors import TaskError
+from agentmill.tasks.io import load_task
+from agentmill.tasks.model import Task
+
+
+@dataclass
+class Dataset:
+    root: Path
+    tasks: list[Task] = field(default_factory=list)
+    errors: list[TaskError] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for t in self.tasks for w in t.warnings]
+
+
+def load_dataset(root: Path | str, *, names: list[str] | None = None) -> Dataset:
+    """Load every task folder under `root` (or `root` itself if it is a task). Never raises per task."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise TaskError(root, "dataset folder not found")
+    if _looks_like_task(root):
+        candidates = [root]
+    else:
+        candidates = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if names:
+        wanted = set(names)
+        candidates = [p for p in candidates if p.name in wanted]
+    ds = Dataset(root=root)
+    for path in candidates:
+        try:
+            ds.tasks.append(load_task(path))
+        except TaskError as e:
+            ds.errors.append(e)
+    return ds
+
+
+def _looks_like_task(path: Path) -> bool:
+    return any((path / f).exists() for f in ("task.toml", "instruction.md", "task.yaml"))
+
+
+def sample_dataset_path() -> Path:
+    """The bundled sample tasks shipped inside the package."""
+    return Path(str(resources.files("agentmill") / "tasks" / "sample"))

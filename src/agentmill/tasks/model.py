@@ -1,0 +1,79 @@
+"""The task record: a Harbor task directory's configuration and where its parts live.
+
+One schema, defined once. Harbor's `task.toml` keys map one-to-one onto `TaskConfig`; a legacy
+Terminal-Bench task is read into the same record (see `terminal_bench.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_AGENT_TIMEOUT = 600.0
+DEFAULT_VERIFIER_TIMEOUT = 600.0
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class AgentSection(_Section):
+    timeout_sec: float = Field(DEFAULT_AGENT_TIMEOUT, gt=0)
+
+
+class VerifierSection(_Section):
+    timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class SolutionSection(_Section):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class EnvironmentSection(_Section):
+    build_timeout_sec: float = Field(600.0, gt=0)
+    docker_image: str = ""
+    cpus: float = Field(1, gt=0)
+    memory_mb: int = Field(2048, gt=0)
+    storage_mb: int = Field(10240, gt=0)
+    gpus: int = Field(0, ge=0)
+    allow_internet: bool = False
+
+
+class TaskConfig(_Section):
+    """`task.toml`, Harbor's schema. `metadata` is free-form by design."""
+
+    version: str = "1.0"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    agent: AgentSection = Field(default_factory=AgentSection)
+    verifier: VerifierSection = Field(default_factory=VerifierSection)
+    solution: SolutionSection = Field(default_factory=SolutionSection)
+    environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
+
+
+class Task(BaseModel):
+    """A task as loaded from disk. Paths are absolute; `content_hash` covers every file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    path: Path
+    format: Literal["harbor", "terminal-bench"]
+    instruction: str
+    config: TaskConfig
+    content_hash: str
+    environment_dir: Path | None  # build context: environment/ (Harbor) or the task root (legacy)
+    dockerfile: Path | None
+    # Staged into /tests for the verifier only: directories contribute their contents, files themselves.
+    tests_sources: tuple[Path, ...]
+    test_script: str  # run as `bash /tests/<test_script>`
+    # Staged into /solution for the oracle only.
+    solution_sources: tuple[Path, ...] = ()
+    solution_script: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def short_hash(self) -> str:
+        return self.content_hash[:12]

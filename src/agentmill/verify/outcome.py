@@ -1,0 +1,60 @@
+"""Typed trial outcomes and the verifier's reward files."""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import Enum
+
+
+class Outcome(str, Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    AGENT_ERROR = "agent_error"
+    AGENT_TIMEOUT = "agent_timeout"
+    VERIFIER_ERROR = "verifier_error"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    SANDBOX_ERROR = "sandbox_error"
+
+    @property
+    def is_infra(self) -> bool:
+        """Failures of the machinery, not of the agent: worth retrying."""
+        return self is Outcome.SANDBOX_ERROR
+
+
+class RewardError(ValueError):
+    """The verifier wrote no reward, or one that is not a number."""
+
+
+PASS_THRESHOLD = 1.0 - 1e-9
+
+
+def parse_reward(txt: bytes | None, js: bytes | None) -> tuple[float, dict[str, float]]:
+    """(scalar reward, named rewards) from reward.txt (a float) or reward.json (a dict of floats).
+
+    The scalar of a dict is its "reward" entry when present, else the mean of its values.
+    """
+    if txt is not None:
+        text = txt.decode("utf-8", "replace").strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise RewardError(f"reward.txt is not a number: {text[:80]!r}") from None
+        if not math.isfinite(value):
+            raise RewardError(f"reward.txt is not finite: {text[:80]!r}")
+        return value, {"reward": value}
+    if js is not None:
+        try:
+            data = json.loads(js.decode("utf-8", "replace"))
+        except json.JSONDecodeError as e:
+            raise RewardError(f"reward.json is not JSON: {e.msg}") from None
+        if not isinstance(data, dict) or not data:
+            raise RewardError("reward.json must be a non-empty object of name -> number")
+        rewards = {}
+        for k, v in data.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise RewardError(f"reward.json: '{k}' is not a finite number: {v!r}")
+            rewards[str(k)] = float(v)
+        scalar = rewards.get("reward", sum(rewards.values()) / len(rewards))
+        return scalar, rewards
+    raise RewardError("the verifier wrote no /logs/verifier/reward.txt or reward.json")
