@@ -109,6 +109,9 @@ class BwrapSandbox:
                 self._proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                     start_new_session=True,
+                    # bwrap's own init (pid 1 inside) keeps its environment readable in
+                    # /proc/1/environ: it must start with nothing of the host's.
+                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
                 )
             await self._wait_ready()
             self.started_at = time.monotonic()
@@ -135,7 +138,7 @@ class BwrapSandbox:
         if spec.usr_local is not None:
             argv += ["--bind" if spec.writable_usr_local else "--ro-bind", str(spec.usr_local), "/usr/local"]
         else:
-            argv += ["--tmpfs", "/usr/local"]
+            argv += ["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
                  "--ro-bind", str(guest), GUEST_DIR, "--bind", str(self._ctl), CTL_DIR]
         for inside, host in spec.ro_mounts.items():
@@ -217,7 +220,9 @@ class BwrapSandbox:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
         if not line:
-            raise SandboxError(f"sandbox guest died: {self._stderr_text()}")
+            await asyncio.sleep(0.05)  # let a dying sandbox report its exit status
+            status = "still running" if self.alive else f"exit status {self._proc.returncode if self._proc else '?'}"
+            raise SandboxError(f"sandbox guest closed the connection ({status}) {self._stderr_text()}".strip())
         reply = json.loads(line)
         if not reply.pop("ok"):
             raise SandboxError(reply["error"])

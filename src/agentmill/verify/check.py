@@ -1,0 +1,87 @@
+"""`agentmill check`: every task's oracle must pass and its untouched state must not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentmill.agents import NopAgent, OracleAgent
+from agentmill.images import ImageBuilder
+from agentmill.rollout.result import TrialResult
+from agentmill.rollout.trial import run_trial
+from agentmill.tasks.model import Task
+from agentmill.verify.outcome import Outcome
+
+VERDICTS = {
+    "ok": "oracle passes, nop fails",
+    "vacuous": "the untouched state already passes",
+    "unsolvable": "the reference solution does not pass",
+    "no_solution": "the task has no reference solution",
+    "needs_container": "the environment needs a container backend",
+    "broken": "the task could not be checked (sandbox or verifier error)",
+}
+
+
+@dataclass
+class CheckResult:
+    task: Task
+    oracle: TrialResult | None
+    nop: TrialResult
+
+    @property
+    def verdict(self) -> str:
+        nop = self.nop
+        if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
+            return "needs_container"
+        if nop.outcome is Outcome.PASSED:
+            return "vacuous"
+        if self.oracle is None:
+            return "no_solution"
+        if self.oracle.outcome is Outcome.PASSED:
+            return "ok" if nop.outcome is Outcome.FAILED else "broken"
+        if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
+            return "broken"
+        return "unsolvable"
+
+    @property
+    def reason(self) -> str:
+        for trial in (self.oracle, self.nop):
+            if trial is not None and trial.exception and self.verdict != "ok":
+                return f"{trial.agent}: {trial.exception}"
+        return VERDICTS[self.verdict]
+
+    def to_json(self) -> dict:
+        def side(t: TrialResult | None) -> dict | None:
+            return None if t is None else {"reward": t.reward, "outcome": t.outcome.value, "exception": t.exception}
+
+        return {"task": self.task.name, "task_hash": self.task.content_hash, "oracle": side(self.oracle),
+                "nop": side(self.nop), "verdict": self.verdict, "reason": self.reason}
+
+
+async def check_tasks(
+    tasks: list[Task],
+    *,
+    concurrency: int = 4,
+    builder: ImageBuilder | None = None,
+    on_done: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    builder = builder or ImageBuilder()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def trial(task: Task, agent) -> TrialResult:
+        async with gate:
+            return await run_trial(task, agent, builder)
+
+    async def one(task: Task) -> CheckResult:
+        oracle_run = trial(task, OracleAgent()) if task.solution_script else None
+        if oracle_run is None:
+            result = CheckResult(task, None, await trial(task, NopAgent()))
+        else:
+            oracle, nop = await asyncio.gather(oracle_run, trial(task, NopAgent()))
+            result = CheckResult(task, oracle, nop)
+        if on_done:
+            on_done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))

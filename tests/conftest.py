@@ -1,0 +1,37 @@
+"""Shared fixtures. Tests use the real sandbox, real builds and real files; no mocks of those."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentmill.images import ImageBuilder
+from agentmill.tasks import write_task
+
+REWARD_IF = '#!/bin/bash\nif {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
+
+
+def needs_sandbox() -> bool:
+    return shutil.which("bwrap") is not None
+
+
+sandbox = pytest.mark.skipif(not needs_sandbox(), reason="bubblewrap not installed")
+
+
+@pytest.fixture(scope="session")
+def builder(tmp_path_factory) -> ImageBuilder:
+    return ImageBuilder()
+
+
+def simple_task(root: Path, name: str = "hello", *, test_sh: str | None = None, solve_sh: str | None = "echo hello > /app/out.txt\n",
+                dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\n", **kw) -> Path:
+    return write_task(
+        root / name,
+        instruction="Write the word hello into /app/out.txt.",
+        test_sh=test_sh or REWARD_IF.format(cond="grep -qx hello /app/out.txt"),
+        solve_sh=solve_sh,
+        dockerfile=dockerfile,
+        **kw,
+    )
