@@ -20,6 +20,18 @@ def needs_sandbox() -> bool:
 sandbox = pytest.mark.skipif(not needs_sandbox(), reason="bubblewrap not installed")
 
 
+def scratch_cache(tmp_path: Path) -> Path:
+    """A private image cache that sandbox uids can reach (pytest's tmp dirs are 0700)."""
+    from agentmill.paths import scratch_dir
+
+    path = scratch_dir() / "test-cache" / tmp_path.name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    for p in (path, path.parent):
+        p.chmod(0o711)
+    return path
+
+
 @pytest.fixture(scope="session")
 def builder(tmp_path_factory) -> ImageBuilder:
     return ImageBuilder()

@@ -19,7 +19,7 @@ from agentmill.errors import AgentmillError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verified, reproducible training data for agent models.")
 sandbox_app = typer.Typer(no_args_is_help=True, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = Console()
 
 

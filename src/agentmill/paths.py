@@ -13,6 +13,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from agentmill.errors import AgentmillError
 from agentmill.tasks.hashing import hash_tree
 
 
@@ -37,6 +38,17 @@ def cache_dir() -> Path:
 def scratch_dir() -> Path:
     """Per-sandbox root filesystems and control sockets, removed when the sandbox ends."""
     return _base("AGENTMILL_SCRATCH", "/var/tmp/agentmill", Path(os.environ.get("TMPDIR", "/tmp")) / f"agentmill-{os.getuid()}")
+
+
+def ensure_traversable(path: Path) -> Path:
+    """Refuse a host folder that sandbox uids could not reach, naming the ancestor to fix."""
+    if os.geteuid() != 0:
+        return path
+    for ancestor in [path, *path.parents]:
+        if ancestor.exists() and not ancestor.stat().st_mode & 0o001:
+            raise AgentmillError(f"{path}: sandboxes run as unprivileged uids and cannot enter {ancestor} "
+                                 f"(mode {oct(ancestor.stat().st_mode & 0o777)}); use a folder outside it")
+    return path
 
 
 def package_assets(name: str) -> Path:

@@ -24,7 +24,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
-from agentmill.paths import cache_dir, package_assets
+from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import BwrapSandbox, prepare_root
 from agentmill.sandbox.protocol import Limits, SandboxSpec
 from agentmill.tasks.hashing import hash_text, hash_tree
@@ -93,6 +93,7 @@ class ImageBuilder:
     def __init__(self, cache: Path | None = None):
         self.root = (cache or cache_dir()) / "images"
         self.root.mkdir(parents=True, exist_ok=True)
+        ensure_traversable(self.root)
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def get(self, task: Task) -> Image:

@@ -54,11 +54,12 @@ def parse_dockerfile(path: Path) -> list[Instruction]:
         text = raw.rstrip()
         while text.endswith("\\") and i < len(lines):
             text = text[:-1]
-            nxt = lines[i]
-            i += 1
-            if nxt.lstrip().startswith("#"):
-                continue
-            text += " " + nxt.strip() if nxt.strip() else ""
+            while i < len(lines) and lines[i].lstrip().startswith("#"):  # comments inside a continuation
+                i += 1
+            if i < len(lines):
+                text += " " + lines[i].strip()
+                i += 1
+            text = text.rstrip()
         parts = text.strip().split(None, 1)
         keyword = parts[0].upper()
         args = parts[1] if len(parts) > 1 else ""

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from agentmill.paths import scratch_dir
+from agentmill.paths import ensure_traversable, scratch_dir
 from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import ExecResult, Limits, SandboxSpec
 
@@ -21,6 +21,7 @@ async def run_once(command: list[str], *, workspace: Path | None = None, timeout
     if workspace is not None:
         workspace = workspace.resolve()
         workspace.mkdir(parents=True, exist_ok=True)
+        ensure_traversable(workspace)
         st = workspace.stat()
         owner = (st.st_uid, st.st_gid)
         rw[str(workspace)] = workspace

@@ -1,0 +1,3 @@
+import util
+
+print(util.VERSION)

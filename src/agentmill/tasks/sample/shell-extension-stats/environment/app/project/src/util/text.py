@@ -1,0 +1,4 @@
+def slug(s):
+    return s.lower().replace(" ", "-")
+
+

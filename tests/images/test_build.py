@@ -1,0 +1,101 @@
+"""Container-less builds against the real sandbox: honoured steps, caching, and honest refusals."""
+
+import asyncio
+import json
+
+import pytest
+
+from agentmill.errors import NeedsContainerError
+from agentmill.images import ImageBuilder, ImageBuildError
+from agentmill.tasks import load_task
+from tests.conftest import sandbox, scratch_cache, simple_task
+
+pytestmark = sandbox
+
+
+def build(tmp_path, dockerfile, **files):
+    task = load_task(simple_task(tmp_path, dockerfile=dockerfile, environment_files=files or None))
+    builder = ImageBuilder(cache=scratch_cache(tmp_path))
+    return builder, task, asyncio.run(builder.get(task))
+
+
+def test_workdir_env_copy_run_are_honoured(tmp_path):
+    df = (
+        "FROM python:3.11-slim\nARG GREETING=hello\nENV APP_HOME=/srv/app MODE=test\nWORKDIR $APP_HOME\n"
+        "COPY data/ ./data/\nCOPY one.txt two.txt /opt/files/\nCOPY --chmod=755 tool.sh /usr/local/bin/tool\n"
+        "RUN echo \"$GREETING $MODE\" > built.txt && python --version > pyver && tool > toolout && id -u > uid\n"
+        "RUN <<EOF\nset -e\nmkdir -p /data\necho heredoc > /data/h.txt\nEOF\n"
+        "USER nobody\n"
+    )
+    builder, task, image = build(tmp_path, df, **{"data/a.csv": "x,y\n", "one.txt": "1", "two.txt": "2",
+                                                  "tool.sh": "#!/bin/sh\necho tool-ran\n"})
+    root = image.rootfs
+    assert image.workdir == "/srv/app"
+    assert image.env == {"APP_HOME": "/srv/app", "MODE": "test"}
+    assert (root / "srv/app/data/a.csv").read_text() == "x,y\n"
+    assert (root / "opt/files/one.txt").read_text() == "1" and (root / "opt/files/two.txt").read_text() == "2"
+    assert (image.usr_local / "bin/tool").exists()
+    assert (root / "srv/app/built.txt").read_text() == "hello test\n"
+    assert (root / "srv/app/pyver").read_text().startswith("Python 3.")
+    assert (root / "srv/app/toolout").read_text() == "tool-ran\n"
+    assert (root / "data/h.txt").read_text() == "heredoc\n"
+    assert any("USER nobody ignored" in n for n in image.notes)
+
+
+def test_build_is_cached_by_content_hash(tmp_path):
+    df = "FROM debian:bookworm-slim\nWORKDIR /app\nRUN date +%s%N > /app/stamp\n"
+    builder, task, first = build(tmp_path, df)
+    stamp = (first.rootfs / "app/stamp").read_text()
+    again = asyncio.run(builder.get(task))
+    assert again.key == first.key and (again.rootfs / "app/stamp").read_text() == stamp
+    meta = json.loads((first.path / "image.json").read_text())
+    assert meta["workdir"] == "/app"
+    # a changed environment is a new image
+    (task.environment_dir / "Dockerfile").write_text(df + "RUN true\n")
+    changed = asyncio.run(builder.get(load_task(task.path)))
+    assert changed.key != first.key
+
+
+def test_concurrent_builds_of_one_image_build_once(tmp_path):
+    df = "FROM debian:bookworm-slim\nWORKDIR /app\nRUN date +%s%N > /app/stamp\n"
+    task = load_task(simple_task(tmp_path, dockerfile=df))
+    builder = ImageBuilder(cache=scratch_cache(tmp_path))
+
+    async def go():
+        return await asyncio.gather(*(builder.get(task) for _ in range(4)))
+
+    images = asyncio.run(go())
+    assert len({(i.rootfs / "app/stamp").read_text() for i in images}) == 1
+
+
+def test_apt_install_of_host_packages_is_satisfied(tmp_path):
+    _, _, image = build(tmp_path, "FROM debian:bookworm\nRUN apt-get update && apt-get install -y --no-install-recommends bash coreutils && rm -rf /var/lib/apt/lists/*\n")
+    assert image.base == "debian:bookworm"
+
+
+@pytest.mark.parametrize("dockerfile, reason", [
+    ("FROM alpine:3.19\nRUN apk add bash\n", "not Debian-based"),
+    ("FROM debian:bookworm\nRUN apt-get update && apt-get install -y definitely-not-a-package-xyz\n", "definitely-not-a-package-xyz"),
+    ("FROM golang:1.22 AS build\nRUN true\nFROM debian:bookworm\n", "multi-stage"),
+    ("FROM debian:bookworm\nCOPY --from=builder /x /y\n", "--from"),
+    ("FROM debian:bookworm\nADD https://example.com/x.tar.gz /opt/\n", "URL"),
+])
+def test_unbuildable_environments_need_a_container(tmp_path, dockerfile, reason):
+    with pytest.raises(NeedsContainerError, match=reason):
+        build(tmp_path, dockerfile)
+
+
+def test_needs_container_verdict_is_cached(tmp_path):
+    task = load_task(simple_task(tmp_path, dockerfile="FROM alpine\n"))
+    builder = ImageBuilder(cache=scratch_cache(tmp_path))
+    for _ in range(2):
+        with pytest.raises(NeedsContainerError):
+            asyncio.run(builder.get(task))
+    assert list(builder.root.glob("*.needs-container"))
+
+
+def test_failing_run_step_reports_line_and_output(tmp_path):
+    with pytest.raises(ImageBuildError) as err:
+        build(tmp_path, "FROM debian:bookworm\nWORKDIR /app\nRUN echo about-to-fail && exit 3\n")
+    assert "Dockerfile:3" in str(err.value) and "exited 3" in str(err.value)
+    assert "about-to-fail" in err.value.log

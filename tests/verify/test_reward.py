@@ -1,0 +1,32 @@
+import math
+
+import pytest
+
+from agentmill.verify import RewardError, parse_reward
+
+
+def test_txt_float():
+    assert parse_reward(b" 0.25\n", None) == (0.25, {"reward": 0.25})
+    assert parse_reward(b"1", b'{"reward": 0}')[0] == 1.0  # reward.txt wins
+
+
+def test_json_dict():
+    assert parse_reward(None, b'{"reward": 0.5, "style": 1}') == (0.5, {"reward": 0.5, "style": 1.0})
+    scalar, named = parse_reward(None, b'{"a": 1, "b": 0}')
+    assert scalar == 0.5 and named == {"a": 1.0, "b": 0.0}
+
+
+@pytest.mark.parametrize("txt, js, problem", [
+    (None, None, "wrote no"),
+    (b"PASSED", None, "not a number"),
+    (b"", None, "not a number"),
+    (b"nan", None, "not finite"),
+    (None, b"{not json", "not JSON"),
+    (None, b"[1, 2]", "non-empty object"),
+    (None, b"{}", "non-empty object"),
+    (None, b'{"reward": "1"}', "not a finite number"),
+    (None, b'{"reward": true}', "not a finite number"),
+])
+def test_garbage_is_a_reward_error(txt, js, problem):
+    with pytest.raises(RewardError, match=problem):
+        parse_reward(txt, js)
