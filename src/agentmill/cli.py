@@ -85,6 +85,17 @@ def check(
     raise typer.Exit(0 if ok == len(results) and not ds.errors else 1)
 
 
+@app.command()
+def toolkit() -> None:
+    """Build (once) the offline verifier toolkit: pytest, uv/uvx/curl/apt-get shims for test scripts."""
+    from agentmill.verify.toolkit import ensure_toolkit
+
+    path = ensure_toolkit(build=True)
+    if path is None:
+        _fail("could not build the verifier toolkit (pip install of pytest failed: is the package registry reachable?)", 1)
+    out.print(str(path))
+
+
 def _write_json(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

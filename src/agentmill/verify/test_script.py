@@ -6,6 +6,7 @@ the reward file, and /tests is never visible while the agent runs.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
 from agentmill.verify.staging import stage
+from agentmill.verify.toolkit import MOUNT, ensure_toolkit, toolkit_env
 
 _KEEP_OUTPUT = 64 << 10
 
@@ -37,11 +39,18 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     tests = stage(task.tests_sources, scratch / "tests")
     logs = scratch / "verifier-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    spec = image.spec(rootfs, limits=limits, ro_mounts={"/tests": tests}, rw_mounts={"/logs/verifier": logs})
+    mounts = {"/tests": tests}
+    env = dict(task.config.verifier.env)
+    toolkit = await asyncio.to_thread(ensure_toolkit, build=True)
+    if toolkit is not None:
+        mounts[MOUNT] = toolkit
+    spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs})
     try:
         async with BwrapSandbox(spec) as sb:
+            if toolkit is not None:
+                env = {**toolkit_env(sb.base_env()["PATH"]), **env}
             run = await sb.exec(["bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
-                                env=task.config.verifier.env, max_output=_KEEP_OUTPUT)
+                                env=env, max_output=_KEEP_OUTPUT)
             result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode)
             if run.timed_out:
                 result.outcome = Outcome.VERIFIER_TIMEOUT

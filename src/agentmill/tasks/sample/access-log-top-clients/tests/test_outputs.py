@@ -22,6 +22,7 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 OUT = "/app/top_clients.txt"
 # computed from the generated access log
 EXPECTED = ['264 198.51.100.7', '208 192.0.2.15', '182 203.0.113.42', '136 198.51.100.23', '128 203.0.113.9']

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import os
 import sys
+import tarfile
 
 CHECKS = []
 
@@ -22,13 +24,23 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import os
-import tarfile
 
 SRC = "/app/etc-snapshot"
 ARCHIVE = "/app/backup.tar.gz"
 # every file in the snapshot (relative path -> contents)
-SNAPSHOT = {'app/app.conf': '[main]\nname = ledger\nworkers = 4\n', 'app/app.conf.bak': '[main]\nname = ledger\nworkers = 2\n', 'app/notes.txt': 'remember to rotate the keys\n', 'db/my.cnf': '[mysqld]\nmax_connections = 150\n', 'db/replica.conf': 'primary_host = 10.0.4.12\nlag_alert_seconds = 30\n', 'host.conf': 'hostname = build-07\n', 'logging.conf.d/README': 'rotate = weekly\n', 'logging.conf.d/json.conf': 'level = info\nformat = json\n', 'nginx/conf.d/gzip.conf': 'gzip on;\ngzip_types text/plain application/json;\n', 'nginx/nginx.conf': 'worker_processes 2;\nevents { worker_connections 512; }\n', 'nginx/sites/default.conf': 'server {\n  listen 8080;\n  root /srv/www;\n}\n', 'nginx/sites/old.conf.disabled': '# disabled site\n', 'ssh/ssh_config': 'Host *\n  ServerAliveInterval 60\n'}
+SNAPSHOT = {'app/app.conf': '[main]\nname = ledger\nworkers = 4\n',
+            'app/app.conf.bak': '[main]\nname = ledger\nworkers = 2\n',
+            'app/notes.txt': 'remember to rotate the keys\n',
+            'db/my.cnf': '[mysqld]\nmax_connections = 150\n',
+            'db/replica.conf': 'primary_host = 10.0.4.12\nlag_alert_seconds = 30\n',
+            'host.conf': 'hostname = build-07\n',
+            'logging.conf.d/README': 'rotate = weekly\n',
+            'logging.conf.d/json.conf': 'level = info\nformat = json\n',
+            'nginx/conf.d/gzip.conf': 'gzip on;\ngzip_types text/plain application/json;\n',
+            'nginx/nginx.conf': 'worker_processes 2;\nevents { worker_connections 512; }\n',
+            'nginx/sites/default.conf': 'server {\n  listen 8080;\n  root /srv/www;\n}\n',
+            'nginx/sites/old.conf.disabled': '# disabled site\n',
+            'ssh/ssh_config': 'Host *\n  ServerAliveInterval 60\n'}
 WANTED = {p: c for p, c in SNAPSHOT.items() if p.endswith(".conf")}
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import csv
 import sys
 
 CHECKS = []
@@ -22,11 +23,14 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import csv
 
 OUT = "/app/data/region_revenue.csv"
 # region totals computed from the original sales.csv
-EXPECTED = [['South', '1462.43'], ['Central', '1206.06'], ['West', '970.59'], ['North', '930.65'], ['East', '908.17']]
+EXPECTED = [['South', '1462.43'],
+            ['Central', '1206.06'],
+            ['West', '970.59'],
+            ['North', '930.65'],
+            ['East', '908.17']]
 
 
 def rows():

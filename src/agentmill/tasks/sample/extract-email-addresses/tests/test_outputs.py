@@ -22,8 +22,18 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 OUT = "/app/emails.txt"
-EXPECTED = ['bookings@townhall.example.com', 'design.team@greenlots.org', 'l.schmidt@council.gov.uk', 'permits-2024@council.gov.uk', 'press-office@council.gov.uk', 'priya.raman@greenlots.org', 'sales@seed-and-soil.co.uk', 'sales@seedandsoil.example', 'tom_okafor@mailbox.example', 'volunteers+openday@greenlots.org']
+EXPECTED = ['bookings@townhall.example.com',
+            'design.team@greenlots.org',
+            'l.schmidt@council.gov.uk',
+            'permits-2024@council.gov.uk',
+            'press-office@council.gov.uk',
+            'priya.raman@greenlots.org',
+            'sales@seed-and-soil.co.uk',
+            'sales@seedandsoil.example',
+            'tom_okafor@mailbox.example',
+            'volunteers+openday@greenlots.org']
 
 
 def lines():

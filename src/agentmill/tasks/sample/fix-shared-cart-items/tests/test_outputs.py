@@ -22,6 +22,7 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 sys.dont_write_bytecode = True
 sys.path.insert(0, "/app/shop")
 from cart import Cart  # noqa: E402

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import os
+import subprocess
 import sys
 
 CHECKS = []
@@ -22,8 +24,6 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import os
-import subprocess
 
 REPO = "/app/repo"
 OLD_SUBJECTS = [
@@ -34,7 +34,12 @@ OLD_SUBJECTS = [
     "Tune backup defaults",
     "Add backup job skeleton",
 ]
-RESTORED = 'retention_days: 30\ncompression: zstd\nnotify: backups@example.com\nexclude:\n  - "*.tmp"\n  - cache/\n'
+RESTORED = ('retention_days: 30\n'
+            'compression: zstd\n'
+            'notify: backups@example.com\n'
+            'exclude:\n'
+            '  - "*.tmp"\n'
+            '  - cache/\n')
 
 
 def git(*args):

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import subprocess
 import sys
 
 CHECKS = []
@@ -22,7 +23,6 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import subprocess
 
 REPO = "/app/repo"
 SUBJECTS = [

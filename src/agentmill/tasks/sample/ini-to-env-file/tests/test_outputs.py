@@ -22,6 +22,7 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 OUT = "/app/config/app.env"
 EXPECTED = [
     "SERVER_HOST=0.0.0.0",

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import json
 import sys
 
 CHECKS = []
@@ -22,10 +23,15 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import json
 
 OUT = "/app/event_counts.json"
-EXPECTED = {'counts': {'click': 154, 'logout': 54, 'page_view': 222, 'purchase': 28, 'search': 105, 'signup': 21}, 'skipped': 16}
+EXPECTED = {'counts': {'click': 154,
+                       'logout': 54,
+                       'page_view': 222,
+                       'purchase': 28,
+                       'search': 105,
+                       'signup': 21},
+            'skipped': 16}
 
 
 def load():

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import hashlib
 import sys
 
 CHECKS = []
@@ -22,11 +23,20 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import hashlib
 
 OUT = "/app/docs/TOC.md"
 GUIDE_SHA256 = "9f85b5c01a8d7c8b85907ab0e0e28a7ca101326da564d14ee0d2cc494b2fd21c"
-EXPECTED = ['- [Getting Started](#getting-started)', '  - [Requirements](#requirements)', '  - [Installing on macOS & Linux](#installing-on-macos--linux)', '- [Configuration](#configuration)', '  - [Station IDs](#station-ids)', '  - [Sync Interval (minutes)](#sync-interval-minutes)', "- [What's new in v2.0?](#whats-new-in-v20)", '- [Troubleshooting](#troubleshooting)', '  - ["Permission denied" errors](#permission-denied-errors)', '  - [Clock drift](#clock-drift)', '- [FAQ](#faq)']
+EXPECTED = ['- [Getting Started](#getting-started)',
+            '  - [Requirements](#requirements)',
+            '  - [Installing on macOS & Linux](#installing-on-macos--linux)',
+            '- [Configuration](#configuration)',
+            '  - [Station IDs](#station-ids)',
+            '  - [Sync Interval (minutes)](#sync-interval-minutes)',
+            "- [What's new in v2.0?](#whats-new-in-v20)",
+            '- [Troubleshooting](#troubleshooting)',
+            '  - ["Permission denied" errors](#permission-denied-errors)',
+            '  - [Clock drift](#clock-drift)',
+            '- [FAQ](#faq)']
 
 
 def lines():

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import os
 import sys
 
 CHECKS = []
@@ -22,11 +23,23 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import os
 
 ROOT = "/app/downloads"
 # original file name -> original contents
-FILES = {'IMG_2041.JPG': 'camera raw export 2041\n', 'Makefile': 'all:\n\techo build\n', 'README': 'Read me first.\n', 'Report.PDF': 'Quarterly report placeholder\n', 'archive.tar.gz': 'compressed archive stand-in\n', 'data.backup.csv': 'id,value\n1,10\n', 'holiday.jpg': 'beach picture bytes\n', 'invoice-2023-11.pdf': 'Invoice #2023-11 for consulting hours\n', 'meeting notes.docx': 'Agenda: budget, hiring\n', 'notes.txt': 'buy milk\ncall the plumber\n', 'photo.jpeg': 'sunset over the lake\n', 'setup.sh': '#!/bin/sh\necho installing\n', 'song.mp3': 'fake mp3 audio frames\n', 'todo.TXT': 'finish the slides\n'}
+FILES = {'IMG_2041.JPG': 'camera raw export 2041\n',
+         'Makefile': 'all:\n\techo build\n',
+         'README': 'Read me first.\n',
+         'Report.PDF': 'Quarterly report placeholder\n',
+         'archive.tar.gz': 'compressed archive stand-in\n',
+         'data.backup.csv': 'id,value\n1,10\n',
+         'holiday.jpg': 'beach picture bytes\n',
+         'invoice-2023-11.pdf': 'Invoice #2023-11 for consulting hours\n',
+         'meeting notes.docx': 'Agenda: budget, hiring\n',
+         'notes.txt': 'buy milk\ncall the plumber\n',
+         'photo.jpeg': 'sunset over the lake\n',
+         'setup.sh': '#!/bin/sh\necho installing\n',
+         'song.mp3': 'fake mp3 audio frames\n',
+         'todo.TXT': 'finish the slides\n'}
 
 
 def expected_dir(name):

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import os
+import re
 import sys
 
 CHECKS = []
@@ -22,12 +24,24 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import os
-import re
 
 DIR = "/app/book"
 # original name -> contents
-ORIGINAL = {'appendix.md': '# Appendix\n\nMaps and tide tables.\n', 'ch1.md': '# Chapter 1: The Harbour at Dawn\n\nDraft text for chapter 1.\n', 'ch10.md': '# Chapter 10: Crossing\n\nDraft text for chapter 10.\n', 'ch11.md': '# Chapter 11: Storm Season\n\nDraft text for chapter 11.\n', 'ch12.md': '# Chapter 12: Home Port\n\nDraft text for chapter 12.\n', 'ch2.md': '# Chapter 2: Lanterns\n\nDraft text for chapter 2.\n', 'ch3-draft.md': '# Chapter 3 (alternate draft)\n\nUnused version.\n', 'ch3.md': '# Chapter 3: A Letter Arrives\n\nDraft text for chapter 3.\n', 'ch4.md': '# Chapter 4: The Ferryman\n\nDraft text for chapter 4.\n', 'ch5.md': '# Chapter 5: Salt and Rope\n\nDraft text for chapter 5.\n', 'ch6.md': '# Chapter 6: Fog Bank\n\nDraft text for chapter 6.\n', 'ch7.md': '# Chapter 7: What the Gulls Knew\n\nDraft text for chapter 7.\n', 'ch8.md': '# Chapter 8: Low Tide\n\nDraft text for chapter 8.\n', 'ch9.md': '# Chapter 9: The Lighthouse Keeper\n\nDraft text for chapter 9.\n', 'notes.txt': 'Book outline lives in the chapter files.\n'}
+ORIGINAL = {'appendix.md': '# Appendix\n\nMaps and tide tables.\n',
+            'ch1.md': '# Chapter 1: The Harbour at Dawn\n\nDraft text for chapter 1.\n',
+            'ch10.md': '# Chapter 10: Crossing\n\nDraft text for chapter 10.\n',
+            'ch11.md': '# Chapter 11: Storm Season\n\nDraft text for chapter 11.\n',
+            'ch12.md': '# Chapter 12: Home Port\n\nDraft text for chapter 12.\n',
+            'ch2.md': '# Chapter 2: Lanterns\n\nDraft text for chapter 2.\n',
+            'ch3-draft.md': '# Chapter 3 (alternate draft)\n\nUnused version.\n',
+            'ch3.md': '# Chapter 3: A Letter Arrives\n\nDraft text for chapter 3.\n',
+            'ch4.md': '# Chapter 4: The Ferryman\n\nDraft text for chapter 4.\n',
+            'ch5.md': '# Chapter 5: Salt and Rope\n\nDraft text for chapter 5.\n',
+            'ch6.md': '# Chapter 6: Fog Bank\n\nDraft text for chapter 6.\n',
+            'ch7.md': '# Chapter 7: What the Gulls Knew\n\nDraft text for chapter 7.\n',
+            'ch8.md': '# Chapter 8: Low Tide\n\nDraft text for chapter 8.\n',
+            'ch9.md': '# Chapter 9: The Lighthouse Keeper\n\nDraft text for chapter 9.\n',
+            'notes.txt': 'Book outline lives in the chapter files.\n'}
 PATTERN = re.compile(r"^ch([0-9]+)\.md$")
 
 

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import os
+import stat
+import subprocess
 import sys
+import tempfile
 
 CHECKS = []
 
@@ -22,10 +26,6 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import os
-import stat
-import subprocess
-import tempfile
 
 SCRIPT = "/app/bin/rotate.sh"
 

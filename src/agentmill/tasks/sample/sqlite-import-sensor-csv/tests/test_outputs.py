@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import sqlite3
 import sys
 
 CHECKS = []
@@ -22,13 +23,20 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import sqlite3
 
 DB = "/app/sensors.db"
 ROWS = 36
 EMPTY = 3
 # (sensor, day, max_celsius) computed from readings.csv
-DAILY_MAX = [('cellar', '2024-07-01', 16.2), ('cellar', '2024-07-02', 16.5), ('cellar', '2024-07-03', 16.3), ('greenhouse', '2024-07-01', 29.6), ('greenhouse', '2024-07-02', 27.9), ('greenhouse', '2024-07-03', 28.4), ('shed', '2024-07-01', 22.7), ('shed', '2024-07-02', 19.7), ('shed', '2024-07-03', 23.8)]
+DAILY_MAX = [('cellar', '2024-07-01', 16.2),
+             ('cellar', '2024-07-02', 16.5),
+             ('cellar', '2024-07-03', 16.3),
+             ('greenhouse', '2024-07-01', 29.6),
+             ('greenhouse', '2024-07-02', 27.9),
+             ('greenhouse', '2024-07-03', 28.4),
+             ('shed', '2024-07-01', 22.7),
+             ('shed', '2024-07-02', 19.7),
+             ('shed', '2024-07-03', 23.8)]
 
 
 def query(sql):

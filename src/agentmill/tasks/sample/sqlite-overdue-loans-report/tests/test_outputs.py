@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """Outcome checks for this task. Prints PASS/FAIL per check; exits non-zero on any failure."""
+import csv
+import hashlib
+import sqlite3
 import sys
 
 CHECKS = []
@@ -22,9 +25,6 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
-import csv
-import hashlib
-import sqlite3
 
 OUT = "/app/overdue.csv"
 EXPECTED = [

@@ -22,6 +22,7 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 OUT = "/app/blocklist.txt"
 EXPECTED = ['9.14.200.3', '45.83.12.9', '77.88.55.60', '103.77.5.200', '185.220.101.4']
 

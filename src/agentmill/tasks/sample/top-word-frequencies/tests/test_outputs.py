@@ -22,6 +22,7 @@ def main():
     print(f"{len(CHECKS) - failed}/{len(CHECKS)} checks passed")
     sys.exit(1 if failed else 0)
 
+
 OUT = "/app/top_words.txt"
 # computed from the original essay
 EXPECTED = ['33 the', '9 a', '8 and', '8 garden', '8 i', '7 notebook', '6 in', '6 it', '6 of', '5 tomatoes']

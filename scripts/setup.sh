@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh Debian/Ubuntu machine: system tools, then a virtualenv with agentmill.
+# Safe to re-run: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System tools: the sandbox (bubblewrap, util-linux's setpriv/prlimit), the terminal (tmux), the
+# guest's python3 with pip (image builds install into /usr/local), and what the sample tasks use.
+need=()
+for pair in bwrap:bubblewrap tmux:tmux setpriv:util-linux prlimit:util-linux /usr/bin/python3:python3 \
+            git:git sqlite3:sqlite3 jq:jq; do
+  cmd=${pair%%:*}; pkg=${pair#*:}
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then need+=("$pkg"); fi
+done
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+/usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Python: agentmill needs 3.11+; use the first one found.
+PY=""
+for cand in "${PYTHON:-}" python3 python3.13 python3.12 python3.11; do
+  [ -n "$cand" ] || continue
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    PY=$cand; break
+  fi
+done
+[ -n "$PY" ] || { echo "setup: Python 3.11+ not found" >&2; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.agentmill-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import agentmill" && touch "$stamp"
+fi
+# The offline verifier toolkit (pytest for container-era test scripts), built once from PyPI.
+.venv/bin/agentmill toolkit >/dev/null
+echo "setup: ready ($(.venv/bin/agentmill version))"

@@ -1,0 +1,68 @@
+"""The verifier toolkit: what container-era test scripts download, provided offline.
+
+Harbor and Terminal-Bench test scripts typically `apt-get install curl`, pipe astral's uv
+installer into sh, then `uvx -w pytest==X pytest /tests/test_outputs.py`. Verifiers never get the
+network, so the toolkit (built once, from the package registries, at set-up) mounts read-only at
+/.agentmill/toolkit in verifier sandboxes: a Python environment with pytest and its CTRF plugin
+(over the image's own packages), and small shims for uv, uvx, pytest, curl (only the uv
+installer URL is served) and apt-get (host packages only). Requested versions are not honoured:
+the toolkit's versions are used and the shims say so on stderr.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from agentmill.paths import cache_dir, package_assets
+from agentmill.tasks.hashing import hash_text, hash_tree
+
+PACKAGES = ("pytest", "pytest-json-ctrf")
+MOUNT = "/.agentmill/toolkit"
+
+
+def toolkit_path() -> Path:
+    shims = package_assets("toolkit")
+    apt = package_assets("shims")
+    key = hash_text(hash_tree(shims), hash_tree(apt), *PACKAGES, os.path.realpath("/usr/bin/python3"))[:16]
+    return cache_dir() / "toolkit" / key
+
+
+def ensure_toolkit(*, build: bool = True) -> Path | None:
+    """The built toolkit, building it first if asked. None when it is absent and cannot be built."""
+    dest = toolkit_path()
+    if (dest / ".ready").exists():
+        return dest
+    if not build:
+        return None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f"{dest.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (dest / ".ready").exists():
+            return dest
+        tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(tmp / "venv")],
+                           check=True, capture_output=True, timeout=300)
+            subprocess.run([str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                            *PACKAGES], check=True, capture_output=True, timeout=600)
+        except (subprocess.SubprocessError, OSError):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        (tmp / "bin").mkdir()
+        for src in (package_assets("toolkit"), package_assets("shims")):
+            for f in src.iterdir():
+                shutil.copy2(f, tmp / "bin" / f.name)
+        subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
+        (tmp / ".ready").write_text("ok\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest
+
+
+def toolkit_env(base_path: str) -> dict[str, str]:
+    return {"PATH": f"{MOUNT}/bin:{base_path}"}
