@@ -103,7 +103,9 @@ class BwrapSandbox:
             os.chmod(self._ctl, 0o700)
             _chown_tree(self._ctl, self.uid)
             self._stderr_path = self._ctl.with_suffix(".stderr")
-            self._cgroup = Cgroup(f"{self.name}-{os.getpid()}", spec.limits)
+            # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
+            # suffix lets a later process sweep groups whose owner died.
+            self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", spec.limits)
             argv = self._argv()
             with open(self._stderr_path, "wb") as err:
                 self._proc = await asyncio.create_subprocess_exec(

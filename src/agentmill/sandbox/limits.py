@@ -18,10 +18,33 @@ _ROOT = Path("/sys/fs/cgroup")
 _GROUP = "agentmill"
 
 
+_swept = False
+
+
+def sweep_stale_groups() -> None:
+    """Remove groups left by agentmill processes that died (kill -9): their pid suffix is gone."""
+    for parent in [_ROOT / _GROUP, *(_ROOT / c / _GROUP for c in ("memory", "pids", "cpu"))]:
+        if not parent.is_dir():
+            continue
+        for group in parent.iterdir():
+            pid = group.name.rsplit("-", 1)[-1]
+            if not group.is_dir() or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+                continue
+            stale = Cgroup.__new__(Cgroup)
+            stale.paths = [group]
+            stale.kill_all(wait=1.0)
+            stale.remove()
+
+
 class Cgroup:
     """One sandbox's cgroup(s). `paths` is empty when cgroups are not writable here."""
 
     def __init__(self, name: str, limits: Limits):
+        global _swept
+        if not _swept:
+            _swept = True
+            with contextlib.suppress(OSError):
+                sweep_stale_groups()
         self.paths: list[Path] = []
         v2 = _ROOT / "cgroup.controllers"
         if v2.exists():

@@ -1,0 +1,218 @@
+"""One client for every OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp server, OpenAI).
+
+Built on the openai SDK's AsyncOpenAI with the SDK's own retries switched off: we retry 429, 5xx,
+timeouts and connection failures ourselves with exponential backoff and jitter, honour
+Retry-After, and count every attempt, so a run can report what the endpoint did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmill.errors import AgentmillError
+from agentmill.models.reasoning import split_reasoning
+
+
+class SamplingParams(BaseModel):
+    """Part of a trial's identity: change one and it is a different trial."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.7, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int = Field(4096, gt=0)
+    seed: int | None = None
+
+
+class Prices(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = 0.0
+    output: float = 0.0
+    cached_input: float | None = None
+
+
+class EndpointError(AgentmillError):
+    """The endpoint failed after every retry (down, refusing, or answering garbage)."""
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+
+@dataclass
+class ChatReply:
+    content: str
+    reasoning: str | None
+    usage: Usage
+    cost_usd: float | None
+    finish_reason: str | None
+    latency: float
+    attempts: int
+    raw_content: str = ""
+
+
+@dataclass
+class ClientStats:
+    requests: int = 0
+    retries: int = 0
+    failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class ModelClient:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        sampling: SamplingParams | None = None,
+        timeout: float = 600.0,
+        max_retries: int = 6,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        max_concurrency: int = 64,
+        prices: Prices | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        self.model = model
+        self.base_url = base_url
+        self.sampling = sampling or SamplingParams()
+        self.max_retries = max_retries
+        self.backoff_base, self.backoff_max = backoff_base, backoff_max
+        self.prices = prices
+        self.extra_body = extra_body or {}
+        self.stats = ClientStats()
+        self._gate = asyncio.Semaphore(max_concurrency)
+        self._sdk = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
+        self.supports_json_schema: bool | None = None  # learnt on first use
+
+    @classmethod
+    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, **kw) -> "ModelClient":
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if api_key_env and key is None:
+            raise AgentmillError(f"--api-key-env: environment variable {api_key_env} is not set")
+        return cls(base_url=base_url, model=model, api_key=key, **kw)
+
+    async def close(self) -> None:
+        await self._sdk.close()
+
+    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None) -> ChatReply:
+        """One completion, retried on transient failures. Raises EndpointError when retries run out."""
+        kwargs: dict[str, Any] = dict(
+            model=self.model, messages=messages, temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p, max_tokens=self.sampling.max_tokens,
+        )
+        if self.sampling.seed is not None:
+            kwargs["seed"] = self.sampling.seed
+        if json_schema is not None and self.supports_json_schema is not False:
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema, "strict": True}}
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        attempt = 0
+        async with self._gate:
+            while True:
+                attempt += 1
+                started = time.monotonic()
+                self.stats.requests += 1
+                try:
+                    resp = await self._sdk.chat.completions.create(**kwargs)
+                    return self._reply(resp, time.monotonic() - started, attempt)
+                except openai.BadRequestError as e:
+                    if "response_format" in kwargs and _mentions_format(e):
+                        self.supports_json_schema = False  # endpoint cannot constrain: fall back to plain text
+                        kwargs.pop("response_format")
+                        continue
+                    self.stats.failures += 1
+                    raise EndpointError(f"{self.base_url}: request rejected (400): {_brief(e)}") from None
+                except openai.APIStatusError as e:
+                    retryable = e.status_code in RETRYABLE_STATUS
+                    delay = _retry_after(e) if retryable else None
+                    error = f"HTTP {e.status_code}: {_brief(e)}"
+                except (openai.APITimeoutError, openai.APIConnectionError) as e:
+                    retryable, delay, error = True, None, type(e).__name__.replace("API", "")
+                except (ValueError, KeyError, TypeError, AttributeError) as e:  # a body that is not a completion
+                    retryable, delay, error = True, None, f"malformed response: {e}"
+                if not retryable or attempt > self.max_retries:
+                    self.stats.failures += 1
+                    raise EndpointError(f"{self.base_url}: {error} (after {attempt} attempts)")
+                self.stats.retries += 1
+                if delay is None:
+                    delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                await asyncio.sleep(min(delay, self.backoff_max))
+
+    def _reply(self, resp: Any, latency: float, attempts: int) -> ChatReply:
+        choice = resp.choices[0]
+        msg = choice.message
+        reasoning_field = getattr(msg, "reasoning_content", None) or getattr(msg, "reasoning", None)
+        if reasoning_field is None and getattr(msg, "model_extra", None):
+            reasoning_field = msg.model_extra.get("reasoning_content") or msg.model_extra.get("reasoning")
+        raw = msg.content or ""
+        content, reasoning = split_reasoning(raw, reasoning_field)
+        usage = Usage()
+        if resp.usage is not None:
+            usage.prompt_tokens = resp.usage.prompt_tokens or 0
+            usage.completion_tokens = resp.usage.completion_tokens or 0
+            details = getattr(resp.usage, "prompt_tokens_details", None)
+            usage.cached_tokens = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+            cdetails = getattr(resp.usage, "completion_tokens_details", None)
+            usage.reasoning_tokens = (getattr(cdetails, "reasoning_tokens", 0) or 0) if cdetails else 0
+        cost = self.cost(usage)
+        self.stats.usage.add(usage)
+        if cost is not None:
+            self.stats.cost_usd += cost
+        if self.supports_json_schema is None:
+            self.supports_json_schema = True
+        return ChatReply(content=content, reasoning=reasoning, usage=usage, cost_usd=cost,
+                         finish_reason=choice.finish_reason, latency=latency, attempts=attempts, raw_content=raw)
+
+    def cost(self, usage: Usage) -> float | None:
+        if self.prices is None:
+            return None
+        p = self.prices
+        cached_price = p.cached_input if p.cached_input is not None else p.input
+        fresh = usage.prompt_tokens - usage.cached_tokens
+        return (fresh * p.input + usage.cached_tokens * cached_price + usage.completion_tokens * p.output) / 1e6
+
+
+def _retry_after(e: openai.APIStatusError) -> float | None:
+    try:
+        value = e.response.headers.get("retry-after")
+        return max(0.0, float(value)) if value is not None else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def _brief(e: Exception) -> str:
+    return str(e).replace("\n", " ")[:300]
+
+
+def _mentions_format(e: Exception) -> bool:
+    text = str(e).lower()
+    return "response_format" in text or "json_schema" in text or "grammar" in text

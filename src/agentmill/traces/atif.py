@@ -1,0 +1,97 @@
+"""Trajectories in Harbor's Agent Trajectory Interchange Format (ATIF v1.4), one schema.
+
+Only the fields agentmill writes are modelled; `extra` carries the rest, as the format intends.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "ATIF-v1.4"
+
+
+class _Atif(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(_Atif):
+    tool_call_id: str
+    function_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservationResult(_Atif):
+    source_call_id: str | None = None
+    content: str | None = None
+
+
+class Observation(_Atif):
+    results: list[ObservationResult] = Field(default_factory=list)
+
+
+class Metrics(_Atif):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    cost_usd: float | None = None
+    extra: dict[str, Any] | None = None
+
+
+class Step(_Atif):
+    step_id: int
+    timestamp: str = Field(default_factory=lambda: now_iso())
+    source: Literal["system", "user", "agent"]
+    model_name: str | None = None
+    message: str = ""
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    observation: Observation | None = None
+    metrics: Metrics | None = None
+    extra: dict[str, Any] | None = None
+
+
+class AgentInfo(_Atif):
+    name: str
+    version: str
+    model_name: str | None = None
+    extra: dict[str, Any] | None = None
+
+
+class FinalMetrics(_Atif):
+    total_prompt_tokens: int | None = None
+    total_completion_tokens: int | None = None
+    total_cached_tokens: int | None = None
+    total_cost_usd: float | None = None
+    total_steps: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+class Trajectory(_Atif):
+    schema_version: str = SCHEMA_VERSION
+    session_id: str
+    agent: AgentInfo
+    steps: list[Step] = Field(default_factory=list)
+    notes: str | None = None
+    final_metrics: FinalMetrics | None = None
+    extra: dict[str, Any] | None = None
+
+    def summarize(self) -> "Trajectory":
+        """Fill final_metrics from the steps."""
+        agent_steps = [s for s in self.steps if s.source == "agent" and s.metrics is not None]
+        costs = [s.metrics.cost_usd for s in agent_steps if s.metrics.cost_usd is not None]
+        self.final_metrics = FinalMetrics(
+            total_prompt_tokens=sum(s.metrics.prompt_tokens or 0 for s in agent_steps),
+            total_completion_tokens=sum(s.metrics.completion_tokens or 0 for s in agent_steps),
+            total_cached_tokens=sum(s.metrics.cached_tokens or 0 for s in agent_steps),
+            total_cost_usd=sum(costs) if costs else None,
+            total_steps=len(self.steps),
+            extra=(self.final_metrics.extra if self.final_metrics else None),
+        )
+        return self
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

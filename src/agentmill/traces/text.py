@@ -1,0 +1,31 @@
+"""Text that is safe to store and export: valid UTF-8, no lone surrogates, no stray control bytes.
+
+Model replies and terminal screens carry anything (binary noise, escape sequences, surrogate
+halves from bad decoders); SQLite, JSON and Parquet writers must never crash on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls except tab, newline, carriage return; DEL; C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def clean_text(text: str | None) -> str:
+    if not text:
+        return ""
+    text = _SURROGATE.sub("\ufffd", text)  # lone surrogates cannot be encoded anywhere
+    text = _ANSI.sub("", text)
+    return _CONTROL.sub("", text)
+
+
+def truncate_middle(text: str, limit: int = 10_000) -> str:
+    """Keep the head and the tail of long output, marking what was cut (limit in characters)."""
+    if len(text) <= limit:
+        return text
+    marker = f"\n[... {len(text) - limit} characters omitted ...]\n"
+    half = (limit - len(marker)) // 2
+    return text[:half] + marker + text[-half:]
