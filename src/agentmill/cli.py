@@ -86,6 +86,128 @@ def check(
 
 
 @app.command()
+def rollout(
+    dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
+    sample: bool = typer.Option(False, "--sample", help="Use the bundled sample tasks."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder: created, or resumed if it exists."),
+    agent: str = typer.Option("terminus", "--agent", help="terminus | oracle | nop"),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
+    attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task (for pass@k)."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
+    model_concurrency: int = typer.Option(64, "--model-concurrency", min=1, help="Model requests in flight at once."),
+    temperature: float = typer.Option(0.7, "--temperature"),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    max_tokens: int = typer.Option(4096, "--max-tokens"),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    max_turns: int = typer.Option(50, "--max-turns", min=1),
+    request_timeout: float = typer.Option(600.0, "--request-timeout"),
+    max_retries: int = typer.Option(6, "--max-retries", min=0),
+    price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
+    price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
+    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
+    task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
+) -> None:
+    """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
+    from agentmill.agents import AGENT_NAMES, MODEL_AGENTS, agent_class
+    from agentmill.models import LOCAL_MODEL, LocalModelServer, ModelClient, Prices, SamplingParams
+    from agentmill.models.local import SERVED_NAME
+    from agentmill.progress import RolloutProgress
+    from agentmill.rollout.config import RolloutConfig
+    from agentmill.rollout.runner import plan_trials, run_rollout, unique_tasks
+
+    if agent not in AGENT_NAMES:
+        _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(AGENT_NAMES)})")
+    if retry not in (None, "infra"):
+        _fail("--retry: only 'infra' is supported")
+    needs_model = agent in MODEL_AGENTS
+    if needs_model and not model:
+        _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
+    if needs_model and model != LOCAL_MODEL and not base_url:
+        _fail("--base-url: give the endpoint of --model (or use --model local)")
+    ds = _load(dataset, sample, task)
+    _, dupes = unique_tasks(ds.tasks)
+    for d in dupes:
+        console.print(f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False)
+    served = SERVED_NAME if model == LOCAL_MODEL else model
+    prices = Prices(input=price_in or 0.0, output=price_out or 0.0) if (price_in or price_out) else None
+    try:
+        config = RolloutConfig(
+            dataset=str(ds.root), task_hashes={t.name: t.content_hash for t in ds.tasks}, agent=agent,
+            agent_version=agent_class(agent).version,
+            model=served if needs_model else None,
+            sampling=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+            max_turns=max_turns, attempts=attempts, base_url=base_url, api_key_env=api_key_env,
+            concurrency=concurrency, model_concurrency=model_concurrency, request_timeout=request_timeout,
+            max_retries=max_retries, prices=prices,
+        )
+    except ValueError as e:
+        _fail(f"invalid option: {str(e).splitlines()[-1]}")
+
+    async def go():
+        server = LocalModelServer() if needs_model and model == LOCAL_MODEL else None
+        url = base_url
+        if server is not None:
+            console.print("starting the embedded model (SmolLM2-135M: a smoke-test model, not a teacher)")
+            url = await server.__aenter__()
+        client = None
+        try:
+            if needs_model:
+                client = ModelClient.from_env(base_url=url, model=served, api_key_env=api_key_env,
+                                              sampling=config.sampling, timeout=request_timeout,
+                                              max_retries=max_retries, max_concurrency=model_concurrency, prices=prices)
+            total = len(plan_trials(config, ds.tasks))
+            with RolloutProgress(total=total, client=client, console=console) as progress:
+                return await run_rollout(config, ds.tasks, out, client=client, retry_infra=retry == "infra",
+                                         on_start=progress.started, on_done=progress.finished)
+        finally:
+            if client is not None:
+                await client.close()
+            if server is not None:
+                await server.__aexit__(None, None, None)
+
+    try:
+        report = asyncio.run(go())
+    except AgentmillError as e:
+        _fail(str(e))
+    out.mkdir(parents=True, exist_ok=True)
+    console.print(f"{report.ran} trials run, {report.skipped} already done, {report.recovered} recovered; run folder: {out}")
+    _print_status(out, as_json=False)
+
+
+@app.command()
+def status(
+    run_dir: Path = typer.Argument(..., help="A run folder made by `agentmill rollout`."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON, with every trial listed."),
+) -> None:
+    """Summarise a run: trials by outcome, mean reward, pass@1 / pass@k with standard error, tokens, cost, time."""
+    _print_status(run_dir, as_json=as_json)
+
+
+def _print_status(run_dir: Path, *, as_json: bool) -> None:
+    from agentmill.rollout.status import summarize
+
+    try:
+        s = summarize(run_dir)
+    except AgentmillError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(s, indent=2))
+        return
+    table = Table(title=f"run {run_dir}", show_header=False)
+    table.add_row("trials", f"{s['done']} done, {s['running']} unfinished, over {s['tasks']} tasks")
+    table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
+    table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
+    for k, v in s.get("pass_at_k", {}).items():
+        table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
+    table.add_row("tokens", f"{s['tokens']['prompt']} in / {s['tokens']['completion']} out")
+    table.add_row("cost", "-" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}")
+    table.add_row("time", f"{s['wall_seconds']:.1f}s wall, {s['trial_seconds']:.1f}s in trials")
+    out.print(table)
+
+
+@app.command()
 def toolkit() -> None:
     """Build (once) the offline verifier toolkit: pytest, uv/uvx/curl/apt-get shims for test scripts."""
     from agentmill.verify.toolkit import ensure_toolkit

@@ -40,6 +40,32 @@ def scratch_dir() -> Path:
     return _base("AGENTMILL_SCRATCH", "/var/tmp/agentmill", Path(os.environ.get("TMPDIR", "/tmp")) / f"agentmill-{os.getuid()}")
 
 
+def scratch_temp(kind: str) -> Path:
+    """A fresh per-sandbox folder, named with our pid so a later process can sweep it if we die."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=scratch_dir()))
+    path.chmod(0o711)  # sandbox uids must traverse it to reach their mounts
+    return path
+
+
+def sweep_scratch() -> int:
+    """Remove scratch folders of agentmill processes that died (kill -9). Returns how many."""
+    removed = 0
+    for entry in scratch_dir().iterdir():
+        parts = entry.name.split("-")
+        if len(parts) < 3 or not parts[1].isdigit() or entry.name == "assets":
+            continue
+        if Path(f"/proc/{parts[1]}").exists():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def ensure_traversable(path: Path) -> Path:
     """Refuse a host folder that sandbox uids could not reach, naming the ancestor to fix."""
     if os.geteuid() != 0:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 
-from agentmill.paths import scratch_dir
+from agentmill.paths import scratch_temp
 from agentmill.sandbox import BwrapSandbox, Limits, SandboxSpec
 
 
 def fresh_spec(**kw) -> SandboxSpec:
-    scratch = Path(tempfile.mkdtemp(prefix="test-", dir=scratch_dir()))
-    scratch.chmod(0o711)
+    scratch = scratch_temp("test")  # swept by a later run once this process is gone
     (scratch / "rootfs" / "app").mkdir(parents=True)
     kw.setdefault("workdir", "/app")
     return SandboxSpec(rootfs=scratch / "rootfs", **kw)

@@ -9,6 +9,7 @@ from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
 from agentmill.rollout import run_trial
 from agentmill.tasks import TaskConfig, load_task
+from agentmill.traces import Step
 from agentmill.verify import Outcome
 from tests.conftest import REWARD_IF, sandbox, scratch_cache, simple_task
 
@@ -63,14 +64,14 @@ def test_agent_error_is_typed(tmp_path):
         name, version, needs_solution = "crash", "0", False
 
         async def run(self, task, sandbox, result: AgentResult):
-            result.steps.append({"step_id": 1, "source": "agent", "message": "about to fail"})
+            result.steps.append(Step(step_id=1, source="agent", message="about to fail"))
             raise RuntimeError("model produced nonsense")
 
     result = AgentResult()
     task = load_task(simple_task(tmp_path))
     r = asyncio.run(run_trial(task, Crashing(), ImageBuilder(cache=scratch_cache(tmp_path)), agent_result=result))
     assert r.outcome is Outcome.AGENT_ERROR and "model produced nonsense" in r.exception
-    assert result.steps[0]["message"] == "about to fail"  # the partial trajectory survives
+    assert result.steps[0].message == "about to fail"  # the partial trajectory survives
 
 
 def test_needs_container_is_sandbox_error_with_reason(tmp_path):

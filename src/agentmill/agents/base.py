@@ -7,14 +7,18 @@ from typing import Any, ClassVar, Protocol
 
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
+from agentmill.traces.atif import Step
 
 
 @dataclass
 class AgentResult:
-    """What the agent reports. `steps` is the trajectory so far (ATIF step dicts)."""
+    """What the agent reports as it goes: kept even when the agent times out or fails."""
 
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def next_id(self) -> int:
+        return len(self.steps) + 1
 
 
 class Agent(Protocol):
@@ -22,6 +26,25 @@ class Agent(Protocol):
     version: ClassVar[str]
     needs_solution: ClassVar[bool]  # the oracle alone sees /solution
 
-    async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
-        """Work on the task. Fill `result` as you go: it is kept even on timeout or error."""
+    @property
+    def model_name(self) -> str | None: ...
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about this agent that changes its trials: name, version, model, settings."""
         ...
+
+    async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
+        """Work on the task. Fill `result` as you go."""
+        ...
+
+
+class ScriptedAgentBase:
+    """Agents without a model (oracle, nop)."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    needs_solution: ClassVar[bool] = False
+    model_name = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"agent": self.name, "agent_version": self.version}

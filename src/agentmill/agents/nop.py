@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from agentmill.agents.base import AgentResult
+from agentmill.agents.base import AgentResult, ScriptedAgentBase
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 
 
-class NopAgent:
+class NopAgent(ScriptedAgentBase):
     name = "nop"
     version = "1"
-    needs_solution = False
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         return None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from agentmill.agents.base import AgentResult
+from agentmill.agents.base import AgentResult, ScriptedAgentBase
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
+from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
+from agentmill.traces.text import clean_text, truncate_middle
 
 
-class OracleAgent:
+class OracleAgent(ScriptedAgentBase):
     name = "oracle"
     version = "1"
     needs_solution = True
@@ -16,10 +18,12 @@ class OracleAgent:
         if task.solution_script is None:
             raise RuntimeError(f"{task.path}: no solution to run")
         command = f"bash /solution/{task.solution_script}"
-        result.steps.append({"step_id": 1, "source": "agent", "message": "run the reference solution",
-                             "tool_calls": [{"tool_call_id": "call_1", "function_name": "bash", "arguments": {"command": command}}]})
+        call = ToolCall(tool_call_id="call_1", function_name="bash", arguments={"command": command})
+        step = Step(step_id=result.next_id(), source="agent", message="Run the reference solution.", tool_calls=[call])
+        result.steps.append(step)
         run = await sandbox.exec(command, timeout=task.config.agent.timeout_sec, env=task.config.solution.env)
-        result.steps[-1]["observation"] = {"results": [{"source_call_id": "call_1", "content": (run.stdout + run.stderr)[-10_000:]}]}
+        output = truncate_middle(clean_text(run.stdout + run.stderr))
+        step.observation = Observation(results=[ObservationResult(source_call_id="call_1", content=output)])
         result.metadata["solution_exit_code"] = run.returncode
         if run.timed_out:
             raise TimeoutError("the solution exceeded the agent timeout")

@@ -20,6 +20,9 @@ class Timings(BaseModel):
 class TrialResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    trial_id: str | None = None
+    attempt: int = 0
+    model: str | None = None
     task: str
     task_hash: str
     agent: str
@@ -32,6 +35,9 @@ class TrialResult(BaseModel):
     verifier_stderr: str = ""
     notes: list[str] = Field(default_factory=list)
     timings: Timings = Field(default_factory=Timings)
+    tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0})
+    cost_usd: float | None = None
+    agent_metadata: dict = Field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

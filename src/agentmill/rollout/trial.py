@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
 from agentmill.agents.base import Agent, AgentResult
 from agentmill.errors import AgentmillError, SandboxError
+from agentmill.models.client import EndpointError
 from agentmill.images import ImageBuilder
-from agentmill.paths import scratch_dir
+from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import Limits
@@ -36,8 +36,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
     result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
     agent_result = agent_result if agent_result is not None else AgentResult()
-    scratch = Path(tempfile.mkdtemp(prefix="trial-", dir=scratch_dir()))
-    scratch.chmod(0o711)  # sandbox uids must traverse it to reach their mounts
+    scratch = scratch_temp("trial")
     try:
         t = time.monotonic()
         try:
@@ -71,6 +70,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
         except SandboxError as e:
             result.exception = f"sandbox failed during the agent: {e}"
+            return result
+        except EndpointError as e:
+            result.outcome, result.exception = Outcome.INFRA_ERROR, str(e)
             return result
         except Exception as e:  # the agent's own failure: typed, with its traceback kept
             agent_outcome = Outcome.AGENT_ERROR

@@ -15,13 +15,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 from agentmill.errors import SandboxError
-from agentmill.paths import package_assets, scratch_dir
+from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.uids import UidLease, lease_uid
@@ -99,10 +98,10 @@ class BwrapSandbox:
                 _chown_tree(host, self.uid)
             if spec.writable_usr_local and spec.usr_local is not None:
                 _chown_tree(spec.usr_local, self.uid)
-            self._ctl = Path(tempfile.mkdtemp(prefix=f"ctl-{self.name}-", dir=scratch_dir()))
+            self._ctl = scratch_temp("ctl")
             os.chmod(self._ctl, 0o700)
             _chown_tree(self._ctl, self.uid)
-            self._stderr_path = self._ctl.with_suffix(".stderr")
+            self._stderr_path = self._ctl.with_suffix(".stderr")  # beside, not inside: the guest sees ctl/
             # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
             # suffix lets a later process sweep groups whose owner died.
             self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", spec.limits)
@@ -169,7 +168,7 @@ class BwrapSandbox:
             if time.monotonic() > deadline:
                 raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            delay = min(delay * 2, 0.002)
 
     def _stderr_text(self) -> str:
         with contextlib.suppress(OSError):
@@ -180,10 +179,10 @@ class BwrapSandbox:
         """Kill everything in the sandbox. No process survives: pid namespace + cgroup."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
+            # The group kill reaches the whole chain; a second proc.kill() would race asyncio's
+            # child watcher for the exit status ("Unknown child process pid").
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
             await proc.wait()
         if self._cgroup is not None:
             await asyncio.to_thread(self._cgroup.kill_all)

@@ -5,18 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from agentmill.paths import ensure_traversable, scratch_dir
+from agentmill.paths import ensure_traversable, scratch_temp
 from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import ExecResult, Limits, SandboxSpec
 
 
 async def run_once(command: list[str], *, workspace: Path | None = None, timeout: float = 60.0,
                    memory_mb: int = 2048) -> ExecResult:
-    scratch = Path(tempfile.mkdtemp(prefix="oneshot-", dir=scratch_dir()))
-    scratch.chmod(0o711)
+    scratch = scratch_temp("oneshot")
     rw, workdir, owner = {}, "/root", None
     if workspace is not None:
         workspace = workspace.resolve()

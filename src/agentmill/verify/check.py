@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.images import ImageBuilder
+from agentmill.paths import sweep_scratch
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks.model import Task
@@ -67,6 +68,7 @@ async def check_tasks(
     on_done: Callable[[CheckResult], None] | None = None,
 ) -> list[CheckResult]:
     builder = builder or ImageBuilder()
+    await asyncio.to_thread(sweep_scratch)
     gate = asyncio.Semaphore(concurrency)
 
     async def trial(task: Task, agent) -> TrialResult:

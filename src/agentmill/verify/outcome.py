@@ -15,11 +15,12 @@ class Outcome(str, Enum):
     VERIFIER_ERROR = "verifier_error"
     VERIFIER_TIMEOUT = "verifier_timeout"
     SANDBOX_ERROR = "sandbox_error"
+    INFRA_ERROR = "infra_error"  # the model endpoint failed after its retries
 
     @property
     def is_infra(self) -> bool:
-        """Failures of the machinery, not of the agent: worth retrying."""
-        return self is Outcome.SANDBOX_ERROR
+        """Failures of the machinery, not of the agent: what `--retry infra` reruns."""
+        return self in (Outcome.SANDBOX_ERROR, Outcome.INFRA_ERROR)
 
 
 class RewardError(ValueError):

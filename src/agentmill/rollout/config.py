@@ -1,0 +1,52 @@
+"""A rollout's configuration, saved in the run folder. Identity fields decide which trials exist;
+the rest (endpoint URL, key variable, concurrency) may change between resumes."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmill.models.client import Prices, SamplingParams
+
+
+class RolloutConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # identity
+    dataset: str  # resolved dataset folder
+    task_hashes: dict[str, str]  # task name -> content hash
+    agent: str
+    agent_version: str
+    model: str | None = None
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    max_turns: int = 50
+    attempts: int = Field(1, ge=1)
+    # operational
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = Field(4, ge=1)
+    model_concurrency: int = Field(64, ge=1)
+    request_timeout: float = 600.0
+    max_retries: int = 6
+    prices: Prices | None = None
+
+    IDENTITY: ClassVar[tuple[str, ...]] = ("dataset", "task_hashes", "agent", "agent_version", "model", "sampling", "max_turns")
+
+    def identity_changes(self, old: "RolloutConfig") -> list[str]:
+        """What changed that would make different trials; empty if resuming is safe."""
+        changes = []
+        for name in self.IDENTITY:
+            a, b = getattr(old, name), getattr(self, name)
+            if a == b:
+                continue
+            if name == "task_hashes":
+                changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+                changes.append(f"tasks: {len(changed)} added, removed or edited ({shown})")
+            elif name == "sampling":
+                diffs = [f"{k} {getattr(a, k)!r} -> {getattr(b, k)!r}" for k in type(a).model_fields if getattr(a, k) != getattr(b, k)]
+                changes.append("sampling: " + ", ".join(diffs))
+            else:
+                changes.append(f"{name}: {a!r} -> {b!r}")
+        return changes

@@ -1,0 +1,135 @@
+"""A real local HTTP server that speaks the chat-completions API with scripted replies.
+
+A test double for the test suite only: agentmill's client talks to it over real sockets, so
+retries, timeouts, malformed bodies and Retry-After are exercised end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: str | None = ""
+    reasoning: str | None = None
+    status: int = 200
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None  # sent as-is instead of a completion
+    usage: tuple[int, int] = (10, 5)
+    finish_reason: str = "stop"
+
+
+Policy = Callable[[dict[str, Any]], Reply]
+
+
+def queue(*replies: Reply) -> Policy:
+    """Replies in order; the last one repeats."""
+    items = list(replies)
+    lock = threading.Lock()
+
+    def policy(_request):
+        with lock:
+            return items.pop(0) if len(items) > 1 else items[0]
+
+    return policy
+
+
+class ChatServer:
+    def __init__(self, policy: Policy, model: str = "scripted"):
+        self.policy, self.model = policy, model
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                self._send(200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                reply = server.policy(body)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.raw_body is not None:
+                    return self._send(reply.status, reply.raw_body, reply.headers)
+                if reply.status != 200:
+                    err = {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": reply.status}}
+                    return self._send(reply.status, json.dumps(err).encode(), reply.headers)
+                message = {"role": "assistant", "content": reply.content}
+                if reply.reasoning is not None:
+                    message["reasoning_content"] = reply.reasoning
+                completion = {
+                    "id": f"cmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", server.model),
+                    "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                    "usage": {"prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
+                              "total_tokens": sum(reply.usage)},
+                }
+                self._send(200, json.dumps(completion).encode(), reply.headers)
+
+            def _send(self, status, payload: bytes, headers=None):
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> "ChatServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def terminus_json(commands: list[tuple[str, float]] | None = None, complete: bool = False, analysis: str = "") -> str:
+    return json.dumps({"analysis": analysis, "plan": "", "task_complete": complete,
+                       "commands": [{"keystrokes": k, "duration": d} for k, d in (commands or [])]})
+
+
+def solving_policy(solutions: dict[str, str]) -> Policy:
+    """A terminus policy that types the solution of the task named in the first user message,
+    then claims completion and confirms. `solutions`: instruction snippet -> shell script."""
+
+    def policy(request):
+        msgs = request["messages"]
+        first_user = next(m["content"] for m in msgs if m["role"] == "user")
+        turns = sum(1 for m in msgs if m["role"] == "assistant")
+        script = next((s for key, s in solutions.items() if key in first_user), "true\n")
+        if turns == 0:
+            return Reply(terminus_json([(f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\n", 0.5)]))
+        if turns == 1:
+            return Reply(terminus_json([("ls\n", 0.1)]))
+        return Reply(terminus_json([], complete=True))
+
+    return policy

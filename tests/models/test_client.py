@@ -1,0 +1,104 @@
+"""The model client against a real local HTTP server with scripted replies."""
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from agentmill.models import EndpointError, ModelClient, Prices, SamplingParams
+from tests.helpers.chat_server import ChatServer, Reply, queue
+
+
+def client(url, **kw):
+    kw.setdefault("backoff_base", 0.01)
+    kw.setdefault("max_retries", 3)
+    return ModelClient(base_url=url, model="m", **kw)
+
+
+def chat(c, **kw):
+    async def go():
+        try:
+            return await c.chat([{"role": "user", "content": "hi"}], **kw)
+        finally:
+            await c.close()
+
+    return asyncio.run(go())
+
+
+def test_reply_usage_cost_and_sampling_sent():
+    with ChatServer(queue(Reply("hello", usage=(1000, 500)))) as srv:
+        c = client(srv.base_url, sampling=SamplingParams(temperature=0.2, top_p=0.9, max_tokens=77, seed=5),
+                   prices=Prices(input=1.0, output=2.0))
+        r = chat(c)
+    assert r.content == "hello" and r.attempts == 1
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (1000, 500)
+    assert r.cost_usd == pytest.approx((1000 * 1.0 + 500 * 2.0) / 1e6)
+    sent = srv.requests[0]
+    assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["seed"]) == (0.2, 0.9, 77, 5)
+
+
+def test_reasoning_kept_apart():
+    with ChatServer(queue(Reply("answer", reasoning="thinking hard"), Reply("<think>inline</think>done"))) as srv:
+        r1 = chat(client(srv.base_url))
+        r2 = chat(client(srv.base_url))
+    assert (r1.content, r1.reasoning) == ("answer", "thinking hard")
+    assert (r2.content, r2.reasoning) == ("done", "inline")
+
+
+def test_429_honours_retry_after():
+    with ChatServer(queue(Reply(status=429, headers={"Retry-After": "1"}), Reply("ok"))) as srv:
+        c = client(srv.base_url)
+        started = time.monotonic()
+        r = chat(c)
+    assert r.content == "ok" and r.attempts == 2
+    assert time.monotonic() - started >= 0.95
+    assert c.stats.retries == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_5xx_retried(status):
+    with ChatServer(queue(Reply(status=status), Reply(status=status), Reply("ok"))) as srv:
+        r = chat(client(srv.base_url))
+    assert r.content == "ok" and r.attempts == 3
+
+
+def test_slow_reply_times_out_and_is_retried():
+    with ChatServer(queue(Reply("late", delay=2.0), Reply("fast"))) as srv:
+        r = chat(client(srv.base_url, timeout=0.5))
+    assert r.content == "fast" and r.attempts == 2
+
+
+def test_malformed_body_retried_then_fails():
+    with ChatServer(queue(Reply(raw_body=b"this is not json"))) as srv:
+        with pytest.raises(EndpointError, match="after 4 attempts"):
+            chat(client(srv.base_url))
+        assert len(srv.requests) == 4
+
+
+def test_400_is_not_retried():
+    with ChatServer(queue(Reply(status=400))) as srv:
+        with pytest.raises(EndpointError, match="400"):
+            chat(client(srv.base_url))
+        assert len(srv.requests) == 1
+
+
+def test_endpoint_down_ends_in_endpoint_error():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens here
+    with pytest.raises(EndpointError, match="Connection"):
+        chat(client(f"http://127.0.0.1:{port}/v1"))
+
+
+def test_json_schema_requested_and_dropped_when_unsupported():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    unsupported = Reply(status=400, raw_body=b'{"error": {"message": "response_format json_schema not supported"}}')
+    with ChatServer(queue(unsupported, Reply('{"a": "x"}'))) as srv:
+        c = client(srv.base_url)
+        r = chat(c, json_schema=schema)
+    assert r.content == '{"a": "x"}'
+    assert srv.requests[0]["response_format"]["json_schema"]["schema"] == schema
+    assert "response_format" not in srv.requests[1]
+    assert c.supports_json_schema is False
