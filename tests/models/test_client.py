@@ -92,13 +92,44 @@ def test_endpoint_down_ends_in_endpoint_error():
         chat(client(f"http://127.0.0.1:{port}/v1"))
 
 
-def test_json_schema_requested_and_dropped_when_unsupported():
+def test_json_schema_dialects_learnt_from_the_endpoint():
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
-    unsupported = Reply(status=400, raw_body=b'{"error": {"message": "response_format json_schema not supported"}}')
-    with ChatServer(queue(unsupported, Reply('{"a": "x"}'))) as srv:
+    # llama-cpp-python's server: rejects json_schema (with a 500), accepts json_object + schema
+    rejects = Reply(status=500, raw_body=b'{"detail": "response_format.type: Input should be text or json_object"}')
+    with ChatServer(queue(rejects, Reply('{"a": "x"}'))) as srv:
         c = client(srv.base_url)
         r = chat(c, json_schema=schema)
-    assert r.content == '{"a": "x"}'
+    assert r.content == '{"a": "x"}' and r.attempts == 1
     assert srv.requests[0]["response_format"]["json_schema"]["schema"] == schema
-    assert "response_format" not in srv.requests[1]
-    assert c.supports_json_schema is False
+    assert srv.requests[1]["response_format"] == {"type": "json_object", "schema": schema}
+    assert c.json_mode == "json_object"
+
+
+def test_json_constraint_dropped_when_unsupported():
+    schema = {"type": "object"}
+    no = Reply(status=400, raw_body=b'{"error": {"message": "response_format is not supported"}}')
+    with ChatServer(queue(no, no, Reply("{}"))) as srv:
+        c = client(srv.base_url)
+        r = chat(c, json_schema=schema)
+    assert r.content == "{}" and "response_format" not in srv.requests[2]
+    assert c.json_mode is None
+
+
+def test_concurrent_requests_learn_the_dialect_once():
+    def policy(request):
+        if request.get("response_format", {}).get("type") == "json_schema":
+            return Reply(status=500, raw_body=b'{"detail": "response_format: json_schema unsupported"}', delay=0.2)
+        return Reply('{"a": "ok"}')
+
+    async def go(url):
+        c = client(url)
+        try:
+            return c, await asyncio.gather(*(c.chat([{"role": "user", "content": str(i)}], json_schema={"type": "object"})
+                                              for i in range(4)))
+        finally:
+            await c.close()
+
+    with ChatServer(policy) as srv:
+        c, replies = asyncio.run(go(srv.base_url))
+    assert c.json_mode == "json_object"
+    assert all(r.content == '{"a": "ok"}' for r in replies)

@@ -111,7 +111,13 @@ class ModelClient:
         self.stats = ClientStats()
         self._gate = asyncio.Semaphore(max_concurrency)
         self._sdk = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
-        self.supports_json_schema: bool | None = None  # learnt on first use
+        # How to ask for schema-constrained JSON, learnt on first use: OpenAI/vLLM/SGLang take
+        # `json_schema`, llama-cpp-python's server takes `json_object` with a `schema`, some none.
+        self._format_modes: list[str | None] = ["json_schema", "json_object", None]
+
+    @property
+    def json_mode(self) -> str | None:
+        return self._format_modes[0]
 
     @classmethod
     def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, **kw) -> "ModelClient":
@@ -131,27 +137,32 @@ class ModelClient:
         )
         if self.sampling.seed is not None:
             kwargs["seed"] = self.sampling.seed
-        if json_schema is not None and self.supports_json_schema is not False:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema, "strict": True}}
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         attempt = 0
         async with self._gate:
             while True:
                 attempt += 1
+                kwargs.pop("response_format", None)
+                mode = self.json_mode if json_schema is not None else None
+                if mode is not None:
+                    kwargs["response_format"] = _response_format(mode, json_schema)
                 started = time.monotonic()
                 self.stats.requests += 1
                 try:
                     resp = await self._sdk.chat.completions.create(**kwargs)
                     return self._reply(resp, time.monotonic() - started, attempt)
-                except openai.BadRequestError as e:
-                    if "response_format" in kwargs and _mentions_format(e):
-                        self.supports_json_schema = False  # endpoint cannot constrain: fall back to plain text
-                        kwargs.pop("response_format")
-                        continue
-                    self.stats.failures += 1
-                    raise EndpointError(f"{self.base_url}: request rejected (400): {_brief(e)}") from None
                 except openai.APIStatusError as e:
+                    if mode is not None and _mentions_format(e):
+                        # This endpoint speaks another dialect, or none. Concurrent requests learn
+                        # the same lesson at once: only the first drops the mode.
+                        if self._format_modes[0] == mode:
+                            self._format_modes.pop(0)
+                        attempt -= 1
+                        continue
+                    if isinstance(e, openai.BadRequestError):
+                        self.stats.failures += 1
+                        raise EndpointError(f"{self.base_url}: request rejected (400): {_brief(e)}") from None
                     retryable = e.status_code in RETRYABLE_STATUS
                     delay = _retry_after(e) if retryable else None
                     error = f"HTTP {e.status_code}: {_brief(e)}"
@@ -187,8 +198,6 @@ class ModelClient:
         self.stats.usage.add(usage)
         if cost is not None:
             self.stats.cost_usd += cost
-        if self.supports_json_schema is None:
-            self.supports_json_schema = True
         return ChatReply(content=content, reasoning=reasoning, usage=usage, cost_usd=cost,
                          finish_reason=choice.finish_reason, latency=latency, attempts=attempts, raw_content=raw)
 
@@ -199,6 +208,12 @@ class ModelClient:
         cached_price = p.cached_input if p.cached_input is not None else p.input
         fresh = usage.prompt_tokens - usage.cached_tokens
         return (fresh * p.input + usage.cached_tokens * cached_price + usage.completion_tokens * p.output) / 1e6
+
+
+def _response_format(mode: str, schema: dict) -> dict:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+    return {"type": "json_object", "schema": schema}
 
 
 def _retry_after(e: openai.APIStatusError) -> float | None:
@@ -213,6 +228,10 @@ def _brief(e: Exception) -> str:
     return str(e).replace("\n", " ")[:300]
 
 
-def _mentions_format(e: Exception) -> bool:
-    text = str(e).lower()
+def _mentions_format(e: openai.APIStatusError) -> bool:
+    try:
+        body = e.response.text
+    except Exception:  # a streamed or closed response has no text
+        body = ""
+    text = f"{e} {body}".lower()
     return "response_format" in text or "json_schema" in text or "grammar" in text
