@@ -204,7 +204,62 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
     table.add_row("tokens", f"{s['tokens']['prompt']} in / {s['tokens']['completion']} out")
     table.add_row("cost", "-" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}")
     table.add_row("time", f"{s['wall_seconds']:.1f}s wall, {s['trial_seconds']:.1f}s in trials")
+    tele = s.get("telemetry") or {}
+    if tele:
+        table.add_row("behaviour", f"{tele['mean_assistant_turns']:.1f} turns, {tele['mean_commands']:.1f} commands per trial; "
+                      f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
+                      f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
+                      f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}")
     out.print(table)
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="A run folder made by `agentmill rollout`."),
+    fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor | rl"),
+    out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
+    reasoning: str = typer.Option("think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"),
+    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokenizer.json, HF tokenizer folder or .gguf, for --max-tokens"),
+    filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
+    min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5; 0 disables)."),
+    drop_outcome: list[str] = typer.Option([], "--drop-outcome", help="Drop this outcome (repeatable; replaces the default set)."),
+    keep_all_outcomes: bool = typer.Option(False, "--keep-all-outcomes", help="Drop no outcome."),
+    reward: Optional[str] = typer.Option(None, "--reward", help="success | failure | any"),
+    min_reward: Optional[float] = typer.Option(None, "--min-reward"),
+    completion: Optional[str] = typer.Option(None, "--completion", help="claimed | unclaimed | any"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this under the chat template."),
+    max_repeated_commands: Optional[int] = typer.Option(None, "--max-repeated-commands"),
+    max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate"),
+    max_truncated: Optional[int] = typer.Option(None, "--max-truncated"),
+    subagents: Optional[str] = typer.Option(None, "--subagents", help="drop | keep"),
+) -> None:
+    """Filter a run's trajectories and export them for SFT (trl, sharegpt, harbor) or RL (rl)."""
+    from agentmill.traces.export import export_run
+    from agentmill.traces.filters import FilterSpec
+
+    if reasoning not in ("think", "drop"):
+        _fail("--reasoning: use think or drop")
+    try:
+        spec = FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()
+        spec = spec.merged(min_turns=min_turns, drop_outcomes=[] if keep_all_outcomes else (drop_outcome or None),
+                           reward=reward, min_reward=min_reward, completion=completion, max_tokens=max_tokens,
+                           max_repeated_commands=max_repeated_commands, max_error_rate=max_error_rate,
+                           max_truncated=max_truncated, subagents=subagents)
+        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer)
+    except ValueError as e:
+        _fail(f"invalid filter: {str(e).splitlines()[-1].strip()}")
+    except AgentmillError as e:
+        _fail(str(e))
+    for line in report.skipped:
+        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
+    table = Table(title=f"filter funnel ({report.tokens})")
+    for col in ("filter", "rule", "kept", "dropped"):
+        table.add_column(col)
+    for step in report.funnel:
+        table.add_row(step.name, step.description, str(step.kept), str(step.dropped))
+    console.print(table)
+    console.print(f"{report.rows} rows -> {report.path}" + (f" (+ {', '.join(map(str, report.extra_files))})" if report.extra_files else "")
+                  + (f"; {report.redactions} secrets redacted" if report.redactions else ""), highlight=False)
 
 
 @app.command()

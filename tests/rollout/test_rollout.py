@@ -47,7 +47,7 @@ def test_oracle_rollout_resume_and_status(tmp_path):
     ids = {t["trial_id"] for t in s["trial_list"]}
     assert len(ids) == 8
     folder = run / "trials" / next(iter(ids))
-    assert {p.name for p in folder.iterdir()} == {"trial.json", "trajectory.json", "result.json", "verifier"}
+    assert {p.name for p in folder.iterdir()} == {"trial.json", "trajectory.json", "result.json", "telemetry.json", "verifier"}
     traj = json.loads((folder / "trajectory.json").read_text())
     assert traj["schema_version"] == "ATIF-v1.4" and traj["agent"]["name"] == "oracle"
     # resuming runs nothing again
@@ -93,6 +93,7 @@ def test_endpoint_port_change_resumes_and_retry_infra_reruns_only_infra(tmp_path
         s = status(run)
         assert s["outcomes"] == {"failed": 1, "passed": 2}
         assert s["tokens"]["prompt"] > 0
+        assert s["telemetry"]["trajectories"] == 3 and s["telemetry"]["mean_assistant_turns"] > 0
         # agent failures are not infrastructure: nothing reruns
         r = agentmill("rollout", str(data), "--base-url", up.base_url, *args, "--retry", "infra")
         assert "0 trials run, 3 already done" in r.stderr

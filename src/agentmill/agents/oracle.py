@@ -18,8 +18,12 @@ class OracleAgent(ScriptedAgentBase):
         if task.solution_script is None:
             raise RuntimeError(f"{task.path}: no solution to run")
         command = f"bash /solution/{task.solution_script}"
-        call = ToolCall(tool_call_id="call_1", function_name="bash", arguments={"command": command})
-        step = Step(step_id=result.next_id(), source="agent", message="Run the reference solution.", tool_calls=[call])
+        # The trajectory shows the script itself, so oracle traces are demonstrations an agent
+        # could have typed (agents never see /solution).
+        script = _solution_text(task)
+        call = ToolCall(tool_call_id="call_1", function_name="bash", arguments={"command": script})
+        step = Step(step_id=result.next_id(), source="agent", message="", tool_calls=[call],
+                    extra={"executed_as": command})
         result.steps.append(step)
         run = await sandbox.exec(command, timeout=task.config.agent.timeout_sec, env=task.config.solution.env)
         output = truncate_middle(clean_text(run.stdout + run.stderr))
@@ -27,3 +31,11 @@ class OracleAgent(ScriptedAgentBase):
         result.metadata["solution_exit_code"] = run.returncode
         if run.timed_out:
             raise TimeoutError("the solution exceeded the agent timeout")
+
+
+def _solution_text(task: Task) -> str:
+    for src in task.solution_sources:
+        path = src / task.solution_script if src.is_dir() else src
+        if path.is_file():
+            return clean_text(path.read_text(errors="replace"))
+    return f"bash /solution/{task.solution_script}"

@@ -28,8 +28,10 @@ from agentmill.rollout.identity import trial_id
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.trial import run_trial
+from agentmill.tasks.hashing import hash_file, hash_text, hash_tree
 from agentmill.tasks.model import Task
-from agentmill.traces.atif import AgentInfo, Trajectory
+from agentmill.traces.atif import AgentInfo, Step, Trajectory
+from agentmill.traces.telemetry import compute_telemetry
 from agentmill.traces.text import clean_text
 from agentmill.verify.outcome import Outcome
 
@@ -142,12 +144,17 @@ async def run_rollout(
 
 
 def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: AgentResult) -> Trajectory:
+    steps = list(agent_result.steps)
+    if not any(s.source == "user" for s in steps):  # scripted agents: the task is still the prompt
+        steps.insert(0, Step(step_id=0, source="user", message=plan.task.instruction))
+    for i, step in enumerate(steps, 1):
+        step.step_id = i
     return Trajectory(
         session_id=plan.trial_id,
         agent=AgentInfo(name=agent.name, version=agent.version, model_name=agent.model_name,
                         extra={"agentmill_version": __version__, "max_turns": config.max_turns if config.model else None,
                                "sampling": config.sampling.model_dump() if config.model else None}),
-        steps=agent_result.steps,
+        steps=steps,
         extra={"task": plan.task.name, "task_hash": plan.task.content_hash, "attempt": plan.attempt},
     ).summarize()
 
@@ -159,7 +166,9 @@ def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, resul
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "verifier").mkdir(parents=True)
     identity = {"trial_id": plan.trial_id, "task": plan.task.name, "task_hash": plan.task.content_hash,
-                "task_path": str(plan.task.path), "attempt": plan.attempt, "agent": config.agent,
+                "task_path": str(plan.task.path), "task_source": config.dataset,
+                "task_metadata": plan.task.config.metadata, "verifier_hash": verifier_hash(plan.task),
+                "instruction": plan.task.instruction, "attempt": plan.attempt, "agent": config.agent,
                 "agent_version": config.agent_version, "model": config.model,
                 "sampling": config.sampling.model_dump() if config.model else None}
     (tmp / "trial.json").write_text(json.dumps(identity, indent=2))
@@ -167,6 +176,8 @@ def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, resul
     (tmp / "verifier" / "stdout.txt").write_text(result.verifier_stdout, errors="replace")
     (tmp / "verifier" / "stderr.txt").write_text(result.verifier_stderr, errors="replace")
     (tmp / "result.json").write_text(result.model_dump_json(indent=2))
+    telemetry = compute_telemetry(trajectory, json.loads(result.model_dump_json()))
+    (tmp / "telemetry.json").write_text(telemetry.model_dump_json(indent=2))
     for f in tmp.rglob("*"):
         if f.is_file():
             with open(f, "rb") as fh:
@@ -174,6 +185,11 @@ def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, resul
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
+
+
+def verifier_hash(task: Task) -> str:
+    """Which tests judged the trial: a hash over the verifier's files."""
+    return hash_text(*(hash_tree(p) if p.is_dir() else hash_file(p) for p in task.tests_sources))
 
 
 def _atomic_write(path: Path, text: str) -> None:

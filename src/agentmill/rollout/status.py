@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.rollout.ledger import Ledger
+from agentmill.traces.telemetry import Telemetry, aggregate
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -66,6 +67,12 @@ def summarize(run_dir: Path) -> dict:
         for k in sorted({1, k_max} | ({2, 4, 8, 16} & set(range(1, k_max + 1)))):
             m, se = mean_se([pass_at_k(n, c, k) for n, c in passes.values()])
             summary["pass_at_k"][str(k)] = {"mean": m, "se": se}
+    telemetries = []
+    for r in done:
+        path = run_dir / "trials" / r["trial_id"] / "telemetry.json"
+        if path.exists():
+            telemetries.append(Telemetry.model_validate_json(path.read_text()))
+    summary["telemetry"] = aggregate(telemetries)
     summary["trial_list"] = [{"trial_id": r["trial_id"], "task": r["task"], "attempt": r["attempt"],
                               "state": r["state"], "outcome": r["outcome"], "reward": r["reward"]} for r in rows]
     return summary

@@ -1,0 +1,133 @@
+"""Row builders for each export format. One trace record in, one row (dict) out.
+
+- trl: conversational `messages` + `tools`, for TRL's SFTTrainer (and any HF chat-template user).
+- sharegpt: LLaMA-Factory's ShareGPT rows (`conversations` with from/value, `system`, `tools` as a
+  JSON string); `dataset_info_entry` gives the matching dataset_info.json entry.
+- harbor: rows as Harbor's `traces export` writes them.
+- rl: prompt-only rows, one per task (verl / SkyRL style); the reward comes from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agentmill import __version__
+from agentmill.traces.records import TraceRecord
+from agentmill.traces.render import Reasoning, Rendered, render
+
+FORMATS = ("trl", "sharegpt", "harbor", "rl")
+
+
+def provenance(rec: TraceRecord) -> dict[str, Any]:
+    t = rec.trial
+    return {
+        "trial_id": rec.trial_id,
+        "task": t.get("task"),
+        "task_hash": t.get("task_hash"),
+        "task_source": t.get("task_source"),
+        "verifier_hash": t.get("verifier_hash"),
+        "teacher_model": t.get("model"),
+        "agent": f"{t.get('agent')}@{t.get('agent_version')}",
+        "sampling": json.dumps(t.get("sampling"), sort_keys=True) if t.get("sampling") else None,
+        "attempt": t.get("attempt"),
+        "reward": rec.reward,
+        "outcome": rec.outcome,
+        "filters": list(rec.passed_filters),
+        "agentmill_version": __version__,
+    }
+
+
+def trl_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
+    return {"messages": rendered.messages, "tools": rendered.tools, "provenance": provenance(rec)}
+
+
+_SHAREGPT_ROLE = {"user": "human", "assistant": "gpt", "tool": "observation"}
+
+
+def sharegpt_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
+    system = "\n\n".join(m["content"] for m in rendered.messages if m["role"] == "system")
+    conv: list[dict[str, str]] = []
+    for m in rendered.messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
+            conv.append({"from": "function_call", "value": json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)})
+        elif m["role"] == "tool":
+            if conv and conv[-1]["from"] == "observation":  # several results answer one call turn
+                conv[-1]["value"] += "\n" + m["content"]
+            else:
+                conv.append({"from": "observation", "value": m["content"]})
+        else:
+            conv.append({"from": _SHAREGPT_ROLE[m["role"]], "value": m["content"]})
+    while conv and conv[-1]["from"] in ("human", "observation"):  # must end on the model's turn
+        conv.pop()
+    return {"conversations": conv, "system": system, "tools": json.dumps(rendered.tools, ensure_ascii=False) if rendered.tools else "",
+            "provenance": provenance(rec)}
+
+
+def dataset_info_entry(name: str, file_name: str) -> dict[str, Any]:
+    return {name: {
+        "file_name": file_name,
+        "formatting": "sharegpt",
+        "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
+        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+                 "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"},
+    }}
+
+
+def harbor_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
+    conversations = [{"role": m["role"] if m["role"] != "tool" else "user", "content": m["content"]} for m in rendered.messages]
+    started = rec.trajectory.steps[0].timestamp if rec.trajectory.steps else None
+    return {
+        "conversations": conversations,
+        "agent": rec.trial.get("agent"),
+        "model": rec.trial.get("model"),
+        "model_provider": "openai-compatible" if rec.trial.get("model") else None,
+        "date": started or datetime.now(timezone.utc).isoformat(),
+        "task": rec.trial.get("task"),
+        "episode": f"episode-{rec.trial.get('attempt', 0)}",
+        "run_id": rec.trial.get("task_source"),
+        "trial_name": rec.trial_id,
+        "result": rec.outcome,
+        "reward": rec.reward,
+        "provenance": provenance(rec),
+    }
+
+
+def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
+    """One prompt per task; the teacher's pass rate is kept as a difficulty signal."""
+    by_task: dict[str, list[TraceRecord]] = {}
+    for r in records:
+        by_task.setdefault(r.trial["task_hash"], []).append(r)
+    rows = []
+    for task_hash, recs in by_task.items():
+        t = recs[0].trial
+        instruction = t.get("instruction") or next((s.message for s in recs[0].trajectory.steps if s.source == "user"), "")
+        passed = sum(r.outcome == "passed" for r in recs)
+        rows.append({
+            "data_source": f"agentmill/{Path(t.get('task_source') or 'tasks').name}",
+            "prompt": [{"role": "user", "content": instruction}],
+            "ability": "agentic/terminal",
+            "reward_model": {"style": "environment", "ground_truth": ""},
+            "extra_info": {"task": t.get("task"), "task_hash": task_hash, "task_path": t.get("task_path"),
+                           "verifier_hash": t.get("verifier_hash"), "teacher_pass_rate": passed / len(recs),
+                           "teacher_attempts": len(recs), "agentmill_version": __version__},
+        })
+    return rows
+
+
+def build_rows(fmt: str, records: list[TraceRecord], reasoning: Reasoning) -> tuple[list[dict], int]:
+    """(rows, secrets redacted)."""
+    if fmt == "rl":
+        return rl_rows(records), 0
+    builder = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}[fmt]
+    rows, redactions = [], 0
+    for rec in records:
+        rendered = render(rec.trajectory, reasoning=reasoning)
+        redactions += rendered.redactions
+        rows.append(builder(rec, rendered))
+    return rows, redactions
