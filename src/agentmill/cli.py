@@ -20,7 +20,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verified, re
 sandbox_app = typer.Typer(no_args_is_help=True, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
-out = Console()
+out = out_stdout = Console()
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -111,8 +111,8 @@ def rollout(
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import AGENT_NAMES, MODEL_AGENTS, agent_class
-    from agentmill.models import LOCAL_MODEL, LocalModelServer, ModelClient, Prices, SamplingParams
-    from agentmill.models.local import SERVED_NAME
+    from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
+    from agentmill.models.session import open_model, served_name
     from agentmill.progress import RolloutProgress
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import plan_trials, run_rollout, unique_tasks
@@ -130,7 +130,7 @@ def rollout(
     _, dupes = unique_tasks(ds.tasks)
     for d in dupes:
         console.print(f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False)
-    served = SERVED_NAME if model == LOCAL_MODEL else model
+    served = served_name(model) if model else None
     prices = Prices(input=price_in or 0.0, output=price_out or 0.0) if (price_in or price_out) else None
     try:
         config = RolloutConfig(
@@ -146,26 +146,19 @@ def rollout(
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
 
     async def go():
-        server = LocalModelServer() if needs_model and model == LOCAL_MODEL else None
-        url = base_url
-        if server is not None:
-            console.print("starting the embedded model (SmolLM2-135M: a smoke-test model, not a teacher)")
-            url = await server.__aenter__()
-        client = None
-        try:
-            if needs_model:
-                client = ModelClient.from_env(base_url=url, model=served, api_key_env=api_key_env,
-                                              sampling=config.sampling, timeout=request_timeout,
-                                              max_retries=max_retries, max_concurrency=model_concurrency, prices=prices)
-            total = len(plan_trials(config, ds.tasks))
+        total = len(plan_trials(config, ds.tasks))
+
+        async def run(client):
             with RolloutProgress(total=total, client=client, console=console) as progress:
                 return await run_rollout(config, ds.tasks, out, client=client, retry_infra=retry == "infra",
                                          on_start=progress.started, on_done=progress.finished)
-        finally:
-            if client is not None:
-                await client.close()
-            if server is not None:
-                await server.__aexit__(None, None, None)
+
+        if not needs_model:
+            return await run(None)
+        async with open_model(model, base_url=base_url, api_key_env=api_key_env, sampling=config.sampling,
+                              timeout=request_timeout, max_retries=max_retries, concurrency=model_concurrency,
+                              prices=prices, say=console.print) as client:
+            return await run(client)
 
     try:
         report = asyncio.run(go())
@@ -260,6 +253,106 @@ def export(
     console.print(table)
     console.print(f"{report.rows} rows -> {report.path}" + (f" (+ {', '.join(map(str, report.extra_files))})" if report.extra_files else "")
                   + (f"; {report.redactions} secrets redacted" if report.redactions else ""), highlight=False)
+
+
+@app.command("run")
+def run_recipe(
+    recipe_path: Path = typer.Argument(..., help="A recipe file (TOML)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<recipe name> beside the recipe)."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache folder (default: <run folder>/stages); share it across runs to reuse stages."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and which stages are cached; run nothing."),
+) -> None:
+    """Run a recipe: sources -> augment -> task filters -> mix -> rollouts -> trace filters -> export. Cached and resumable."""
+    from agentmill.recipe.pipeline import Pipeline
+    from agentmill.recipe.schema import load_recipe
+
+    try:
+        recipe, raw = load_recipe(recipe_path)
+        run_dir = out or recipe_path.resolve().parent / "runs" / recipe.recipe.name
+        pipeline = Pipeline(recipe, raw, run_dir, cache_dir=cache, say=lambda m: console.print(m, highlight=False))
+        plan = pipeline.plan()
+    except AgentmillError as e:
+        _fail(str(e))
+    table = Table(title=f"recipe {recipe.recipe.name} -> {run_dir}")
+    for col in ("stage", "key", "status", "what"):
+        table.add_column(col)
+    for step in plan:
+        table.add_row(step.stage, step.key, "[green]cached[/green]" if step.cached else "[yellow]to run[/yellow]", step.what)
+    (out_stdout if dry_run else console).print(table)
+    if dry_run:
+        return
+    from agentmill.progress import RolloutProgress
+
+    def progress(total):
+        p = RolloutProgress(total=total, console=console)
+        p.__enter__()
+        p.close = lambda: p.__exit__(None, None, None)
+        return p
+
+    try:
+        reports = asyncio.run(pipeline.run(progress=progress))
+    except AgentmillError as e:
+        _fail(str(e))
+    funnel = Table(title="funnel")
+    for col in ("stage", "in", "out", "dropped (top reasons)"):
+        funnel.add_column(col, overflow="fold")
+    for rep in reports:
+        reasons = sorted(rep.reasons().items(), key=lambda kv: -kv[1])[:3]
+        funnel.add_row(rep.stage, str(rep.count_in), str(rep.count_out), "; ".join(f"{n} x {r}" for r, n in reasons))
+    out_stdout.print(funnel)
+    console.print(f"run folder: {run_dir}", highlight=False)
+
+
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(..., help="A recipe run folder made by `agentmill run`."),
+    html: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default: RUN/report.html)."),
+) -> None:
+    """Write a self-contained HTML report of a recipe run: funnel, source mix, turns, tokens, rewards."""
+    from agentmill.recipe.report import write_report
+
+    try:
+        path = write_report(run_dir, html or run_dir / "report.html")
+    except AgentmillError as e:
+        _fail(str(e))
+    console.print(f"report: {path}", highlight=False)
+
+
+@app.command()
+def ablate(
+    matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for every variant's run and the results."),
+) -> None:
+    """Build every variant's dataset, run the evaluation command per variant, and print the table."""
+    from agentmill.recipe.ablate import run_ablation
+    from agentmill.recipe.pipeline import Pipeline
+    from agentmill.recipe.schema import parse_recipe
+    from agentmill.recipe.table import compute_table, render_table
+
+    def build(name: str, data: dict, variant_dir: Path) -> Path:
+        recipe = parse_recipe(data, where=f"{matrix} variant '{name}'", base_dir=matrix.resolve().parent)
+        pipeline = Pipeline(recipe, data, variant_dir, cache_dir=out_dir / "cache",
+                            say=lambda m: console.print(f"[{name}] {m}", highlight=False))
+        asyncio.run(pipeline.run())
+        return variant_dir / "exports"
+
+    try:
+        results = run_ablation(matrix, out_dir, build)
+    except AgentmillError as e:
+        _fail(str(e))
+    out.print(render_table(compute_table(results)))
+
+
+@app.command("table")
+def table_cmd(results: Path = typer.Argument(..., help="results.json: {variant: {benchmark: [scores]}}")) -> None:
+    """Print the paper's ablation table: per-benchmark mean ± SE, raw average, normalised score, ranked."""
+    from agentmill.recipe.table import compute_table, render_table
+
+    try:
+        data = json.loads(results.read_text())
+    except (OSError, ValueError) as e:
+        _fail(f"{results}: {e}")
+    out.print(render_table(compute_table(data)))
 
 
 @app.command()

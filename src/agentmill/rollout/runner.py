@@ -62,9 +62,12 @@ def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
     return unique, dupes
 
 
-def plan_trials(config: RolloutConfig, tasks: list[Task]) -> list[TrialPlan]:
+def plan_trials(config: RolloutConfig, tasks: list[Task], copies: dict[str, int] | None = None) -> list[TrialPlan]:
+    """Attempts per task = config.attempts x the task's copies (upsampled tasks get more attempts)."""
     unique, _ = unique_tasks(tasks)
-    return [TrialPlan(trial_id(config, t.content_hash, a), t, a) for t in unique for a in range(config.attempts)]
+    copies = copies or {}
+    return [TrialPlan(trial_id(config, t.content_hash, a), t, a)
+            for t in unique for a in range(config.attempts * copies.get(t.content_hash, 1))]
 
 
 def open_run(run_dir: Path, config: RolloutConfig) -> Ledger:
@@ -97,13 +100,14 @@ async def run_rollout(
     builder: ImageBuilder | None = None,
     on_start: Callable[[TrialPlan], None] | None = None,
     on_done: Callable[[TrialResult], None] | None = None,
+    copies: dict[str, int] | None = None,
 ) -> RolloutReport:
     ledger = open_run(run_dir, config)
     await asyncio.to_thread(sweep_scratch)  # sandboxes of a killed earlier run
     trials_dir = run_dir / "trials"
     try:
         recovered, _ = ledger.recover(trials_dir)
-        plans = plan_trials(config, tasks)
+        plans = plan_trials(config, tasks, copies)
         if retry_infra:
             infra = [r["trial_id"] for r in ledger.rows()
                      if r["state"] == "done" and r["outcome"] in {o.value for o in Outcome if o.is_infra}]

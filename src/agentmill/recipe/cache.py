@@ -1,0 +1,53 @@
+"""Stage outputs cached by the hash of their inputs and settings.
+
+Each stage's output lives in `<cache>/<stage>/<key>/`; a `done.json` marker (with the stage
+report) is written last, so a folder without it is an interrupted stage: rerun (stages that can
+resume, like rollouts, pick up inside it). Every lookup is appended to `cache.jsonl` in the run
+folder: the record of which stages were reused and which ran.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from agentmill.recipe.records import StageReport
+from agentmill.tasks.hashing import hash_text
+
+
+def stage_key(stage: str, upstream: str, settings: object) -> str:
+    return hash_text("agentmill-stage-v1", stage, upstream, json.dumps(settings, sort_keys=True, default=str))[:20]
+
+
+class StageCache:
+    def __init__(self, root: Path, log: Path, run_id: str):
+        self.root, self.log, self.run_id = root, log, run_id
+        root.mkdir(parents=True, exist_ok=True)
+
+    def dir(self, stage: str, key: str) -> Path:
+        return self.root / stage / key
+
+    def done(self, stage: str, key: str) -> StageReport | None:
+        marker = self.dir(stage, key) / "done.json"
+        if not marker.exists():
+            return None
+        return StageReport.model_validate_json(marker.read_text())
+
+    def finish(self, stage: str, key: str, report: StageReport) -> None:
+        marker = self.dir(stage, key) / "done.json"
+        tmp = marker.with_name("done.json.tmp")
+        tmp.write_text(report.model_dump_json(indent=2))
+        tmp.replace(marker)
+
+    def record(self, stage: str, key: str, status: str) -> None:
+        with open(self.log, "a") as f:
+            f.write(json.dumps({"run_id": self.run_id, "stage": stage, "key": key, "status": status, "time": time.time()}) + "\n")
+
+
+def read_log(log: Path, run_id: str | None = None) -> list[dict]:
+    """Cache records (of one run invocation when `run_id` is given)."""
+    if not log.exists():
+        return []
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [r for r in rows if run_id is None or r["run_id"] == run_id]

@@ -1,0 +1,145 @@
+"""The recipe file (TOML): every choice of the six-stage recipe, one table each, validated.
+
+A bad key or value raises one error naming the key. Paths are relative to the recipe file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agentmill.errors import AgentmillError
+from agentmill.traces.filters import FilterSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Meta(_Strict):
+    name: str = "recipe"
+    seed: int = 0
+
+
+class ModelSpec(_Strict):
+    """A model endpoint: a name at `base_url`, or `local` for the embedded smoke-test model."""
+
+    name: str = "local"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    concurrency: int = 8
+
+    @model_validator(mode="after")
+    def _endpoint(self):
+        if self.name != "local" and not self.base_url:
+            raise ValueError(f"model '{self.name}' needs base_url (or use name = \"local\")")
+        return self
+
+
+class Source(_Strict):
+    name: str
+    path: str | None = None  # a folder of Harbor task folders
+    sample: bool = False  # the bundled sample tasks
+    tasks: list[str] = Field(default_factory=list)  # only these task names
+    score: float | None = None  # ranking score for top-N mixing
+
+    @model_validator(mode="after")
+    def _one_place(self):
+        if (self.path is None) == (not self.sample):
+            raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
+        return self
+
+
+class Augment(_Strict):
+    strategies: list[Literal["constrain", "harden", "mixed", "trace_hints", "rewrite"]] = Field(default_factory=list)
+    per_task: int = Field(1, ge=1)
+    sources: list[str] = Field(default_factory=list)  # empty: every source
+    keep_original: bool = True
+    verify_oracle: bool = True
+    model: ModelSpec | None = None  # defaults to [model]
+    prompts_dir: str | None = None
+
+
+class TaskFilter(_Strict):
+    kind: Literal["response_length", "askllm", "decontaminate", "starts", "dedupe"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSpec | None = None
+
+
+class Mix(_Strict):
+    top_n: int | None = Field(None, ge=1)  # None: every source
+    budget: int | None = Field(None, ge=1)  # None: every task
+    ranking: list[str] = Field(default_factory=list)  # source names, best first
+    ranking_table: str | None = None  # an ablation results.json: variants named after sources
+    upsample: Literal["cycle", "weights", "none"] = "cycle"
+
+
+class Rollout(_Strict):
+    agent: Literal["terminus", "oracle", "nop"] = "terminus"
+    model: ModelSpec | None = None  # defaults to [model]
+    attempts: int = Field(1, ge=1)
+    concurrency: int = Field(4, ge=1)
+    max_turns: int = Field(20, ge=1)
+    temperature: float | None = None  # overrides the model's
+
+
+class Export(_Strict):
+    format: Literal["trl", "sharegpt", "harbor", "rl"]
+    file: str
+    reasoning: Literal["think", "drop"] = "think"
+    tokenizer: str | None = None
+
+
+class Recipe(_Strict):
+    recipe: Meta = Field(default_factory=Meta)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    sources: list[Source] = Field(min_length=1)
+    augment: Augment = Field(default_factory=Augment)
+    task_filters: list[TaskFilter] = Field(default_factory=list)
+    mix: Mix = Field(default_factory=Mix)
+    rollout: Rollout = Field(default_factory=Rollout)
+    trace_filters: FilterSpec = Field(default_factory=FilterSpec)
+    exports: list[Export] = Field(default_factory=lambda: [Export(format="trl", file="trl.jsonl")])
+
+    base_dir: Path | None = Field(None, exclude=True)
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_sources(cls, sources: list[Source]) -> list[Source]:
+        names = [s.name for s in sources]
+        if len(set(names)) != len(names):
+            raise ValueError("source names must be unique")
+        return sources
+
+    def resolve(self, path: str | None) -> Path | None:
+        if path is None:
+            return None
+        p = Path(path)
+        return p if p.is_absolute() or self.base_dir is None else (self.base_dir / p).resolve()
+
+
+def parse_recipe(data: dict[str, Any], *, where: str, base_dir: Path | None = None) -> Recipe:
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise AgentmillError(f"{where}: {key}: {err['msg']}") from None
+    recipe.base_dir = base_dir
+    return recipe
+
+
+def load_recipe(path: Path) -> tuple[Recipe, dict[str, Any]]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise AgentmillError(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise AgentmillError(f"{path}: invalid TOML: {e}") from None
+    return parse_recipe(data, where=str(path), base_dir=path.parent.resolve()), data

@@ -1,0 +1,37 @@
+import pytest
+
+from agentmill.errors import AgentmillError
+from agentmill.recipe.schema import load_recipe
+
+
+def write(tmp_path, text):
+    p = tmp_path / "r.toml"
+    p.write_text(text)
+    return p
+
+
+def test_minimal_recipe_and_defaults(tmp_path):
+    recipe, raw = load_recipe(write(tmp_path, '[[sources]]\nname = "a"\npath = "tasks"\n'))
+    assert recipe.sources[0].name == "a" and recipe.resolve("tasks") == (tmp_path / "tasks").resolve()
+    assert recipe.trace_filters.min_turns == 5 and recipe.exports[0].format == "trl"
+    assert recipe.rollout.agent == "terminus" and recipe.model.name == "local"
+
+
+@pytest.mark.parametrize("text, key", [
+    ('[[sources]]\nname = "a"\npath = "x"\n[mix]\ntop_n = 0\n', "mix.top_n"),
+    ('[[sources]]\nname = "a"\npath = "x"\n[mix]\nbogus = 1\n', "mix.bogus"),
+    ('[[sources]]\nname = "a"\n', "sources.0"),
+    ('[[sources]]\nname = "a"\npath = "x"\n[[task_filters]]\nkind = "vibes"\n', "task_filters.0.kind"),
+    ('[[sources]]\nname = "a"\npath = "x"\n[model]\nname = "gpt"\n', "model"),
+    ('[[sources]]\nname = "a"\npath = "x"\n[trace_filters]\nmin_turns = "five"\n', "trace_filters.min_turns"),
+    ('sources = []\n', "sources"),
+])
+def test_errors_name_the_key(tmp_path, text, key):
+    with pytest.raises(AgentmillError) as err:
+        load_recipe(write(tmp_path, text))
+    assert f"r.toml: {key}" in str(err.value)
+
+
+def test_invalid_toml(tmp_path):
+    with pytest.raises(AgentmillError, match="invalid TOML"):
+        load_recipe(write(tmp_path, "[[sources]\n"))
