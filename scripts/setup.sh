@@ -13,6 +13,8 @@ for pair in bwrap:bubblewrap tmux:tmux setpriv:util-linux prlimit:util-linux /us
   if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then need+=("$pkg"); fi
 done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# headless Chromium: the recipe report's browser test
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

@@ -136,6 +136,7 @@ class Pipeline:
                                                   prompts_dir=r.resolve(r.augment.prompts_dir))
         elif step.stage.startswith("filter"):
             new, report = await self._task_filter(int(step.stage[6:].split("-")[0]), tasks, out)
+            report.stage = step.stage  # filterN-kind: one name per step of the funnel
         elif step.stage == "mix":
             order = rank_sources(tasks, r.mix, {s.name: s.score for s in r.sources}, r.resolve(r.mix.ranking_table))
             new, report = mix_tasks(tasks, r.mix, seed=r.recipe.seed, order=order)

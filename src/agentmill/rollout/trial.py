@@ -46,7 +46,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             return result
         timings.environment = time.monotonic() - t
         result.notes += image.notes
-        rootfs = image.instantiate(scratch / "rootfs")
+        rootfs = await asyncio.to_thread(image.instantiate, scratch / "rootfs")  # cp -a: off the event loop
         limits = task_limits(task)
 
         ro = {}

@@ -91,13 +91,7 @@ class BwrapSandbox:
         spec = self.spec
         self._lease = lease_uid()
         try:
-            prepare_root(spec.rootfs)
-            _chown_tree(spec.rootfs, self.uid)
-            for host in spec.rw_mounts.values():
-                host.mkdir(parents=True, exist_ok=True)
-                _chown_tree(host, self.uid)
-            if spec.writable_usr_local and spec.usr_local is not None:
-                _chown_tree(spec.usr_local, self.uid)
+            await asyncio.to_thread(self._prepare_host)  # chown -R: off the event loop
             self._ctl = scratch_temp("ctl")
             os.chmod(self._ctl, 0o700)
             _chown_tree(self._ctl, self.uid)
@@ -119,6 +113,16 @@ class BwrapSandbox:
         except BaseException:
             await self.stop()
             raise
+
+    def _prepare_host(self) -> None:
+        spec = self.spec
+        prepare_root(spec.rootfs)
+        _chown_tree(spec.rootfs, self.uid)
+        for host in spec.rw_mounts.values():
+            host.mkdir(parents=True, exist_ok=True)
+            _chown_tree(host, self.uid)
+        if spec.writable_usr_local and spec.usr_local is not None:
+            _chown_tree(spec.usr_local, self.uid)
 
     def _argv(self) -> list[str]:
         spec = self.spec

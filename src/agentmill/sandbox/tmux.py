@@ -26,7 +26,7 @@ class TmuxSession:
     def _tmux(self, *args: str) -> list[str]:
         return ["tmux", "-S", SOCKET, *args]
 
-    async def _run(self, *args: str, timeout: float = 10.0) -> str:
+    async def _run(self, *args: str, timeout: float = 30.0) -> str:
         result = await self.sandbox.exec(self._tmux(*args), timeout=timeout, cwd=self.cwd)
         if result.returncode != 0:
             raise SandboxError(f"tmux {args[0]} failed ({result.returncode}): {result.stderr.strip()[:300]}")
