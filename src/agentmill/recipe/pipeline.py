@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,23 +158,17 @@ class Pipeline:
         save_tasks(new, out / "tasks.jsonl")
         return report
 
-    def _model(self, spec: ModelSpec):
-        pipeline = self
-
-        class _Ctx:
-            async def __aenter__(self):
-                self._cm = open_model(spec.name, base_url=spec.base_url, api_key_env=spec.api_key_env,
-                                      sampling=SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens),
-                                      concurrency=spec.concurrency, say=pipeline.say)
-                client = await self._cm.__aenter__()
-                self.cached = CachedModel(client, pipeline.cache.root / "llm_cache.sqlite")
-                return self.cached
-
-            async def __aexit__(self, *exc):
-                self.cached.close()
-                await self._cm.__aexit__(*exc)
-
-        return _Ctx()
+    @asynccontextmanager
+    async def _model(self, spec: ModelSpec):
+        """The spec's model, behind the shared answer cache, for the length of one stage."""
+        sampling = SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens)
+        async with open_model(spec.name, base_url=spec.base_url, api_key_env=spec.api_key_env, sampling=sampling,
+                              concurrency=spec.concurrency, say=self.say) as client:
+            cached = CachedModel(client, self.cache.root / "llm_cache.sqlite")
+            try:
+                yield cached
+            finally:
+                cached.close()
 
     async def _task_filter(self, index: int, tasks: list[TaskEntry], out: Path):
         from agentmill.recipe.task_filters import TASK_FILTERS
