@@ -90,7 +90,7 @@ def rollout(
     dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
     sample: bool = typer.Option(False, "--sample", help="Use the bundled sample tasks."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder: created, or resumed if it exists."),
-    agent: str = typer.Option("terminus", "--agent", help="terminus | oracle | nop"),
+    agent: str = typer.Option("terminus", "--agent", help="An agent name from the registry: terminus, tools, oracle, nop, ..."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
@@ -110,18 +110,18 @@ def rollout(
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
-    from agentmill.agents import AGENT_NAMES, MODEL_AGENTS, agent_class
+    from agentmill.agents import agent_class, agent_names
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import open_model, served_name
     from agentmill.progress import RolloutProgress
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import plan_trials, run_rollout, unique_tasks
 
-    if agent not in AGENT_NAMES:
-        _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(AGENT_NAMES)})")
+    if agent not in agent_names():
+        _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
     if retry not in (None, "infra"):
         _fail("--retry: only 'infra' is supported")
-    needs_model = agent in MODEL_AGENTS
+    needs_model = agent_class(agent).needs_model
     if needs_model and not model:
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
     if needs_model and model != LOCAL_MODEL and not base_url:

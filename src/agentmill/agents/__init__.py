@@ -1,37 +1,19 @@
-"""Agents: the oracle, the nop agent; model-driven agents register here too."""
+"""Agents, found by name in the registry (agents/registry.py): oracle, nop, terminus, tools."""
 
 from agentmill.agents.base import Agent, AgentResult
 from agentmill.agents.nop import NopAgent
 from agentmill.agents.oracle import OracleAgent
-
-AGENT_NAMES = ("oracle", "nop", "terminus")
-MODEL_AGENTS = {"terminus"}
+from agentmill.agents.registry import agent_class, agent_names, make_agent, model_agent_names, register, supports
 
 
-def agent_class(name: str) -> type:
-    if name == "terminus":
-        from agentmill.agents.terminus import TerminusAgent
-
-        return TerminusAgent
-    classes = {"oracle": OracleAgent, "nop": NopAgent}
-    if name not in classes:
-        raise ValueError(f"unknown agent '{name}' (known: {', '.join(AGENT_NAMES)})")
-    return classes[name]
+def __getattr__(name: str):
+    # older spellings, computed from the registry so they never go stale
+    if name == "AGENT_NAMES":
+        return agent_names()
+    if name == "MODEL_AGENTS":
+        return set(model_agent_names())
+    raise AttributeError(name)
 
 
-def make_agent(name: str, *, client=None, max_turns: int = 50) -> Agent:
-    """Build an agent by name; model-driven agents need a ModelClient."""
-    if name == "oracle":
-        return OracleAgent()
-    if name == "nop":
-        return NopAgent()
-    if name == "terminus":
-        from agentmill.agents.terminus import TerminusAgent
-
-        if client is None:
-            raise ValueError("the terminus agent needs a model (--model)")
-        return TerminusAgent(client, max_turns=max_turns)
-    raise ValueError(f"unknown agent '{name}' (known: {', '.join(AGENT_NAMES)})")
-
-
-__all__ = ["AGENT_NAMES", "MODEL_AGENTS", "agent_class", "Agent", "AgentResult", "NopAgent", "OracleAgent", "make_agent"]
+__all__ = ["Agent", "AgentResult", "NopAgent", "OracleAgent", "agent_class", "agent_names", "make_agent",
+           "model_agent_names", "register", "supports"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Step
+
+Rendering = Literal["text", "tool_calls"]
 
 
 @dataclass
@@ -22,9 +24,17 @@ class AgentResult:
 
 
 class Agent(Protocol):
+    """What every agent declares (checked when it is registered, see agents/registry.py)."""
+
     name: ClassVar[str]
     version: ClassVar[str]
     needs_solution: ClassVar[bool]  # the oracle alone sees /solution
+    needs_model: ClassVar[bool]  # built with a ModelClient as first argument
+    task_kinds: ClassVar[frozenset[str]]  # the task kinds it can work on ("terminal", "tools", ...)
+    # how its trajectories become training rows: "text" = the tool protocol lives in the reply text
+    # (terminus' JSON), observations are user turns; "tool_calls" = native assistant tool_calls
+    # answered by role:tool messages
+    rendering: ClassVar[Rendering]
 
     @property
     def model_name(self) -> str | None: ...
@@ -44,6 +54,9 @@ class ScriptedAgentBase:
     name: ClassVar[str] = ""
     version: ClassVar[str] = "1"
     needs_solution: ClassVar[bool] = False
+    needs_model: ClassVar[bool] = False
+    task_kinds: ClassVar[frozenset[str]] = frozenset({"terminal", "tools"})
+    rendering: ClassVar[Rendering] = "tool_calls"
     model_name = None
 
     def identity(self) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from agentmill.traces.redact import redact
 from agentmill.traces.text import clean_text
 
 Reasoning = Literal["think", "drop"]
-NATIVE_AGENTS = {"terminus"}  # their tool calls are JSON inside the reply text
 
 TOOL_SCHEMAS = {
     "bash": {"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
@@ -33,7 +32,7 @@ class Rendered:
 
 
 def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendered:
-    native = trajectory.agent.name in NATIVE_AGENTS
+    native = rendering_of(trajectory) == "text"
     messages: list[dict[str, Any]] = []
     tools: dict[str, dict] = {}
     redactions = 0
@@ -68,6 +67,17 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
             messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "name": call.function_name,
                              "content": text(results.get(call.tool_call_id) or "")})
     return Rendered(_merge_consecutive(messages), list(tools.values()), redactions)
+
+
+def rendering_of(trajectory: Trajectory) -> str:
+    """How the agent that made this trajectory renders ("text" or "tool_calls"), from the agent
+    registry; trajectories of agents it does not know (other harnesses) render as tool calls."""
+    from agentmill.agents.registry import UnknownAgentError, agent_class  # at call time: traces sit below agents
+
+    try:
+        return agent_class(trajectory.agent.name).rendering
+    except UnknownAgentError:
+        return "tool_calls"
 
 
 def _observation(step: Step) -> str | None:

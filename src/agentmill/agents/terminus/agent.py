@@ -28,6 +28,9 @@ class TerminusAgent:
     name = "terminus"
     version = "1"
     needs_solution = False
+    needs_model = True
+    task_kinds = frozenset({"terminal"})
+    rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
     def __init__(self, client: ModelClient, *, max_turns: int = 50, constrained: bool = True):
         self.client = client

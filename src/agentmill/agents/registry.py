@@ -1,0 +1,139 @@
+"""The agent registry: every agent is found here by name.
+
+Adding an agent is one module plus one registration: write a class with the `Agent` class
+attributes (see `agents/base.py`) and either list it in `BUILTIN` below (bundled agents) or
+decorate it with `@register` (agents defined elsewhere; installed packages may also declare an
+`agentmill.agents` entry point `name = "module:Class"`). Everything else — the CLI's choices,
+whether a model is needed, which task kinds it runs, how its trajectories render for training —
+is read from the class itself.
+
+Bundled agents are imported on first lookup, so listing names costs no imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+from importlib.metadata import entry_points
+from typing import Any
+
+from agentmill.errors import AgentmillError
+
+# name -> "module:Class", imported when first asked for
+BUILTIN: dict[str, str] = {
+    "oracle": "agentmill.agents.oracle:OracleAgent",
+    "nop": "agentmill.agents.nop:NopAgent",
+    "terminus": "agentmill.agents.terminus.agent:TerminusAgent",
+}
+ENTRY_POINT_GROUP = "agentmill.agents"
+RENDERINGS = ("text", "tool_calls")
+
+_registered: dict[str, type] = {}
+_lazy: dict[str, str] = dict(BUILTIN)
+_plugins_loaded = False
+_lock = threading.Lock()
+
+
+class UnknownAgentError(AgentmillError, ValueError):
+    pass
+
+
+def register(cls: type) -> type:
+    """Register an agent class (usable as a decorator). A second class under the same name is refused."""
+    _validate(cls)
+    with _lock:
+        existing = _registered.get(cls.name)
+        if existing is not None and existing is not cls:
+            raise AgentmillError(f"agent '{cls.name}' is already registered ({existing.__module__}.{existing.__qualname__})")
+        _registered[cls.name] = cls
+        _lazy.pop(cls.name, None)
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Forget a registered agent (tests register throwaway agents)."""
+    with _lock:
+        _registered.pop(name, None)
+        if name in BUILTIN:
+            _lazy[name] = BUILTIN[name]
+
+
+def agent_names() -> tuple[str, ...]:
+    _load_plugins()
+    return tuple(sorted(set(_registered) | set(_lazy)))
+
+
+def agent_class(name: str) -> type:
+    _load_plugins()
+    cls = _registered.get(name)
+    if cls is not None:
+        return cls
+    target = _lazy.get(name)
+    if target is None:
+        raise UnknownAgentError(f"unknown agent '{name}' (known: {', '.join(agent_names())})")
+    module, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module), attr)
+    if getattr(cls, "name", None) != name:
+        raise AgentmillError(f"{target}: registered as '{name}' but its class says name = {getattr(cls, 'name', None)!r}")
+    return register(cls)
+
+
+def model_agent_names() -> tuple[str, ...]:
+    """Agents that need a model (--model)."""
+    return tuple(n for n in agent_names() if agent_class(n).needs_model)
+
+
+def supports(name: str, task: Any) -> bool:
+    """Whether the agent runs tasks of this task's kind (tasks without a kind are terminal tasks)."""
+    return task_kind(task) in agent_class(name).task_kinds
+
+
+def task_kind(task: Any) -> str:
+    return getattr(task, "kind", None) or "terminal"
+
+
+def make_agent(name: str, *, client: Any = None, **settings: Any) -> Any:
+    """Build an agent by name. A model agent gets the client as its first argument.
+
+    `settings` are the run's agent settings (max_turns, max_context, ...): each agent takes the
+    ones its constructor names and ignores the rest, so one run configuration serves every agent.
+    """
+    cls = agent_class(name)
+    if cls.needs_model and client is None:
+        raise AgentmillError(f"the {name} agent needs a model (--model)")
+    params = {} if cls.__init__ is object.__init__ else inspect.signature(cls.__init__).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {k: v for k, v in settings.items() if takes_any or k in params}
+    return cls(client, **kwargs) if cls.needs_model else cls(**kwargs)
+
+
+def _validate(cls: type) -> None:
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise AgentmillError(f"{where}: an agent needs a `name` (letters, digits, - and _), got {name!r}")
+    if not isinstance(getattr(cls, "version", None), str):
+        raise AgentmillError(f"{where}: `version` must be a string")
+    for flag in ("needs_solution", "needs_model"):
+        if not isinstance(getattr(cls, flag, None), bool):
+            raise AgentmillError(f"{where}: `{flag}` must be True or False")
+    kinds = getattr(cls, "task_kinds", None)
+    if not isinstance(kinds, frozenset) or not kinds or not all(isinstance(k, str) for k in kinds):
+        raise AgentmillError(f"{where}: `task_kinds` must be a non-empty frozenset of task kind names")
+    if getattr(cls, "rendering", None) not in RENDERINGS:
+        raise AgentmillError(f"{where}: `rendering` must be one of {', '.join(RENDERINGS)}")
+    if not callable(getattr(cls, "run", None)):
+        raise AgentmillError(f"{where}: an agent needs an async `run(task, sandbox, result)`")
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    with _lock:
+        if _plugins_loaded:
+            return
+        _plugins_loaded = True
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            _lazy.setdefault(ep.name, ep.value)
