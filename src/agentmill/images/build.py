@@ -25,8 +25,9 @@ from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
-from agentmill.sandbox.bwrap import BwrapSandbox, prepare_root
-from agentmill.sandbox.protocol import Limits, SandboxSpec
+from agentmill.sandbox.bwrap import prepare_root
+from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec
+from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.hashing import hash_text, hash_tree
 from agentmill.tasks.model import Task
 
@@ -177,7 +178,7 @@ class _Build:
         self.context = task.environment_dir
         self.args: dict[str, str] = {}
         self.shell = ["/bin/sh", "-c"]
-        self.sandbox: BwrapSandbox | None = None
+        self.sandbox: Sandbox | None = None
         self.deadline = time.monotonic() + task.config.environment.build_timeout_sec
 
     def vars(self) -> dict[str, str]:
@@ -271,8 +272,8 @@ class _Build:
                 target = dest / src.name if into_dir else dest
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target, follow_symlinks=False)
-        if self.sandbox is not None:  # later RUN steps run as the build sandbox's uid
-            subprocess.run(["chown", "-R", "-h", f"{self.sandbox.uid}:{self.sandbox.uid}", str(dest)], check=False)
+        if self.sandbox is not None:  # later RUN steps run as the build sandbox's root
+            self.sandbox.adopt(dest)
         if "chmod" in flags and flags["chmod"]:
             mode = int(flags["chmod"], 8)
             for p in [dest, *dest.rglob("*")] if dest.is_dir() else [dest]:
@@ -288,7 +289,7 @@ class _Build:
                 limits=Limits(memory_mb=4096, cpus=float(os.cpu_count() or 1), pids=1024, storage_mb=65536),
                 ro_mounts={"/.agentmill/shims": package_assets("shims")},
             )
-            self.sandbox = BwrapSandbox(spec, name="build")
+            self.sandbox = create_sandbox(spec, name="build")
             await self.sandbox.start()
         argv = step.exec_form()
         if argv is None:

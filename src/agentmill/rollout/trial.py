@@ -17,7 +17,7 @@ from agentmill.models.client import EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
-from agentmill.sandbox.bwrap import BwrapSandbox
+from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
@@ -56,7 +56,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         agent_outcome = None
         t = time.monotonic()
         try:
-            sandbox = BwrapSandbox(spec)
+            sandbox = create_sandbox(spec)
             await sandbox.start()
         except SandboxError as e:
             result.exception = f"sandbox failed to start: {e}"

@@ -23,6 +23,7 @@ from agentmill.errors import SandboxError
 from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
+from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.uids import UidLease, lease_uid
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -59,6 +60,7 @@ def _chown_tree(path: Path, uid: int) -> None:
     subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(path)], check=True)
 
 
+@sandbox_backend("bwrap")
 class BwrapSandbox:
     """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
 
@@ -156,6 +158,11 @@ class BwrapSandbox:
         argv += ["--chdir", spec.workdir or "/"]
         argv += ["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", f"{CTL_DIR}/sock"]
         return argv
+
+    def adopt(self, path: Path) -> None:
+        """Host files added under our rootfs after start() belong to the sandbox's uid."""
+        if self._lease is not None:
+            _chown_tree(path, self.uid)
 
     def base_env(self) -> dict[str, str]:
         env = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "xterm-256color", "USER": "root"}

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from agentmill.paths import ensure_traversable, scratch_temp
-from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import ExecResult, Limits, SandboxSpec
+from agentmill.sandbox.registry import create_sandbox
 
 
 async def run_once(command: list[str], *, workspace: Path | None = None, timeout: float = 60.0,
@@ -28,7 +28,7 @@ async def run_once(command: list[str], *, workspace: Path | None = None, timeout
                        limits=Limits(memory_mb=memory_mb))
     (scratch / "rootfs").mkdir()
     try:
-        async with BwrapSandbox(spec) as sb:
+        async with create_sandbox(spec) as sb:
             return await sb.exec(command, timeout=timeout)
     finally:
         if owner is not None and os.geteuid() == 0:  # hand the workspace back to its owner

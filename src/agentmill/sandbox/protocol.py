@@ -49,6 +49,11 @@ class ExecResult:
 
 @runtime_checkable
 class Sandbox(Protocol):
+    """What callers may rely on. A backend is registered with `@sandbox_backend(name)` and must
+    pass `sandbox/conformance.py`: exec, files, timeouts, limits, no network, cleanup, isolation."""
+
+    spec: SandboxSpec
+
     async def start(self) -> None: ...
 
     async def exec(
@@ -59,10 +64,31 @@ class Sandbox(Protocol):
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
-    ) -> ExecResult: ...
+        max_output: int = 16 << 20,
+    ) -> ExecResult:
+        """Run `cmd` (a string runs under bash -c). A timeout kills the command's process group
+        and sets `timed_out`; background processes it started otherwise persist until stop()."""
+        ...
 
     async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
 
-    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes: ...
+    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
+        """Resolved inside the sandbox; FileNotFoundError when absent."""
+        ...
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        """Kill everything the sandbox started. Idempotent."""
+        ...
+
+    def base_env(self) -> dict[str, str]:
+        """The environment every exec starts from (PATH, HOME, the spec's env)."""
+        ...
+
+    def adopt(self, path: Path) -> None:
+        """Make host files placed under the sandbox's rootfs or mounts after start() (a build's
+        COPY, WORKDIR) owned by the sandbox's root, as if the sandbox had made them."""
+        ...
+
+    async def __aenter__(self) -> "Sandbox": ...
+
+    async def __aexit__(self, *exc) -> None: ...

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.images import Image
-from agentmill.sandbox.bwrap import BwrapSandbox
+from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
 from agentmill.verify.staging import stage
@@ -46,7 +47,7 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         mounts[MOUNT] = toolkit
     spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs})
     try:
-        async with BwrapSandbox(spec) as sb:
+        async with create_sandbox(spec) as sb:
             if toolkit is not None:
                 env = {**toolkit_env(sb.base_env()["PATH"]), **env}
             run = await sb.exec(["bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
@@ -73,7 +74,7 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     return result
 
 
-async def _maybe_read(sb: BwrapSandbox, path: str) -> bytes | None:
+async def _maybe_read(sb: Sandbox, path: str) -> bytes | None:
     try:
         return await sb.read_file(path, max_bytes=1 << 20)
     except FileNotFoundError:
