@@ -18,6 +18,7 @@ import openai
 from openai import AsyncOpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentmill import defaults
 from agentmill.errors import AgentmillError
 from agentmill.models.reasoning import split_reasoning
 
@@ -27,9 +28,9 @@ class SamplingParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: float = Field(0.7, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_tokens: int = Field(4096, gt=0)
+    temperature: float = Field(defaults.TEMPERATURE, ge=0)
+    top_p: float = Field(defaults.TOP_P, gt=0, le=1)
+    max_tokens: int = Field(defaults.MAX_TOKENS, gt=0)
     seed: int | None = None
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentmill import defaults
 from agentmill.errors import AgentmillError
 from agentmill.traces.filters import FilterSpec
 
@@ -30,10 +31,10 @@ class ModelSpec(_Strict):
     name: str = "local"
     base_url: str | None = None
     api_key_env: str | None = None
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_tokens: int = 1024
-    concurrency: int = 8
+    temperature: float = defaults.TEMPERATURE
+    top_p: float = defaults.TOP_P
+    max_tokens: int = defaults.MAX_TOKENS
+    concurrency: int = defaults.MODEL_CONCURRENCY
 
     @model_validator(mode="after")
     def _endpoint(self):
@@ -83,9 +84,9 @@ class Mix(_Strict):
 class Rollout(_Strict):
     agent: Literal["terminus", "oracle", "nop"] = "terminus"
     model: ModelSpec | None = None  # defaults to [model]
-    attempts: int = Field(1, ge=1)
-    concurrency: int = Field(4, ge=1)
-    max_turns: int = Field(20, ge=1)
+    attempts: int = Field(defaults.ATTEMPTS, ge=1)
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     temperature: float | None = None  # overrides the model's
 
 

@@ -1,5 +1,5 @@
 """A rollout's configuration, saved in the run folder. Identity fields decide which trials exist;
-the rest (endpoint URL, key variable, concurrency) may change between resumes."""
+the rest (where the dataset lives, endpoint URL, key variable, concurrency) may change between resumes."""
 
 from __future__ import annotations
 
@@ -7,39 +7,40 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentmill import defaults
 from agentmill.models.client import Prices, SamplingParams
 
 
 class RolloutConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    dataset: str  # resolved dataset folder: recorded, not identity (a moved dataset resumes)
     # identity
-    dataset: str  # resolved dataset folder
     task_hashes: dict[str, str]  # task name -> content hash
     agent: str
     agent_version: str
     model: str | None = None
     sampling: SamplingParams = Field(default_factory=SamplingParams)
-    max_turns: int = 50
-    attempts: int = Field(1, ge=1)
+    max_turns: int = defaults.MAX_TURNS
+    attempts: int = Field(defaults.ATTEMPTS, ge=1)
     # operational
     base_url: str | None = None
     api_key_env: str | None = None
-    concurrency: int = Field(4, ge=1)
-    model_concurrency: int = Field(64, ge=1)
-    request_timeout: float = 600.0
-    max_retries: int = 6
+    concurrency: int = Field(defaults.CONCURRENCY, ge=1)
+    model_concurrency: int = Field(defaults.MODEL_CONCURRENCY, ge=1)
+    request_timeout: float = defaults.REQUEST_TIMEOUT
+    max_retries: int = defaults.MAX_RETRIES
     prices: Prices | None = None
 
-    IDENTITY: ClassVar[tuple[str, ...]] = ("dataset", "task_hashes", "agent", "agent_version", "model", "sampling", "max_turns")
+    IDENTITY: ClassVar[tuple[str, ...]] = ("task_hashes", "agent", "agent_version", "model", "sampling", "max_turns")
 
     def identity_changes(self, old: "RolloutConfig") -> list[str]:
         """What changed that would make different trials; empty if resuming is safe."""
         changes = []
         for name in self.IDENTITY:
             a, b = getattr(old, name), getattr(self, name)
-            if a == b:
-                continue
+            if a == b or (name in ("sampling", "max_turns") and not (old.model or self.model)):
+                continue  # model settings make no difference to trials without a model
             if name == "task_hashes":
                 changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
                 shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")

@@ -1,23 +1,34 @@
-"""Trial identity: hash of task hash, agent name + version (+ settings), model name, sampling
-parameters and attempt index. Never the endpoint URL, port or key, so a resume against a
-restarted server on another port finds its finished trials."""
+"""Trial identity, defined once: hash of task hash, agent name + version (+ settings), model name,
+sampling parameters and attempt index. Never the endpoint URL, port or key (a resume against a
+restarted server on another port finds its finished trials), and never where the dataset lives
+(a moved dataset resumes; changed task content does not).
+
+Everything that records or compares "which trials these settings make" (the trial id, trial.json,
+the trajectory's agent info, the recipe's rollout stage key) reads `settings_identity`.
+"""
 
 from __future__ import annotations
 
 import json
 
-from agentmill.rollout.config import RolloutConfig
+from agentmill.models.client import SamplingParams
 from agentmill.tasks.hashing import hash_text
 
 
-def trial_id(config: RolloutConfig, task_hash: str, attempt: int) -> str:
-    payload = {
-        "task_hash": task_hash,
-        "agent": config.agent,
-        "agent_version": config.agent_version,
-        "max_turns": config.max_turns if config.model else None,
-        "model": config.model,
-        "sampling": config.sampling.model_dump() if config.model else None,
-        "attempt": attempt,
-    }
+def settings_identity(*, agent: str, agent_version: str, model: str | None, sampling: SamplingParams,
+                      max_turns: int) -> dict:
+    """The agent-and-model part of a trial's identity. Model settings count only when a model is used."""
+    return {"agent": agent, "agent_version": agent_version, "model": model,
+            "max_turns": max_turns if model else None,
+            "sampling": sampling.model_dump() if model else None}
+
+
+def config_identity(config) -> dict:
+    """`settings_identity` of a RolloutConfig."""
+    return settings_identity(agent=config.agent, agent_version=config.agent_version, model=config.model,
+                             sampling=config.sampling, max_turns=config.max_turns)
+
+
+def trial_id(config, task_hash: str, attempt: int) -> str:
+    payload = {**config_identity(config), "task_hash": task_hash, "attempt": attempt}
     return hash_text(json.dumps(payload, sort_keys=True))[:24]

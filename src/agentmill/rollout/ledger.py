@@ -32,6 +32,11 @@ CREATE TABLE IF NOT EXISTS trials (
     runs INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS trials_state ON trials(state);
+CREATE TABLE IF NOT EXISTS plan (
+    trial_id TEXT PRIMARY KEY,
+    task TEXT NOT NULL,
+    attempt INTEGER NOT NULL
+);
 """
 
 
@@ -69,6 +74,17 @@ class Ledger:
             (result["outcome"], result.get("reward"), tokens.get("prompt", 0), tokens.get("completion", 0),
              result.get("cost_usd"), result.get("timings", {}).get("total"), result.get("exception"), time.time(), trial_id),
         )
+
+    def set_plan(self, plans: list[tuple[str, str, int]]) -> None:
+        """Record the trials this invocation plans, (trial_id, task, attempt): `status` shows the total."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("DELETE FROM plan")
+            self.db.executemany("INSERT OR REPLACE INTO plan (trial_id, task, attempt) VALUES (?, ?, ?)", plans)
+
+    def planned(self) -> int | None:
+        n = self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
+        return n or None
 
     def forget(self, trial_ids: list[str]) -> None:
         self.db.executemany("DELETE FROM trials WHERE trial_id=?", [(t,) for t in trial_ids])

@@ -1,8 +1,9 @@
-"""Run many trials: plan them, skip the finished, run the rest concurrently, record each once.
+"""Run many trials: plan them, skip the finished, run the rest through an executor, record each once.
 
 Layout of a run folder:
     config.json          the RolloutConfig (identity fields are checked on resume)
-    ledger.sqlite        one row per trial (WAL)
+    run.lock             held by the one process writing this folder (pid and host inside)
+    ledger.sqlite        one row per trial (WAL), and the plan of the last invocation
     trials/<trial_id>/   trial.json, trajectory.json (ATIF), result.json, verifier/{stdout,stderr}.txt
 """
 
@@ -12,21 +13,26 @@ import asyncio
 import json
 import os
 import shutil
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill import __version__
 from agentmill.agents import make_agent
 from agentmill.agents.base import AgentResult
+from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
 from agentmill.paths import sweep_scratch
 from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.identity import trial_id
+from agentmill.rollout.executor import Executor, LocalExecutor
+from agentmill.rollout.identity import config_identity, trial_id
 from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.lock import RunLock, probe
 from agentmill.rollout.result import TrialResult
+from agentmill.rollout.store import TrialStore
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks.hashing import hash_file, hash_text, hash_tree
 from agentmill.tasks.model import Task
@@ -46,10 +52,12 @@ class TrialPlan:
 @dataclass
 class RolloutReport:
     planned: int
-    skipped: int
-    recovered: int
+    skipped: int  # already done in this run folder
+    recovered: int  # left unfinished by an interrupted earlier run (settled from their folder, or run again)
     ran: int
     results: list[TrialResult]
+    reused: int = 0  # taken from the trial store (finished by an earlier run sharing it)
+    unrecorded: list[str] = field(default_factory=list)  # trials whose folder could not be written
 
 
 def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -70,24 +78,52 @@ def plan_trials(config: RolloutConfig, tasks: list[Task], copies: dict[str, int]
             for t in unique for a in range(config.attempts * copies.get(t.content_hash, 1))]
 
 
-def open_run(run_dir: Path, config: RolloutConfig) -> Ledger:
-    """Create or resume a run folder. A resume whose identity changed is refused, naming the change."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+def preflight(run_dir: Path, config: RolloutConfig) -> None:
+    """Everything that can refuse a run, checked before anything costly starts (a model server, builds):
+    another process holding the folder, or a resume whose identity changed."""
+    if run_dir.exists():
+        probe(run_dir)
+        check_identity(run_dir, config)
+
+
+def check_identity(run_dir: Path, config: RolloutConfig) -> None:
     path = run_dir / "config.json"
-    if path.exists():
-        try:
-            old = RolloutConfig.model_validate_json(path.read_text())
-        except ValueError as e:
-            raise AgentmillError(f"{path}: unreadable run config ({str(e).splitlines()[0]})") from None
-        changes = config.identity_changes(old)
-        if changes:
-            raise AgentmillError(f"{run_dir} was made with other settings; refusing to resume: " + "; ".join(changes)
-                                 + ". Use a new --out folder, or the original settings.")
-    _atomic_write(path, config.model_dump_json(indent=2))
+    if not path.exists():
+        return
+    try:
+        old = RolloutConfig.model_validate_json(path.read_text())
+    except ValueError as e:
+        raise AgentmillError(f"{path}: unreadable run config ({str(e).splitlines()[0]})") from None
+    changes = config.identity_changes(old)
+    if changes:
+        raise AgentmillError(f"{run_dir} was made with other settings; refusing to resume: " + "; ".join(changes)
+                             + ". Use a new --out folder, or the original settings.")
+
+
+def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger]:
+    """Lock, then create or resume a run folder. A resume whose identity changed is refused, naming the change."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(run_dir).acquire()
+    try:
+        check_identity(run_dir, config)
+    except AgentmillError:
+        lock.release()
+        raise
+    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2))
     (run_dir / "trials").mkdir(exist_ok=True)
-    for stale in (run_dir / "trials").glob(".tmp-*"):  # half-written folders of a killed run
+    for stale in (run_dir / "trials").glob(".tmp-*"):  # half-written folders of a killed run (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
-    return Ledger(run_dir / "ledger.sqlite")
+    return lock, Ledger(run_dir / "ledger.sqlite")
+
+
+def require_toolkit() -> None:
+    """Infrastructure fails loudly: never verify without the offline toolkit that test scripts rely on."""
+    from agentmill.verify.toolkit import ensure_toolkit
+
+    if ensure_toolkit(build=True) is None:
+        raise AgentmillError("the offline verifier toolkit could not be built (pip install of pytest failed: is the "
+                             "package registry reachable?); run `agentmill toolkit` once with network access, "
+                             "then run again. Nothing was verified.")
 
 
 async def run_rollout(
@@ -100,14 +136,20 @@ async def run_rollout(
     builder: ImageBuilder | None = None,
     on_start: Callable[[TrialPlan], None] | None = None,
     on_done: Callable[[TrialResult], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
     copies: dict[str, int] | None = None,
+    executor: Executor | None = None,
+    store: TrialStore | None = None,
 ) -> RolloutReport:
-    ledger = open_run(run_dir, config)
-    await asyncio.to_thread(sweep_scratch)  # sandboxes of a killed earlier run
+    lock, ledger = open_run(run_dir, config)
     trials_dir = run_dir / "trials"
     try:
-        recovered, _ = ledger.recover(trials_dir)
+        await asyncio.to_thread(require_toolkit)
+        await asyncio.to_thread(sweep_scratch)  # sandboxes of a killed earlier run
+        interrupted = len(ledger.running_ids())
+        ledger.recover(trials_dir)
         plans = plan_trials(config, tasks, copies)
+        ledger.set_plan([(p.trial_id, p.task.name, p.attempt) for p in plans])
         if retry_infra:
             infra = [r["trial_id"] for r in ledger.rows()
                      if r["state"] == "done" and r["outcome"] in {o.value for o in Outcome if o.is_infra}]
@@ -116,35 +158,71 @@ async def run_rollout(
             ledger.forget(infra)
         done = ledger.done_ids()
         todo = [p for p in plans if p.trial_id not in done]
+        reused = 0
+        if store is not None:
+            fresh = []
+            for p in todo:
+                if store.get(p.trial_id) is not None and await asyncio.to_thread(_adopt, store, trials_dir, p, config):
+                    ledger.start(p.trial_id, p.task.name, p.task.content_hash, p.attempt)
+                    ledger.finish(p.trial_id, json.loads((trials_dir / p.trial_id / "result.json").read_text()))
+                    reused += 1
+                else:
+                    fresh.append(p)
+            todo = fresh
+        if on_plan:
+            on_plan(len(todo))
         builder = builder or ImageBuilder()
-        gate = asyncio.Semaphore(config.concurrency)
+        unrecorded: list[str] = []
 
         async def one(plan: TrialPlan) -> TrialResult:
-            async with gate:
-                if on_start:
-                    on_start(plan)
-                ledger.start(plan.trial_id, plan.task.name, plan.task.content_hash, plan.attempt)
-                agent = make_agent(config.agent, client=client, max_turns=config.max_turns)
-                agent_result = AgentResult()
-                result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
-                trajectory = _trajectory(plan, config, agent, agent_result)
-                result.trial_id, result.attempt, result.model = plan.trial_id, plan.attempt, config.model
-                fm = trajectory.final_metrics
-                result.tokens = {"prompt": fm.total_prompt_tokens or 0, "completion": fm.total_completion_tokens or 0}
-                result.cost_usd = fm.total_cost_usd
-                result.agent_metadata = agent_result.metadata
-                result.exception = clean_text(result.exception) or None
+            if on_start:
+                on_start(plan)
+            ledger.start(plan.trial_id, plan.task.name, plan.task.content_hash, plan.attempt)
+            result, trajectory = await _attempt(plan, config, client, builder)
+            try:
                 await asyncio.to_thread(_write_trial, trials_dir, plan, config, result, trajectory)
                 ledger.finish(plan.trial_id, json.loads(result.model_dump_json()))
-                if on_done:
-                    on_done(result)
-                return result
+            except Exception as e:  # noqa: BLE001 - the row stays 'running': the next resume runs it again
+                unrecorded.append(plan.trial_id)
+                result.exception = f"could not record the trial: {type(e).__name__}: {e}"
+            else:
+                if store is not None:
+                    try:
+                        await asyncio.to_thread(store.put, plan.trial_id, trials_dir / plan.trial_id)
+                    except Exception:  # noqa: BLE001 - the store is a cache: losing an entry costs a rerun, not data
+                        pass
+            if on_done:
+                on_done(result)
+            return result
 
-        results = await asyncio.gather(*(one(p) for p in todo))
-        return RolloutReport(planned=len(plans), skipped=len(plans) - len(todo), recovered=recovered,
-                             ran=len(todo), results=list(results))
+        results = await (executor or LocalExecutor(config.concurrency)).map(one, todo)
+        return RolloutReport(planned=len(plans), skipped=len(plans) - len(todo) - reused, recovered=interrupted,
+                             ran=len(todo), results=list(results), reused=reused, unrecorded=unrecorded)
     finally:
         ledger.close()
+        lock.release()
+
+
+async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> tuple[TrialResult, Trajectory]:
+    """One trial, whatever happens: an exception anywhere in the harness becomes a typed result."""
+    agent = None
+    agent_result = AgentResult()
+    try:
+        agent = make_agent(config.agent, client=client, max_turns=config.max_turns)
+        result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
+    except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        result = TrialResult(task=plan.task.name, task_hash=plan.task.content_hash, agent=config.agent,
+                             agent_version=config.agent_version, outcome=Outcome.SANDBOX_ERROR,
+                             exception=f"harness error: {detail}")
+    trajectory = _trajectory(plan, config, agent, agent_result)
+    result.trial_id, result.attempt, result.model = plan.trial_id, plan.attempt, config.model
+    fm = trajectory.final_metrics
+    result.tokens = {"prompt": fm.total_prompt_tokens or 0, "completion": fm.total_completion_tokens or 0}
+    result.cost_usd = fm.total_cost_usd
+    result.agent_metadata = agent_result.metadata
+    result.exception = clean_text(result.exception) or None
+    return result, trajectory
 
 
 def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: AgentResult) -> Trajectory:
@@ -153,35 +231,58 @@ def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: Age
         steps.insert(0, Step(step_id=0, source="user", message=plan.task.instruction))
     for i, step in enumerate(steps, 1):
         step.step_id = i
+    ident = config_identity(config)
     return Trajectory(
         session_id=plan.trial_id,
-        agent=AgentInfo(name=agent.name, version=agent.version, model_name=agent.model_name,
-                        extra={"agentmill_version": __version__, "max_turns": config.max_turns if config.model else None,
-                               "sampling": config.sampling.model_dump() if config.model else None}),
+        agent=AgentInfo(name=config.agent, version=config.agent_version,
+                        model_name=agent.model_name if agent is not None else config.model,
+                        extra={"agentmill_version": __version__, "max_turns": ident["max_turns"],
+                               "sampling": ident["sampling"]}),
         steps=steps,
         extra={"task": plan.task.name, "task_hash": plan.task.content_hash, "attempt": plan.attempt},
     ).summarize()
 
 
+def _trial_record(plan: TrialPlan, config: RolloutConfig) -> dict:
+    ident = config_identity(config)
+    return {"trial_id": plan.trial_id, "task": plan.task.name, "task_hash": plan.task.content_hash,
+            "task_path": str(plan.task.path), "task_source": config.dataset,
+            "task_metadata": plan.task.config.metadata, "verifier_hash": verifier_hash(plan.task),
+            "instruction": plan.task.instruction, "attempt": plan.attempt, "agent": ident["agent"],
+            "agent_version": ident["agent_version"], "model": ident["model"], "sampling": ident["sampling"]}
+
+
 def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult, trajectory: Trajectory) -> None:
     """Write the folder under a temporary name, then rename: a trial folder is whole or absent."""
-    final = trials_dir / plan.trial_id
     tmp = trials_dir / f".tmp-{plan.trial_id}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "verifier").mkdir(parents=True)
-    identity = {"trial_id": plan.trial_id, "task": plan.task.name, "task_hash": plan.task.content_hash,
-                "task_path": str(plan.task.path), "task_source": config.dataset,
-                "task_metadata": plan.task.config.metadata, "verifier_hash": verifier_hash(plan.task),
-                "instruction": plan.task.instruction, "attempt": plan.attempt, "agent": config.agent,
-                "agent_version": config.agent_version, "model": config.model,
-                "sampling": config.sampling.model_dump() if config.model else None}
-    (tmp / "trial.json").write_text(json.dumps(identity, indent=2))
+    (tmp / "trial.json").write_text(json.dumps(_trial_record(plan, config), indent=2))
     (tmp / "trajectory.json").write_text(trajectory.model_dump_json(indent=2, exclude_none=True))
     (tmp / "verifier" / "stdout.txt").write_text(result.verifier_stdout, errors="replace")
     (tmp / "verifier" / "stderr.txt").write_text(result.verifier_stderr, errors="replace")
     (tmp / "result.json").write_text(result.model_dump_json(indent=2))
     telemetry = compute_telemetry(trajectory, json.loads(result.model_dump_json()))
     (tmp / "telemetry.json").write_text(telemetry.model_dump_json(indent=2))
+    _publish(tmp, trials_dir / plan.trial_id)
+
+
+def _adopt(store: TrialStore, trials_dir: Path, plan: TrialPlan, config: RolloutConfig) -> bool:
+    """Copy a stored trial into this run; its trial.json says where this run found the task. False if it fails."""
+    tmp = trials_dir / f".tmp-{plan.trial_id}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        store.copy_to(plan.trial_id, tmp)
+        (tmp / "trial.json").unlink(missing_ok=True)  # a link into the store: replace, never write through
+        (tmp / "trial.json").write_text(json.dumps({**_trial_record(plan, config), "reused_from": str(store.root)}, indent=2))
+        _publish(tmp, trials_dir / plan.trial_id)
+        return True
+    except (OSError, ValueError):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+
+
+def _publish(tmp: Path, final: Path) -> None:
     for f in tmp.rglob("*"):
         if f.is_file():
             with open(f, "rb") as fh:
@@ -194,9 +295,3 @@ def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, resul
 def verifier_hash(task: Task) -> str:
     """Which tests judged the trial: a hash over the verifier's files."""
     return hash_text(*(hash_tree(p) if p.is_dir() else hash_file(p) for p in task.tests_sources))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(path)
