@@ -19,16 +19,16 @@ def load_task(path: Path | str) -> Task:
     root = Path(path).resolve()
     if not root.is_dir():
         raise TaskError(root, "not a directory")
-    if (root / "task.toml").exists() or (root / "instruction.md").exists():
-        return _load_harbor(root)
-    if (root / "task.yaml").exists():
-        from agentmill.tasks.terminal_bench import load_terminal_bench
+    from agentmill.tasks.kinds import task_kinds  # the registry imports this module's loader
 
-        return load_terminal_bench(root)
+    for kind in task_kinds():
+        if kind.detect(root):
+            return kind.load(root)
     raise TaskError(root, "not a task: no task.toml/instruction.md (Harbor) or task.yaml (Terminal-Bench)")
 
 
-def _load_harbor(root: Path) -> Task:
+def load_harbor(root: Path) -> Task:
+    """A Harbor (terminal) task directory."""
     instruction = read_text(root / "instruction.md", what="instruction")
     toml_path = root / "task.toml"
     if not toml_path.exists():

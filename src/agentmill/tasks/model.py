@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentmill.tasks.tool_spec import ToolSpec
+
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 
@@ -40,6 +42,12 @@ class EnvironmentSection(_Section):
     storage_mb: int = Field(10240, gt=0)
     gpus: int = Field(0, ge=0)
     allow_internet: bool = False
+    # Tool tasks (kind = "tools"): the gyms they use and how their tools are exposed.
+    kind: str = "terminal"  # a registered task kind: "terminal" or "tools"
+    gyms: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)  # the tools the agent sees (empty: all)
+    restricted_tools: list[str] = Field(default_factory=list)
+    tool_timeout_sec: float = Field(30.0, gt=0)
 
 
 class TaskConfig(_Section):
@@ -73,6 +81,9 @@ class Task(BaseModel):
     solution_sources: tuple[Path, ...] = ()
     solution_script: str | None = None
     warnings: tuple[str, ...] = ()
+    kind: str = "terminal"  # a registered task kind (tasks/kinds.py)
+    system: str | None = None  # system.md: the system specification (tool tasks)
+    tool_spec: ToolSpec | None = None  # gyms, verifiers, reference calls (tool tasks)
 
     @property
     def short_hash(self) -> str:

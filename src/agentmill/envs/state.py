@@ -1,0 +1,101 @@
+"""A tool task's state inside its sandbox: gym files, the tool host, one database per gym.
+
+Everything lives under TOOLS_ROOT in the trial's own root filesystem, so each trial has its own
+databases and the verifier's fresh sandbox (over the same rootfs) sees the final state. The
+databases are built *inside* the sandbox by the tool host (`init`): schema and seed SQL are task
+input too, and SQL can write files (ATTACH), so none of it runs in host Python.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentmill.errors import AgentmillError
+from agentmill.sandbox.protocol import Sandbox
+from agentmill.tasks.model import Task
+from agentmill.tasks.tool_spec import ToolSpec
+
+TOOLS_ROOT = "/var/lib/agentmill/tools"
+HOST_SCRIPT = f"{TOOLS_ROOT}/runtime/toolhost.py"
+SPEC_PATH = f"{TOOLS_ROOT}/spec.json"
+READY = f"{TOOLS_ROOT}/.ready"
+PYTHON = ["/usr/bin/python3", "-I", "-S"]  # the sandbox's (host /usr, read-only) stdlib Python
+_SKIP = {"__pycache__", ".DS_Store"}
+_INIT_TIMEOUT = 300.0
+
+
+class ToolEnvError(AgentmillError):
+    """The tool environment could not be set up (a broken gym, seed or tools.py): the task's fault."""
+
+
+def toolhost_source() -> bytes:
+    return (Path(__file__).parent / "guest" / "toolhost.py").read_bytes()
+
+
+def gym_db(name: str) -> str:
+    return f"{TOOLS_ROOT}/db/{name}.sqlite"
+
+
+def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
+    """The JSON the tool host reads: gyms (inside paths), seeds, the per-call timeout."""
+    return {
+        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": gym_db(g.name)} for g in spec.gyms],
+        "seeds": [f"{root}/seeds/{i}.sql" for i, _ in enumerate(spec.seeds)],
+        "timeout": spec.tool_timeout_sec,
+    }
+
+
+def _files(spec: ToolSpec) -> dict[str, bytes]:
+    out = {HOST_SCRIPT: toolhost_source(), SPEC_PATH: json.dumps(sandbox_spec(spec), indent=1).encode()}
+    for gym in spec.gyms:
+        for path in sorted(gym.path.rglob("*")):
+            if path.is_file() and not _SKIP.intersection(path.relative_to(gym.path).parts):
+                out[f"{TOOLS_ROOT}/gyms/{gym.name}/{path.relative_to(gym.path).as_posix()}"] = path.read_bytes()
+    for i, seed in enumerate(spec.seeds):
+        out[f"{TOOLS_ROOT}/seeds/{i}.sql"] = seed.read_bytes()
+    return out
+
+
+def require_spec(task: Task) -> ToolSpec:
+    if task.tool_spec is None:
+        raise ToolEnvError(f"{task.path}: not a tools task (task.toml needs [environment] kind = \"tools\")")
+    return task.tool_spec
+
+
+async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False) -> None:
+    """Stage the gyms and build the databases in the sandbox. Idempotent unless `force`."""
+    spec = require_spec(task)
+    if not force:
+        probe = await sandbox.exec(["test", "-f", READY], timeout=30)
+        if probe.returncode == 0:
+            return
+    for path, data in _files(spec).items():
+        await sandbox.write_file(path, data)
+    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "init", SPEC_PATH], timeout=_INIT_TIMEOUT)
+    reply = _reply(run.stdout)
+    if run.returncode != 0 or "error" in reply:
+        detail = reply.get("error") or (run.stderr or run.stdout).strip()[-400:] or f"exit {run.returncode}"
+        raise ToolEnvError(f"{task.path}: building the gym databases failed: {detail}")
+    await sandbox.write_file(READY, b"")
+
+
+def _reply(stdout: str) -> dict:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+async def tool_schemas(task: Task, sandbox: Sandbox) -> list[dict]:
+    """Every tool of the task's gyms, introspected inside the sandbox (MCP-style: name, description, parameters)."""
+    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60)
+    reply = _reply(run.stdout)
+    if run.returncode != 0 or "error" in reply or "tools" not in reply:
+        detail = reply.get("error") or (run.stderr or run.stdout).strip()[-400:] or f"exit {run.returncode}"
+        raise ToolEnvError(f"{task.path}: loading the tools failed: {detail}")
+    return reply["tools"]
