@@ -159,6 +159,11 @@ class BwrapSandbox:
         argv += ["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", f"{CTL_DIR}/sock"]
         return argv
 
+    @property
+    def control_dir(self) -> Path | None:
+        """Host side of CTL_DIR: a guest service (e.g. the tool host) can put a unix socket here."""
+        return self._ctl
+
     def adopt(self, path: Path) -> None:
         """Host files added under our rootfs after start() belong to the sandbox's uid."""
         if self._lease is not None:
