@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from agentmill.tasks import load_dataset, sample_dataset_path
-from agentmill.verify.check import check_tasks
+from agentmill.rollout.check import check_tasks
 from tests.conftest import sandbox
 
 

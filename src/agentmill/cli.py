@@ -12,12 +12,14 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from agentmill import __version__
+from agentmill import __version__, defaults
 from agentmill.errors import AgentmillError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Verified, reproducible training data for agent models.")
-sandbox_app = typer.Typer(no_args_is_help=True, help="Run commands in the embedded sandbox.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # "[filters]" in help stays text
+                  help="Verified, reproducible training data for agent models.")
+sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = out_stdout = Console()
@@ -33,10 +35,16 @@ def _load(dataset: Optional[Path], sample: bool, names: list[str] | None):
 
     if sample == (dataset is not None):
         _fail("give a DATASET folder or --sample (one of them)")
+    from agentmill.rollout.commands import unknown_task_names
+
+    root = sample_dataset_path() if sample else dataset
     try:
-        ds = load_dataset(sample_dataset_path() if sample else dataset, names=names or None)
+        ds = load_dataset(root, names=names or None)
     except AgentmillError as e:
         _fail(str(e))
+    unknown = unknown_task_names(ds.root, names or [])
+    if unknown:
+        _fail(unknown)
     for err in ds.errors:
         console.print(f"[yellow]skipped:[/yellow] {err}", highlight=False)
     for w in ds.warnings:
@@ -57,17 +65,21 @@ def check(
     dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
     sample: bool = typer.Option(False, "--sample", help="Check the bundled sample tasks."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
-    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Trials run at once."),
+    concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Trials run at once."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write per-task results as JSON here."),
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
-    from agentmill.verify.check import check_tasks
+    from agentmill.rollout.check import check_tasks
+    from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task)
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
-        results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
-                                          on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+        try:
+            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
+                                              on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+        except AgentmillError as e:
+            _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
     for col in ("task", "oracle", "nop", "verdict", "reason"):
         table.add_column(col, overflow="fold")
@@ -76,13 +88,15 @@ def check(
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
         color = "green" if r.verdict == "ok" else "red"
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
-                      "" if r.verdict == "ok" else r.reason[:200])
+                      Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
+    rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
+    for row in rows[len(results):]:
+        table.add_row(row["task"], "-", "-", "[red]broken[/red]", Text(row["reason"][:200]))
     out.print(table)
-    ok = sum(r.verdict == "ok" for r in results)
-    out.print(f"{ok}/{len(results)} tasks ok; {len(ds.errors)} broken task folders skipped")
+    out.print(check_summary(rows), highlight=False)
     if json_path:
-        _write_json(json_path, [r.to_json() for r in results])
-    raise typer.Exit(0 if ok == len(results) and not ds.errors else 1)
+        _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
+    raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
 
 
 @app.command()
@@ -94,16 +108,16 @@ def rollout(
     model: Optional[str] = typer.Option(None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
-    attempts: int = typer.Option(1, "--attempts", "-k", min=1, help="Attempts per task (for pass@k)."),
-    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
-    model_concurrency: int = typer.Option(64, "--model-concurrency", min=1, help="Model requests in flight at once."),
-    temperature: float = typer.Option(0.7, "--temperature"),
-    top_p: float = typer.Option(1.0, "--top-p"),
-    max_tokens: int = typer.Option(4096, "--max-tokens"),
-    seed: Optional[int] = typer.Option(None, "--seed"),
-    max_turns: int = typer.Option(50, "--max-turns", min=1),
-    request_timeout: float = typer.Option(600.0, "--request-timeout"),
-    max_retries: int = typer.Option(6, "--max-retries", min=0),
+    attempts: int = typer.Option(defaults.ATTEMPTS, "--attempts", "-k", min=1, help="Attempts per task (for pass@k)."),
+    concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
+    model_concurrency: int = typer.Option(defaults.MODEL_CONCURRENCY, "--model-concurrency", min=1, help="Model requests in flight at once."),
+    temperature: float = typer.Option(defaults.TEMPERATURE, "--temperature", help="Sampling temperature (part of the trials' identity)."),
+    top_p: float = typer.Option(defaults.TOP_P, "--top-p", help="Nucleus sampling top-p (part of the trials' identity)."),
+    max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply (part of the trials' identity)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
+    max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial (part of the trials' identity)."),
+    request_timeout: float = typer.Option(defaults.REQUEST_TIMEOUT, "--request-timeout", help="Seconds per model request before it is retried."),
+    max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
     price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
     retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
@@ -112,10 +126,10 @@ def rollout(
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
-    from agentmill.models.session import open_model, served_name
-    from agentmill.progress import RolloutProgress
+    from agentmill.models.session import served_name
+    from agentmill.rollout.commands import execute_rollout, report_line
     from agentmill.rollout.config import RolloutConfig
-    from agentmill.rollout.runner import plan_trials, run_rollout, unique_tasks
+    from agentmill.rollout.runner import unique_tasks
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
@@ -145,33 +159,20 @@ def rollout(
     except ValueError as e:
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
 
-    async def go():
-        total = len(plan_trials(config, ds.tasks))
-
-        async def run(client):
-            with RolloutProgress(total=total, client=client, console=console) as progress:
-                return await run_rollout(config, ds.tasks, out, client=client, retry_infra=retry == "infra",
-                                         on_start=progress.started, on_done=progress.finished)
-
-        if not needs_model:
-            return await run(None)
-        async with open_model(model, base_url=base_url, api_key_env=api_key_env, sampling=config.sampling,
-                              timeout=request_timeout, max_retries=max_retries, concurrency=model_concurrency,
-                              prices=prices, say=console.print) as client:
-            return await run(client)
-
     try:
-        report = asyncio.run(go())
+        report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
+                                 retry_infra=retry == "infra", console=console)
     except AgentmillError as e:
         _fail(str(e))
-    out.mkdir(parents=True, exist_ok=True)
-    console.print(f"{report.ran} trials run, {report.skipped} already done, {report.recovered} recovered; run folder: {out}")
+    except SystemExit as e:  # interrupted: the summary and the resume command are printed
+        raise typer.Exit(e.code) from None
+    console.print(report_line(report, out), highlight=False)
     _print_status(out, as_json=False)
 
 
 @app.command()
 def status(
-    run_dir: Path = typer.Argument(..., help="A run folder made by `agentmill rollout`."),
+    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out) or a recipe run folder (agentmill run --out)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON, with every trial listed."),
 ) -> None:
     """Summarise a run: trials by outcome, mean reward, pass@1 / pass@k with standard error, tokens, cost, time."""
@@ -179,6 +180,7 @@ def status(
 
 
 def _print_status(run_dir: Path, *, as_json: bool) -> None:
+    from agentmill.rollout.commands import status_table
     from agentmill.rollout.status import summarize
 
     try:
@@ -188,22 +190,7 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
     if as_json:
         print(json.dumps(s, indent=2))
         return
-    table = Table(title=f"run {run_dir}", show_header=False)
-    table.add_row("trials", f"{s['done']} done, {s['running']} unfinished, over {s['tasks']} tasks")
-    table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
-    table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
-    for k, v in s.get("pass_at_k", {}).items():
-        table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
-    table.add_row("tokens", f"{s['tokens']['prompt']} in / {s['tokens']['completion']} out")
-    table.add_row("cost", "-" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}")
-    table.add_row("time", f"{s['wall_seconds']:.1f}s wall, {s['trial_seconds']:.1f}s in trials")
-    tele = s.get("telemetry") or {}
-    if tele:
-        table.add_row("behaviour", f"{tele['mean_assistant_turns']:.1f} turns, {tele['mean_commands']:.1f} commands per trial; "
-                      f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
-                      f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
-                      f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}")
-    out.print(table)
+    out.print(status_table(s))
 
 
 @app.command()
@@ -367,10 +354,9 @@ def toolkit() -> None:
 
 
 def _write_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    from agentmill.atomic import write_json_atomic
+
+    write_json_atomic(path, data)
 
 
 @sandbox_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -392,9 +378,10 @@ def sandbox_run(
         _fail(str(e))
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
-    note = " (timed out)" if result.timed_out else ""
-    console.print(f"exit code: {result.returncode}{note}", highlight=False)
-    raise typer.Exit(124 if result.timed_out else (result.returncode if result.returncode >= 0 else 128 - result.returncode))
+    code = 124 if result.timed_out else (result.returncode if result.returncode >= 0 else 128 - result.returncode)
+    note = " (timed out)" if result.timed_out else (f" (killed by signal {-result.returncode})" if result.returncode < 0 else "")
+    console.print(f"exit code: {code}{note}", highlight=False)
+    raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover

@@ -1,9 +1,21 @@
-"""Progress for long work (rich): done/running/failed, rate, ETA."""
+"""Progress for long work (rich): done/running/failed, rate, ETA.
+
+On a terminal a live bar; otherwise (nohup, Slurm logs, pipes) plain lines every few seconds
+(`AGENTMILL_PROGRESS_INTERVAL`, default 30 s), so logs show the run moving.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.text import Text
+
+from agentmill import defaults
 
 
 class TrialProgress:
@@ -38,53 +50,124 @@ class TrialProgress:
         self._progress.update(self._task, advance=1, ok=self.ok, failed=self.failed, rate=rate)
 
 
-class RolloutProgress:
-    """Live rollout progress: done/running/failed, mean reward, tokens in/out, requests/s, ETA."""
+class _Live(ProgressColumn):
+    """A column computed at every refresh, so figures that move per model request show as they move."""
 
-    def __init__(self, total: int, client=None, console: Console | None = None):
+    def __init__(self, render):
+        super().__init__()
+        self._render = render
+
+    def render(self, task) -> Text:
+        return Text.from_markup(self._render())
+
+
+def progress_interval() -> float:
+    try:
+        return max(0.1, float(os.environ.get("AGENTMILL_PROGRESS_INTERVAL", defaults.PROGRESS_INTERVAL)))
+    except ValueError:
+        return defaults.PROGRESS_INTERVAL
+
+
+class RolloutProgress:
+    """Live rollout progress: done/running/failed, mean reward, tokens in/out, requests/s, ETA.
+
+    Tokens and requests are read from the model client at every refresh (per request), not only
+    when a trial finishes. Without a client they come from finished trials.
+    """
+
+    def __init__(self, total: int, client=None, console: Console | None = None, interval: float | None = None):
         self.client = client
+        self.total = total
+        self.console = console or Console(stderr=True)
         self.done = self.running = self.failed = 0
         self.reward_sum, self.rewarded = 0.0, 0
-        self.tokens_in = self.tokens_out = 0
+        self._tokens_in = self._tokens_out = 0
+        self._started = time.monotonic()
+        self._interval = interval if interval is not None else progress_interval()
+        self._plain = not self.console.is_terminal
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         self._progress = Progress(
             TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+            _Live(self._counts), _Live(self._stats),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=self.console,
+            disable=self._plain,
         )
-        self._task = self._progress.add_task("trials", total=total, counts="", stats="")
+        self._task = self._progress.add_task("trials", total=total)
 
     def __enter__(self) -> "RolloutProgress":
+        self._started = time.monotonic()
         self._progress.__enter__()
+        if self._plain:
+            self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._refresh()
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2)
+            self.console.print(self.line(), highlight=False)
         self._progress.__exit__(*exc)
+
+    def set_total(self, total: int) -> None:
+        """The trials this invocation will run (known once finished ones are skipped)."""
+        self.total = total
+        self._progress.update(self._task, total=total)
 
     def started(self, _plan=None) -> None:
         self.running += 1
-        self._refresh()
+        self._progress.refresh()
 
     def finished(self, result) -> None:
         self.running -= 1
         self.done += 1
-        if result.outcome.value != "passed" and result.outcome.value != "failed":
+        if result.outcome.value not in ("passed", "failed"):
             self.failed += 1
         if result.reward is not None:
             self.reward_sum += result.reward
             self.rewarded += 1
-        self.tokens_in += result.tokens.get("prompt", 0)
-        self.tokens_out += result.tokens.get("completion", 0)
+        self._tokens_in += result.tokens.get("prompt", 0)
+        self._tokens_out += result.tokens.get("completion", 0)
         self._progress.update(self._task, advance=1)
-        self._refresh()
 
-    def _refresh(self) -> None:
-        task = self._progress.tasks[0]
-        elapsed = task.elapsed or 0.0
+    # -- figures ------------------------------------------------------------------------------
+
+    @property
+    def tokens(self) -> tuple[int, int]:
+        if self.client is not None:
+            usage = self.client.stats.usage
+            return usage.prompt_tokens, usage.completion_tokens
+        return self._tokens_in, self._tokens_out
+
+    def requests_per_second(self) -> float | None:
+        elapsed = time.monotonic() - self._started
+        if self.client is None or elapsed <= 0:
+            return None
+        return self.client.stats.requests / elapsed
+
+    def _counts(self) -> str:
+        return f"[green]{self.done} done[/] [cyan]{self.running} running[/] [red]{self.failed} errors[/]"
+
+    def _stats(self) -> str:
         mean = f"{self.reward_sum / self.rewarded:.3f}" if self.rewarded else "-"
-        rps = ""
-        if self.client is not None and elapsed > 0:
-            rps = f" {self.client.stats.requests / elapsed:.1f} req/s"
-        counts = f"[green]{self.done} done[/] [cyan]{self.running} running[/] [red]{self.failed} errors[/]"
-        stats = f"reward {mean} tok {self.tokens_in}/{self.tokens_out}{rps}"
-        self._progress.update(self._task, counts=counts, stats=stats)
+        tin, tout = self.tokens
+        rps = self.requests_per_second()
+        return f"reward {mean} tok {tin}/{tout}" + (f" {rps:.1f} req/s" if rps is not None else "")
+
+    def line(self) -> str:
+        """One plain progress line, for logs."""
+        elapsed = time.monotonic() - self._started
+        tin, tout = self.tokens
+        rps = self.requests_per_second()
+        mean = f"{self.reward_sum / self.rewarded:.3f}" if self.rewarded else "-"
+        eta = ""
+        if self.done and self.total > self.done:
+            eta = f", eta {elapsed / self.done * (self.total - self.done):.0f}s"
+        return (f"progress: {self.done}/{self.total} trials done, {self.running} running, {self.failed} errors; "
+                f"reward {mean}; tokens {tin} in / {tout} out" + (f"; {rps:.2f} req/s" if rps is not None else "")
+                + f"; {elapsed:.0f}s elapsed{eta}")
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.console.print(self.line(), highlight=False)

@@ -6,9 +6,10 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from agentmill.errors import AgentmillError
+from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
 from agentmill.traces.telemetry import Telemetry, aggregate
+from agentmill.verify.outcome import Outcome
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -31,27 +32,37 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return m, math.sqrt(var / len(values))
 
 
+INFRA = frozenset(o.value for o in Outcome if o.is_infra)
+
+
 def summarize(run_dir: Path) -> dict:
-    db = run_dir / "ledger.sqlite"
-    if not db.exists():
-        raise AgentmillError(f"{run_dir}: not a run folder (no ledger.sqlite)")
-    ledger = Ledger(db)
+    """A rollout folder's figures. Pass@k counts only trials the agent actually attempted: an
+    infrastructure failure (endpoint, sandbox) is counted apart, never as the agent's failure."""
+    run_dir = resolve_run_dir(run_dir)
+    ledger = Ledger(run_dir / "ledger.sqlite")
     try:
         rows = ledger.rows()
+        planned = ledger.planned()
     finally:
         ledger.close()
     done = [r for r in rows if r["state"] == "done"]
     outcomes = Counter(r["outcome"] for r in done)
+    attempted = [r for r in done if r["outcome"] not in INFRA]
     by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in done:
+    for r in attempted:
         by_task[r["task"]].append(r)
     rewards = [r["reward"] for r in done if r["reward"] is not None]
     summary: dict = {
         "run_dir": str(run_dir),
+        "planned": planned if planned is not None else len(rows),
         "trials": len(rows),
         "done": len(done),
         "running": len(rows) - len(done),
-        "tasks": len(by_task),
+        "not_started": max(0, (planned or 0) - len(rows)),
+        "attempted": len(attempted),
+        "infra_failures": len(done) - len(attempted),
+        "tasks": len({r["task"] for r in rows}),
+        "attempted_tasks": len(by_task),
         "outcomes": dict(sorted(outcomes.items())),
         "mean_reward": sum(rewards) / len(rewards) if rewards else None,
         "tokens": {"prompt": sum(r["prompt_tokens"] or 0 for r in done),

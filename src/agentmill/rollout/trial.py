@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -46,7 +47,11 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             return result
         timings.environment = time.monotonic() - t
         result.notes += image.notes
-        rootfs = await asyncio.to_thread(image.instantiate, scratch / "rootfs")  # cp -a: off the event loop
+        try:
+            rootfs = await asyncio.to_thread(image.instantiate, scratch / "rootfs")  # cp -a: off the event loop
+        except (OSError, subprocess.CalledProcessError) as e:
+            result.exception = f"could not copy the environment for the trial: {_brief(e)}"
+            return result
         limits = task_limits(task)
 
         ro = {}
@@ -58,8 +63,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         try:
             sandbox = create_sandbox(spec)
             await sandbox.start()
-        except SandboxError as e:
-            result.exception = f"sandbox failed to start: {e}"
+        except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
+            result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
         timings.sandbox_start = time.monotonic() - t
         t = time.monotonic()
@@ -92,6 +97,15 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if verdict.error and not result.exception:
             result.exception = verdict.error
         return result
+    except Exception as e:  # noqa: BLE001 - an unexpected harness failure still ends as one typed trial
+        result.outcome, result.exception = Outcome.SANDBOX_ERROR, f"harness error: {_brief(e)}"
+        return result
     finally:
         timings.total = time.monotonic() - started
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+def _brief(e: BaseException) -> str:
+    if isinstance(e, AgentmillError):  # our own errors already say what and where
+        return str(e)
+    return "".join(traceback.format_exception_only(type(e), e)).strip()

@@ -1,4 +1,8 @@
-"""`agentmill check`: every task's oracle must pass and its untouched state must not."""
+"""`agentmill check`: every task's oracle must pass and its untouched state must not.
+
+It runs oracle and nop trials, so it lives with the rollouts: the verifier never imports the
+rollout machinery (verify <- rollout, one way).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from agentmill.agents import NopAgent, OracleAgent
 from agentmill.images import ImageBuilder
 from agentmill.paths import sweep_scratch
 from agentmill.rollout.result import TrialResult
+from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
@@ -68,6 +73,7 @@ async def check_tasks(
     on_done: Callable[[CheckResult], None] | None = None,
 ) -> list[CheckResult]:
     builder = builder or ImageBuilder()
+    await asyncio.to_thread(require_toolkit)  # fail loudly, once, before any trial
     await asyncio.to_thread(sweep_scratch)
     gate = asyncio.Semaphore(concurrency)
 

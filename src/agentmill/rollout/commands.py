@@ -1,0 +1,150 @@
+"""What the `rollout`, `status` and `check` verbs do and print; cli.py only declares their options."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import shlex
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from agentmill.errors import TaskError
+
+INTERRUPTED_EXIT = 130  # what a shell reports for a process ended by SIGINT
+
+
+# -- task selection --------------------------------------------------------------------------------------
+
+def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
+    """One error line for --task names that are not task folders in `root`, with the close matches."""
+    if not wanted:
+        return None
+    root = Path(root)
+    available = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    if root.name in wanted:  # a single task folder given as the dataset
+        available.append(root.name)
+    unknown = [n for n in dict.fromkeys(wanted) if n not in available]
+    if not unknown:
+        return None
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, available, n=3, cutoff=0.6)
+        parts.append(f"{name} (did you mean: {', '.join(close)}?)" if close else name)
+    return f"--task: unknown task name{'s' if len(unknown) > 1 else ''} in {root}: " + "; ".join(parts)
+
+
+# -- rollout -----------------------------------------------------------------------------------------------
+
+def resume_command() -> str:
+    return shlex.join(["agentmill", *sys.argv[1:]])
+
+
+def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console):
+    """Check, start the model if one is needed, run with live progress; on Ctrl-C say what finished,
+    what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit codes as SystemExit."""
+    from agentmill.models.session import open_model
+    from agentmill.progress import RolloutProgress
+    from agentmill.rollout.runner import plan_trials, preflight, run_rollout
+
+    preflight(out, config)  # before any model server starts: a refusal costs nothing
+    holder: dict = {}
+
+    async def go():
+        async def run(client):
+            with RolloutProgress(total=len(plan_trials(config, tasks)), client=client, console=console) as progress:
+                holder["progress"] = progress
+                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
+                                         on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total)
+
+        if config.model is None:
+            return await run(None)
+        async with open_model(model_name, base_url=config.base_url, api_key_env=config.api_key_env,
+                              sampling=config.sampling, timeout=config.request_timeout, max_retries=config.max_retries,
+                              concurrency=config.model_concurrency, prices=config.prices, say=console.print) as client:
+            return await run(client)
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        progress = holder.get("progress")
+        console.print(interrupted_message(out, progress.done if progress else 0), highlight=False)
+        raise SystemExit(INTERRUPTED_EXIT) from None
+
+
+def interrupted_message(out: Path, finished_now: int) -> str:
+    from agentmill.rollout.ledger import Ledger
+
+    done = lost = planned = 0
+    if (out / "ledger.sqlite").exists():
+        ledger = Ledger(out / "ledger.sqlite")
+        try:
+            rows = ledger.rows()
+            planned = ledger.planned() or len(rows)
+        finally:
+            ledger.close()
+        done = sum(r["state"] == "done" for r in rows)
+        lost = len(rows) - done
+    return (f"interrupted: {done} of {planned} trials finished ({finished_now} in this session); "
+            f"{lost} in flight were lost and will run again on resume; {max(0, planned - done - lost)} not started.\n"
+            f"resume with: {resume_command()}")
+
+
+def report_line(report, out: Path) -> str:
+    line = f"{report.ran} trials run, {report.skipped} already done, {report.recovered} recovered"
+    if report.reused:
+        line += f", {report.reused} reused from earlier runs"
+    if report.unrecorded:
+        line += f"; {len(report.unrecorded)} could not be recorded and will run again on resume"
+    return line + f"; run folder: {out}"
+
+
+# -- status ------------------------------------------------------------------------------------------------
+
+def status_table(s: dict) -> Table:
+    table = Table(title=f"run {s['run_dir']}", show_header=False)
+    extra = [f"{s['running']} unfinished"] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
+    table.add_row("trials", f"{s['planned']} planned: {s['done']} done, {', '.join(extra)}; over {s['tasks']} tasks")
+    table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
+    table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
+                  f"failures counted apart (not in pass@k)")
+    table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
+    for k, v in s.get("pass_at_k", {}).items():
+        table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
+    table.add_row("tokens", f"{s['tokens']['prompt']} in / {s['tokens']['completion']} out")
+    table.add_row("cost", "-" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}")
+    table.add_row("time", f"{s['wall_seconds']:.1f}s wall, {s['trial_seconds']:.1f}s in trials")
+    tele = s.get("telemetry") or {}
+    if tele:
+        table.add_row("behaviour", f"{tele['mean_assistant_turns']:.1f} turns, {tele['mean_commands']:.1f} commands per trial; "
+                      f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
+                      f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
+                      f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}")
+    return table
+
+
+# -- check -------------------------------------------------------------------------------------------------
+
+def broken_folder_rows(root: Path, errors: list[TaskError]) -> list[dict]:
+    """`check --json` rows for task folders that did not load: named after the folder, with the error."""
+    rows = []
+    for err in errors:
+        try:
+            name = err.path.resolve().relative_to(Path(root).resolve()).parts[0]
+        except (ValueError, IndexError):
+            name = err.path.parent.name
+        rows.append({"task": name, "task_hash": None, "oracle": None, "nop": None, "verdict": "broken",
+                     "reason": str(err)})
+    return rows
+
+
+def check_summary(rows: list[dict]) -> str:
+    """'27/30 ok, 3 broken': every task folder counts, loaded or not."""
+    from collections import Counter
+
+    counts = Counter(r["verdict"] for r in rows)
+    others = [f"{n} {v}" for v, n in sorted(counts.items()) if v != "ok"]
+    return f"{counts.get('ok', 0)}/{len(rows)} ok" + (", " + ", ".join(others) if others else "")
+
