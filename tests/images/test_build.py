@@ -31,7 +31,7 @@ def test_workdir_env_copy_run_are_honoured(tmp_path):
                                                   "tool.sh": "#!/bin/sh\necho tool-ran\n"})
     root = image.rootfs
     assert image.workdir == "/srv/app"
-    assert image.env == {"APP_HOME": "/srv/app", "MODE": "test"}
+    assert image.env == {"LANG": "C.UTF-8", "APP_HOME": "/srv/app", "MODE": "test"}  # LANG: set by python images
     assert (root / "srv/app/data/a.csv").read_text() == "x,y\n"
     assert (root / "opt/files/one.txt").read_text() == "1" and (root / "opt/files/two.txt").read_text() == "2"
     assert (image.usr_local / "bin/tool").exists()
@@ -99,3 +99,33 @@ def test_failing_run_step_reports_line_and_output(tmp_path):
         build(tmp_path, "FROM debian:bookworm\nWORKDIR /app\nRUN echo about-to-fail && exit 3\n")
     assert "Dockerfile:3" in str(err.value) and "exited 3" in str(err.value)
     assert "about-to-fail" in err.value.log
+
+
+FLAKY_FETCH = ("FROM debian:bookworm\nWORKDIR /app\n"
+               "RUN n=$(cat /root/tries 2>/dev/null || echo 0); echo $((n+1)) > /root/tries; "
+               "if [ $n -lt {fail_times} ]; then echo 'curl: (6) Could not resolve host: files.example.org' >&2; exit 6; fi; "
+               "echo fetched > /app/payload\n")
+
+
+def test_transient_network_error_is_retried(tmp_path):
+    task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{fail_times}", "1")))
+    builder = ImageBuilder(cache=scratch_cache(tmp_path), retry_delays=(0.05, 0.05))
+    image = asyncio.run(builder.get(task))
+    assert (image.rootfs / "app/payload").read_text() == "fetched\n"
+    assert (image.rootfs / "root/tries").read_text().strip() == "2"  # failed once, then succeeded
+
+
+def test_network_failure_is_reported_but_never_cached_on_disk(tmp_path):
+    from agentmill.images.build import NetworkFetchError, image_key
+
+    task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{fail_times}", "99")))
+    cache = scratch_cache(tmp_path)
+    builder = ImageBuilder(cache=cache, retry_delays=(0.05, 0.05))
+    with pytest.raises(NetworkFetchError, match=r"Dockerfile:3: RUN's network fetch failed 3 times") as err:
+        asyncio.run(builder.get(task))
+    assert "container backend" in str(err.value)  # still reported as what it needs
+    assert not list(builder.root.glob("*.needs-container"))
+    with pytest.raises(NetworkFetchError):  # this process does not hammer the network again
+        asyncio.run(builder.get(task))
+    fresh = ImageBuilder(cache=cache, retry_delays=(0.05,))
+    assert fresh._load(image_key(task)) is None  # a later run builds again

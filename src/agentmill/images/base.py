@@ -7,6 +7,7 @@ Debian-family images whose tools the host has; anything else needs a container b
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.errors import NeedsContainerError
@@ -57,3 +58,28 @@ def _host_python_minor() -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+@dataclass(frozen=True)
+class BaseDefaults:
+    """What a known base image sets itself, applied at FROM as `docker build` would inherit it."""
+
+    workdir: str = "/"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# Terminal-Bench's base images (ghcr.io/laude-institute/t-bench/<name>) are a Debian or Ubuntu
+# image plus tmux/asciinema with WORKDIR /app; their tasks' test scripts refuse to run from `/`.
+_TBENCH_PREFIX = "ghcr.io/laude-institute/t-bench/"
+
+
+def base_defaults(image: str) -> BaseDefaults:
+    ref = image.strip().lower()
+    repo = ref.split("@")[0].rsplit(":", 1)[0] if ":" in ref.split("/")[-1] else ref.split("@")[0]
+    last = repo.split("/")[-1]
+    if repo.startswith(_TBENCH_PREFIX):
+        env = {"LANG": "C.UTF-8"} if last.startswith("python") else {}
+        return BaseDefaults(workdir="/app", env=env)
+    if last == "python" or last.startswith("python-") and repo.count("/") == 0:
+        return BaseDefaults(env={"LANG": "C.UTF-8"})  # the official python images set it
+    return BaseDefaults()

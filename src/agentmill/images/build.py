@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agentmill.errors import AgentmillError, NeedsContainerError
-from agentmill.images.base import check_base
+from agentmill.images.base import base_defaults, check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
@@ -31,9 +31,22 @@ from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.hashing import hash_text, hash_tree
 from agentmill.tasks.model import Task
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # bump when a build of the same inputs would differ
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 _NEEDS_CONTAINER_MARK = "AGENTMILL_NEEDS_CONTAINER:"
+_NOTE_MARK = "AGENTMILL_NOTE:"
+# What a failed fetch prints. Here an unreachable host and a DNS hiccup read the same, so a step
+# that fails this way is retried, and the final verdict is never cached on disk.
+_NETWORK_ERRORS = ("Could not resolve host", "Temporary failure in name resolution", "Temporary failure resolving",
+                   "Failed to connect", "Network is unreachable", "Connection timed out", "Connection reset by peer",
+                   "Read timed out", "Failed to establish a new connection", "503 Service Unavailable",
+                   "502 Bad Gateway", "504 Gateway Time-out", "Could not connect to", "Failed to fetch")
+RETRY_DELAYS = (2.0, 8.0)  # seconds before the 2nd and 3rd attempt of a step that failed on the network
+
+
+class NetworkFetchError(NeedsContainerError):
+    """A RUN step's network fetch failed on every attempt. Kept for this process only, never on disk:
+    the next run tries again."""
 
 
 class ImageBuildError(AgentmillError):
@@ -91,16 +104,22 @@ def _host_fingerprint() -> str:
 class ImageBuilder:
     """Builds and caches images. Safe to share across concurrent trials and processes."""
 
-    def __init__(self, cache: Path | None = None):
+    def __init__(self, cache: Path | None = None, *, backend: str | None = None,
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS):
         self.root = (cache or cache_dir()) / "images"
         self.root.mkdir(parents=True, exist_ok=True)
         ensure_traversable(self.root)
+        self.backend = backend  # sandbox backend for RUN steps; None: the registry's default
+        self.retry_delays = retry_delays
         self._locks: dict[str, asyncio.Lock] = {}
+        self._unreachable: dict[str, NetworkFetchError] = {}
 
     async def get(self, task: Task) -> Image:
         key = image_key(task)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
+            if key in self._unreachable:
+                raise self._unreachable[key]
             cached = self._load(key)
             if cached is not None:
                 return cached
@@ -137,8 +156,15 @@ class ImageBuilder:
             if not steps:
                 image.base = task.config.environment.docker_image
                 image.notes += check_base(image.base)
+                defaults = base_defaults(image.base)
+                image.workdir, image.env = defaults.workdir, dict(defaults.env)
+                (image.rootfs / image.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
             else:
-                await _Build(task, image, steps).run()
+                await _Build(task, image, steps, self).run()
+        except NetworkFetchError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            self._unreachable[key] = e
+            raise
         except NeedsContainerError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             (self.root / f"{key}.needs-container").write_text(e.reason)
@@ -173,8 +199,8 @@ def _seal(path: Path) -> None:
 class _Build:
     """One Dockerfile's steps, applied in order to the image under construction."""
 
-    def __init__(self, task: Task, image: Image, steps: list[Instruction]):
-        self.task, self.image, self.steps = task, image, steps
+    def __init__(self, task: Task, image: Image, steps: list[Instruction], builder: ImageBuilder):
+        self.task, self.image, self.steps, self.builder = task, image, steps, builder
         self.context = task.environment_dir
         self.args: dict[str, str] = {}
         self.shell = ["/bin/sh", "-c"]
@@ -202,6 +228,10 @@ class _Build:
             flags, rest = split_flags(step.args)
             img.base = substitute(rest[0], self.args) if rest else ""
             img.notes += check_base(img.base)
+            defaults = base_defaults(img.base)
+            img.env = {**defaults.env, **img.env}
+            if defaults.workdir != "/":
+                self.make_workdir(defaults.workdir)
         elif kw == "ARG":
             for k, v in parse_env(step.args).items():
                 self.args.setdefault(k, substitute(v, self.vars()))
@@ -209,8 +239,7 @@ class _Build:
             for k, v in parse_env(step.args).items():
                 img.env[k] = substitute(v, self.vars())
         elif kw == "WORKDIR":
-            img.workdir = os.path.normpath(os.path.join(img.workdir, substitute(step.args.strip(), self.vars())))
-            self.host_path(img.workdir).mkdir(parents=True, exist_ok=True)
+            self.make_workdir(os.path.normpath(os.path.join(img.workdir, substitute(step.args.strip(), self.vars()))))
         elif kw in {"COPY", "ADD"}:
             self.copy(step, where)
         elif kw == "RUN":
@@ -223,6 +252,26 @@ class _Build:
                 img.notes.append(f"{where}: USER {user} ignored: commands run as the sandbox's root-without-privileges")
         elif kw not in _IGNORED:
             raise NeedsContainerError(f"{where}: unsupported instruction {kw}")
+
+    def make_workdir(self, workdir: str) -> None:
+        """WORKDIR creates the folder as root of the image: later RUN steps write into it."""
+        self.image.workdir = workdir
+        path = self.host_path(workdir)
+        new_top = self._first_new(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if self.sandbox is not None:
+            self.sandbox.adopt(new_top)
+
+    @staticmethod
+    def _first_new(path: Path) -> Path:
+        """The outermost folder that creating `path` adds (or `path` itself when it exists): what the
+        build sandbox's root must own, or `RUN mkdir /app/data` after `WORKDIR /app` is denied."""
+        new = path
+        for parent in path.parents:
+            if parent.exists() or parent.is_symlink():
+                return new
+            new = parent
+        return new
 
     def host_path(self, inside: str) -> Path:
         """Map an absolute path inside the image to the template rootfs, refusing escapes."""
@@ -240,14 +289,18 @@ class _Build:
             raise NeedsContainerError(f"{where}: COPY --from needs a multi-stage build")
         if step.heredoc is not None:
             dest = self.host_path(self._abs(substitute(parts[-1], self.vars())))
+            new_top = self._first_new(dest)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(step.heredoc)
+            if self.sandbox is not None:
+                self.sandbox.adopt(new_top)
             return
         if len(parts) < 2:
             raise ImageBuildError(f"{where}: {step.keyword} needs a source and a destination")
         *srcs, dest_raw = [substitute(p, self.vars()) for p in parts]
         dest_in = self._abs(dest_raw)
         dest = self.host_path(dest_in)
+        new_top = self._first_new(dest)
         matches: list[Path] = []
         for src in srcs:
             if "://" in src:
@@ -273,7 +326,7 @@ class _Build:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target, follow_symlinks=False)
         if self.sandbox is not None:  # later RUN steps run as the build sandbox's root
-            self.sandbox.adopt(dest)
+            self.sandbox.adopt(new_top)
         if "chmod" in flags and flags["chmod"]:
             mode = int(flags["chmod"], 8)
             for p in [dest, *dest.rglob("*")] if dest.is_dir() else [dest]:
@@ -289,7 +342,7 @@ class _Build:
                 limits=Limits(memory_mb=4096, cpus=float(os.cpu_count() or 1), pids=1024, storage_mb=65536),
                 ro_mounts={"/.agentmill/shims": package_assets("shims")},
             )
-            self.sandbox = create_sandbox(spec, name="build")
+            self.sandbox = create_sandbox(spec, name="build", backend=self.builder.backend)
             await self.sandbox.start()
         argv = step.exec_form()
         if argv is None:
@@ -300,11 +353,22 @@ class _Build:
             argv = [*self.shell, script]
         env = {**self.args, **self.image.env, "DEBIAN_FRONTEND": "noninteractive", "PIP_BREAK_SYSTEM_PACKAGES": "1",
                "PIP_ROOT_USER_ACTION": "ignore", "PATH": "/.agentmill/shims:" + self.image.env.get("PATH", self.sandbox.base_env()["PATH"])}
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise ImageBuildError(f"{where}: build timed out")
-        result = await self.sandbox.exec(argv, timeout=remaining, env=env, cwd=self.image.workdir)
-        output = result.output
+        delays = list(self.builder.retry_delays)
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ImageBuildError(f"{where}: build timed out")
+            result = await self.sandbox.exec(argv, timeout=remaining, env=env, cwd=self.image.workdir)
+            output = result.output
+            network = result.returncode != 0 and any(s in output for s in _NETWORK_ERRORS)
+            if not (network and delays):
+                break
+            await asyncio.sleep(delays.pop(0))  # a transient failure: the step runs again
+        for line in output.splitlines():
+            if line.startswith(_NOTE_MARK):
+                note = f"{where}: {line[len(_NOTE_MARK):].strip()}"
+                if note not in self.image.notes:
+                    self.image.notes.append(note)
         if _NEEDS_CONTAINER_MARK in output:
             reason = output.split(_NEEDS_CONTAINER_MARK, 1)[1].strip().splitlines()[0]
             raise NeedsContainerError(f"{where}: {reason}")
@@ -312,7 +376,9 @@ class _Build:
             raise ImageBuildError(f"{where}: build timed out", output[-4000:])
         if result.returncode != 0:
             tail = output.strip().splitlines()[-1] if output.strip() else ""
-            if any(s in output for s in ("Could not resolve host", "Temporary failure in name resolution", "Failed to connect", "Network is unreachable")):
-                raise NeedsContainerError(f"{where}: RUN needs a host outside the package registries ({tail[:200]})")
+            if network:
+                attempts = len(self.builder.retry_delays) + 1
+                raise NetworkFetchError(f"{where}: RUN's network fetch failed {attempts} times; the host may be "
+                                        f"outside the reachable registries ({tail[:200]})")
             raise ImageBuildError(f"{where}: RUN exited {result.returncode}: {tail[:300]}", output[-4000:])
 

@@ -2,11 +2,13 @@
 
 Read into the same Task record as Harbor tasks. Terminal-Bench copies `run-tests.sh` next to the
 test files in `/tests` and runs it with TEST_DIR=/tests; the verdict is its exit status, which the
-verifier turns into a reward when the script writes none (see verify/test_script.py).
+verifier turns into a reward when the script writes none (see verify/test_script.py). A task without
+run-tests.sh gets Terminal-Bench's default: pytest over tests/test_outputs.py.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -15,6 +17,9 @@ from agentmill.errors import TaskError
 from agentmill.tasks.hashing import hash_tree
 from agentmill.tasks.io import parse_config, read_text
 from agentmill.tasks.model import Task
+
+# Terminal-Bench runs this when a task has no run-tests.sh; staged into /tests under the same name.
+DEFAULT_RUNNER = Path(str(resources.files("agentmill.tasks") / "terminal_bench_default" / "run-tests.sh"))
 
 # task.yaml keys that map onto Harbor's schema; the rest is kept as metadata.
 _KNOWN = {
@@ -51,9 +56,13 @@ def load_terminal_bench(root: Path) -> Task:
     warnings += more
 
     run_tests = root / "run-tests.sh"
-    if not run_tests.is_file():
-        raise TaskError(run_tests, "missing: the verifier entry point is required")
     tests_dir = root / "tests"
+    if not run_tests.is_file():
+        if not (tests_dir / "test_outputs.py").is_file():
+            raise TaskError(run_tests, "missing, and no tests/test_outputs.py for Terminal-Bench's default runner")
+        run_tests = DEFAULT_RUNNER
+        warnings.append(f"{root / 'run-tests.sh'}: missing: Terminal-Bench's default runner is used "
+                        "(pytest over tests/test_outputs.py)")
     solution = root / "solution.sh"
     if not solution.is_file():
         warnings.append(f"{solution}: missing: no oracle solution")
