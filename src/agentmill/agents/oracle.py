@@ -17,6 +17,13 @@ class OracleAgent(ScriptedAgentBase):
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         if task.solution_script is None:
             raise RuntimeError(f"{task.path}: no solution to run")
+        if task.kind == "tools":  # replay solution/calls.json through the task's sandboxed tools
+            from agentmill.envs import open_tool_session
+            from agentmill.envs.replay import replay_reference
+
+            async with open_tool_session(task, sandbox) as session:
+                await replay_reference(task, session, result)
+            return
         command = f"bash /solution/{task.solution_script}"
         # The trajectory shows the script itself, so oracle traces are demonstrations an agent
         # could have typed (agents never see /solution).

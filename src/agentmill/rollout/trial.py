@@ -24,6 +24,8 @@ from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
 from agentmill.verify.test_script import verify
+from agentmill.envs.state import prepare_tool_state
+from agentmill.verify.sql_state import verify_tool_task
 
 
 def task_limits(task: Task) -> Limits:
@@ -67,6 +69,13 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
         timings.sandbox_start = time.monotonic() - t
+        if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
+            try:
+                await prepare_tool_state(task, sandbox)
+            except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+                await sandbox.stop()
+                result.exception = f"tool environment: {_brief(e)}"
+                return result
         t = time.monotonic()
         try:
             await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
@@ -89,7 +98,10 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
-        verdict = await verify(task, image, rootfs, scratch, limits)
+        if task.kind == "tools":  # SQL state, judge and tool-call verifiers; the answer comes from the steps
+            verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
+        else:
+            verdict = await verify(task, image, rootfs, scratch, limits)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
