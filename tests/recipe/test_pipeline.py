@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentmill.errors import AgentmillError
 from agentmill.recipe.cache import read_log
 from agentmill.recipe.pipeline import Pipeline
 from agentmill.recipe.schema import load_recipe
@@ -31,6 +32,8 @@ def policy_for_samples():
 
     def policy(request):
         msgs = request["messages"]
+        if "Does the rewritten task ask for exactly what the original asks?" in msgs[-1]["content"]:
+            return Reply(json.dumps({"same_task": True, "reason": "same files, numbers and format"}))
         if "Rewrite the following task" in msgs[-1]["content"]:
             original = msgs[-1]["content"].split("Task:\n", 1)[1].rsplit("\n\nAnswer with", 1)[0]
             return Reply("A colleague from the platform team left this request in the tracker this morning; they need it "
@@ -47,7 +50,7 @@ def policy_for_samples():
     return policy
 
 
-def recipe_text(base_url: str, min_turns: int) -> str:
+def recipe_text(base_url: str, min_turns: int, allow_empty: bool = False) -> str:
     sources = "\n".join(f'[[sources]]\nname = "{name}"\nsample = true\ntasks = {json.dumps(names)}\nscore = {1.0 - i / 10}\n'
                         for i, (name, names) in enumerate(SOURCES.items()))
     return f"""
@@ -88,14 +91,19 @@ min_turns = {min_turns}
 [[exports]]
 format = "trl"
 file = "trl.jsonl"
+allow_empty = {str(allow_empty).lower()}
 """
 
 
-def run(tmp_path: Path, base_url: str, min_turns: int):
+def pipeline_for(tmp_path: Path, base_url: str, min_turns: int, allow_empty: bool = False) -> Pipeline:
     path = tmp_path / "recipe.toml"
-    path.write_text(recipe_text(base_url, min_turns))
+    path.write_text(recipe_text(base_url, min_turns, allow_empty))
     recipe, raw = load_recipe(path)
-    pipeline = Pipeline(recipe, raw, tmp_path / "run")
+    return Pipeline(recipe, raw, tmp_path / "run")
+
+
+def run(tmp_path: Path, base_url: str, min_turns: int, allow_empty: bool = False):
+    pipeline = pipeline_for(tmp_path, base_url, min_turns, allow_empty)
     reports = asyncio.run(pipeline.run())
     return pipeline, {r.stage: r for r in reports}
 
@@ -122,13 +130,22 @@ def test_recipe_end_to_end_and_cache_reuse(tmp_path):
         augmented = [t for t in tasks if t["strategy"] == "rewrite"]
         assert augmented and all(t["parent"] for t in augmented)
 
-        # change only the trace filter: only it and the export run again
-        second, reports2 = run(tmp_path, srv.base_url, min_turns=5)
+        # change only the trace filter: only it and the export run again; the export finds zero rows and
+        # stops the run, naming the rule that removed the last traces (it is not marked done)
+        second = pipeline_for(tmp_path, srv.base_url, min_turns=5)
+        with pytest.raises(AgentmillError, match=r"export-trl: 0 rows: stage trace_filters removed the last records "
+                                                 r"\(min_turns\): lower \[trace_filters\] min_turns"):
+            asyncio.run(second.run())
         log = {e["stage"]: e["status"] for e in read_log(second.cache.log, second.run_id)}
         assert log == {"sources": "cached", "augment": "cached", "filter0-starts": "cached", "filter1-dedupe": "cached",
-                       "mix": "cached", "rollout": "cached", "trace_filters": "ran", "export-trl": "ran"}
-        assert reports2["trace_filters"].count_out == 0
-        assert reports2["trace_filters"].reasons() == {"min_turns": 6}
+                       "mix": "cached", "rollout": "cached", "trace_filters": "ran", "export-trl": "failed"}
+
+        third, reports3 = run(tmp_path, srv.base_url, min_turns=5, allow_empty=True)
+        log = {e["stage"]: e["status"] for e in read_log(third.cache.log, third.run_id)}
+        assert log["trace_filters"] == "cached" and log["export-trl"] == "ran"
+        assert reports3["trace_filters"].count_out == 0
+        assert reports3["trace_filters"].reasons() == {"min_turns": 6}
+        assert reports3["export-trl"].count_out == 0
         funnel = json.loads((tmp_path / "run" / "funnel.json").read_text())
         assert [f["stage"] for f in funnel][:2] == ["sources", "augment"]
         assert (tmp_path / "run" / "rollout" / "ledger.sqlite").exists()

@@ -14,8 +14,8 @@ from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
 from agentmill.recipe.llm_cache import CachedModel
 from agentmill.recipe.records import TaskEntry
-from agentmill.recipe.task_filters import TASK_FILTERS, FilterContext
-from agentmill.recipe.task_filters.askllm import parse_score
+from agentmill.recipe.stages.task_filters import TASK_FILTERS, FilterContext
+from agentmill.recipe.stages.task_filters.askllm import parse_score
 from agentmill.tasks import load_task, write_task
 from tests.conftest import REWARD_IF, sandbox, scratch_cache, simple_task
 from tests.helpers.chat_server import ChatServer, Reply
@@ -87,7 +87,8 @@ def test_response_length_longest_shortest_weights_and_cache(tmp_path, length_tas
         assert [t.scores["response_length"] for t in kept] == [30.0, 50.0]
         assert (rep.stage, rep.kind, rep.count_in, rep.count_out) == ("response_length", "task_filter", 5, 2)
         assert sorted(d.name for d in rep.dropped) == ["b", "d", "e"]
-        assert "response length 10 tokens" in next(d.reason for d in rep.dropped if d.name == "b")
+        assert "response length 10 words" in next(d.reason for d in rep.dropped if d.name == "b")
+        assert not any("token" in d.reason for d in rep.dropped)  # it counts words: it must not say tokens
         assert len(srv.requests) == 5 and set(seen.values()) == {1}
         assert any("Task:\n\nTask [a]: do the thing number a." in r["messages"][-1]["content"] for r in srv.requests)
 

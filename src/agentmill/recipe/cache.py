@@ -2,8 +2,10 @@
 
 Each stage's output lives in `<cache>/<stage>/<key>/`; a `done.json` marker (with the stage
 report) is written last, so a folder without it is an interrupted stage: rerun (stages that can
-resume, like rollouts, pick up inside it). Every lookup is appended to `cache.jsonl` in the run
-folder: the record of which stages were reused and which ran.
+resume, like rollouts, pick up inside it). `cache.jsonl` in the run folder records, per run, each
+stage that was reused ("cached"), that finished ("ran", written only after its done marker), or
+that stopped ("failed", "interrupted", with the error). Nothing is written until a run starts:
+planning only reads.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ def stage_key(stage: str, upstream: str, settings: object) -> str:
 class StageCache:
     def __init__(self, root: Path, log: Path, run_id: str):
         self.root, self.log, self.run_id = root, log, run_id
-        root.mkdir(parents=True, exist_ok=True)
 
     def dir(self, stage: str, key: str) -> Path:
         return self.root / stage / key
@@ -40,9 +41,13 @@ class StageCache:
         tmp.write_text(report.model_dump_json(indent=2))
         tmp.replace(marker)
 
-    def record(self, stage: str, key: str, status: str) -> None:
+    def record(self, stage: str, key: str, status: str, *, error: str | None = None) -> None:
+        entry = {"run_id": self.run_id, "stage": stage, "key": key, "status": status, "time": time.time()}
+        if error is not None:
+            entry["error"] = error
+        self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "a") as f:
-            f.write(json.dumps({"run_id": self.run_id, "stage": stage, "key": key, "status": status, "time": time.time()}) + "\n")
+            f.write(json.dumps(entry) + "\n")
 
 
 def read_log(log: Path, run_id: str | None = None) -> list[dict]:

@@ -1,162 +1,171 @@
-"""`agentmill run RECIPE`: sources -> augment -> task filters -> mix -> rollouts -> trace filters -> export.
+"""`agentmill run RECIPE`: the recipe's stage objects, planned and run over a content-addressed cache.
 
-Every stage's output is cached under the hash of its upstream key and its own settings, so
-changing a later stage reuses every earlier one, and an interrupted run resumes (a rollout
-inside its own ledger). Keys depend only on settings and upstream keys, so the whole plan (and
-which stages are cached) is known before anything runs.
+    sources -> augment -> task filters -> mix -> rollout -> trace filters -> exports
+
+`build_stages` turns a recipe into Stage objects (looked up by name in the registry, their settings
+validated); `plan` derives every stage's key from its upstream's key and its settings, so the
+whole plan, and which stages are cached, is known before anything runs (`--dry-run`, which writes
+nothing). `run` streams each stage's input from its upstream's store and its output into its own,
+marks it done in the cache only once it has finished, and derives the funnel from the stages'
+reports. Changing one line reruns only the stages at and after it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.images import ImageBuilder
-from agentmill.models.session import open_model, served_name
-from agentmill.recipe.cache import StageCache, stage_key
-from agentmill.recipe.llm_cache import CachedModel
-from agentmill.recipe.records import Drop, StageReport, TaskEntry, load_tasks, save_tasks
-from agentmill.recipe.schema import ModelSpec, Recipe
-from agentmill.recipe.stages.augment import PROMPTS as AUGMENT_PROMPTS, augment_tasks, prompt_text
-from agentmill.recipe.stages.mix import mix_tasks, rank_sources
-from agentmill.recipe.stages.rollout import rollout_identity, rollout_tasks
-from agentmill.recipe.stages.sources import load_sources, source_fingerprint
+from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
-from agentmill.tasks.hashing import hash_file
-from agentmill.traces.export import export_run
-from agentmill.traces.filters import apply_filters, rules
-from agentmill.traces.records import iter_traces
-from agentmill.traces.render import render
-from agentmill.traces.tokens import TokenCounter
+from agentmill.models.session import open_model
+from agentmill.recipe.cache import StageCache
+from agentmill.recipe.llm_cache import CachedModel
+from agentmill.recipe.records import StageReport
+from agentmill.recipe.schema import ModelSpec, Recipe
+from agentmill.recipe.stage import Stage, StageContext, aiter_of, stage_class
+from agentmill.recipe.stages.model_identity import model_identity  # noqa: F401  (re-exported)
+from agentmill.recipe.stores import STORES
 
 
 @dataclass
 class PlanStep:
-    stage: str
+    stage: str  # the step's name: cache folder and funnel row
     key: str
     cached: bool
     what: str
+    obj: Stage
+    upstream: str | None  # the step whose output it reads
 
 
-def model_identity(model: ModelSpec) -> dict:
-    return {"model": served_name(model.name), "temperature": model.temperature, "top_p": model.top_p,
-            "max_tokens": model.max_tokens}
+def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
+    """The recipe's stages in flow order; an unknown stage or a bad setting raises, naming the key."""
+
+    def make(name: str, *args, key: str | None = None, kind: str | None = None) -> Stage:
+        cls = stage_class(name, where=f"{where}: {key or name}", kind=kind)
+        try:
+            return cls(recipe, *args)
+        except AgentmillError as e:
+            raise AgentmillError(f"{where}: {key or name}: {e}") from None
+
+    stages = [make("sources")]
+    if recipe.augment.strategies:
+        stages.append(make("augment"))
+    for i, f in enumerate(recipe.task_filters):
+        stages.append(make(f.kind, i, key=f"task_filters.{i}.kind", kind="task_filter"))
+    stages += [make("mix"), make("rollout"), make("trace_filters")]
+    stages += [make("export", i, key=f"exports.{i}") for i in range(len(recipe.exports))]
+    _link(stages, where)
+    return stages
+
+
+def _link(stages: list[Stage], where: str) -> None:
+    """Give every stage its upstream (default: the last stage before it that produces records) and check
+    that what it reads is what the upstream writes."""
+    by_step: dict[str, Stage] = {}
+    last: Stage | None = None
+    for s in stages:
+        if s.step in by_step:
+            raise AgentmillError(f"{where}: two stages named {s.step!r}")
+        if s.consumes is not None:
+            up = by_step.get(s.upstream) if s.upstream else last
+            if up is None or up.produces != s.consumes:
+                raise AgentmillError(f"{where}: stage {s.step} reads {s.consumes}, but "
+                                     f"{'nothing before it' if up is None else up.step + ' writes ' + str(up.produces)}")
+            s.upstream = up.step
+        by_step[s.step] = s
+        if s.produces is not None:
+            last = s
 
 
 class Pipeline:
-    def __init__(self, recipe: Recipe, raw: dict[str, Any], run_dir: Path, *, cache_dir: Path | None = None, say=None):
-        self.recipe, self.raw, self.run_dir = recipe, raw, run_dir
-        run_dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, recipe: Recipe, raw: dict[str, Any], run_dir: Path, *, cache_dir: Path | None = None, say=None,
+                 where: str = "recipe"):
+        self.recipe, self.raw, self.run_dir, self.where = recipe, raw, Path(run_dir), where
         self.run_id = f"{int(time.time() * 1000)}-{os.getpid()}"
-        self.cache = StageCache(cache_dir or run_dir / "stages", run_dir / "cache.jsonl", self.run_id)
+        self.cache = StageCache(Path(cache_dir) if cache_dir else self.run_dir / "stages", self.run_dir / "cache.jsonl",
+                                self.run_id)
         self.say = say or (lambda _msg: None)
-        self.builder = ImageBuilder()
+        self.stages = build_stages(recipe, where=where)
+        self._builder = None
 
-    # -- planning ---------------------------------------------------------------------------
+    @property
+    def builder(self):
+        if self._builder is None:  # made on first use: planning (and --dry-run) writes nothing
+            from agentmill.images import ImageBuilder
+
+            self._builder = ImageBuilder()
+        return self._builder
+
+    # -- planning: read-only ----------------------------------------------------------------
 
     def plan(self) -> list[PlanStep]:
-        r = self.recipe
-        steps: list[PlanStep] = []
-
-        def add(stage: str, upstream: str, settings: object, what: str) -> str:
-            key = stage_key(stage, upstream, settings)
-            steps.append(PlanStep(stage, key, self.cache.done(stage, key) is not None, what))
-            return key
-
-        key = add("sources", "", {"sources": [s.model_dump() for s in r.sources], "content": source_fingerprint(r)},
-                  f"{len(r.sources)} sources")
-        if r.augment.strategies:
-            aug_model = r.augment.model or r.model
-            prompts = {s: prompt_text(s, r.resolve(r.augment.prompts_dir)) for s in r.augment.strategies}
-            key = add("augment", key, {"spec": r.augment.model_dump(exclude={"model"}), "model": model_identity(aug_model),
-                                       "prompts": prompts}, f"augment: {', '.join(r.augment.strategies)}")
-        for i, f in enumerate(r.task_filters):
-            fmodel = f.model or r.model
-            key = add(f"filter{i}-{f.kind}", key, {"kind": f.kind, "params": f.params, "model": model_identity(fmodel),
-                                                   "prompts": _prompt_digest()}, f"task filter {f.kind}")
-        table = r.resolve(r.mix.ranking_table)
-        key = add("mix", key, {"mix": r.mix.model_dump(), "seed": r.recipe.seed,
-                               "table": hash_file(table) if table and table.exists() else None}, "mix")
-        rmodel = r.rollout.model or r.model
-        key = add("rollout", key, rollout_identity(r.rollout, rmodel), f"rollout: {r.rollout.agent}")
-        key = add("trace_filters", key, r.trace_filters.model_dump(), "trace filters")
-        for e in r.exports:
-            tok = r.resolve(e.tokenizer)
-            add(f"export-{e.format}", key, {**e.model_dump(), "tokenizer": hash_file(tok) if tok and tok.is_file() else e.tokenizer},
-                f"export {e.format} -> {e.file}")
+        keys: dict[str, str] = {}
+        steps = []
+        for s in self.stages:
+            try:
+                key = s.key(keys[s.upstream] if s.upstream else "")
+            except (OSError, ValueError) as e:
+                raise AgentmillError(f"{self.where}: {s.step}: {e}") from None
+            keys[s.step] = key
+            steps.append(PlanStep(s.step, key, self.cache.done(s.step, key) is not None, s.describe(), s, s.upstream))
         return steps
 
     # -- running ------------------------------------------------------------------------------
 
     async def run(self, *, progress=None) -> list[StageReport]:
-        r = self.recipe
         plan = self.plan()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         reports: list[StageReport] = []
-        tasks: list[TaskEntry] = []
-        rollout_dir: Path | None = None
-        kept_ids: list[str] = []
+        key_of = {p.stage: p.key for p in plan}
         for step in plan:
             out = self.cache.dir(step.stage, step.key)
-            cached = self.cache.done(step.stage, step.key)
-            self.cache.record(step.stage, step.key, "cached" if cached else "ran")
-            if cached is None:
-                self.say(f"stage {step.stage}: running ({step.what})")
-                out.mkdir(parents=True, exist_ok=True)
-                report = await self._run_stage(step, out, tasks, rollout_dir, kept_ids, progress)
-                self.cache.finish(step.stage, step.key, report)
-            else:
+            report = self.cache.done(step.stage, step.key)
+            if report is not None:
                 self.say(f"stage {step.stage}: cached")
-                report = cached
+                self.cache.record(step.stage, step.key, "cached")
+            else:
+                self.say(f"stage {step.stage}: running ({step.what})")
+                upstream = self.cache.dir(step.upstream, key_of[step.upstream]) if step.upstream else None
+                report = await self._run_stage(step, out, upstream, reports, progress)
+            step.obj.publish(out, self.run_dir)
             reports.append(report)
-            if (out / "tasks.jsonl").exists():
-                tasks = load_tasks(out / "tasks.jsonl")
-            if step.stage == "rollout":
-                rollout_dir = out / "run"
-            if step.stage == "trace_filters":
-                kept_ids = json.loads((out / "kept.json").read_text())
-            if step.stage.startswith("export-"):
-                self._publish_export(out)
-        self._publish(reports, tasks, rollout_dir)
+        self._publish(reports, plan, key_of)
         return reports
 
-    async def _run_stage(self, step: PlanStep, out: Path, tasks, rollout_dir, kept_ids, progress) -> StageReport:
-        r = self.recipe
-        if step.stage == "sources":
-            new, report = load_sources(r)
-        elif step.stage == "augment":
-            model = r.augment.model or r.model
-            async with self._model(model) as cached:
-                new, report = await augment_tasks(tasks, r.augment, cached, out, builder=self.builder,
-                                                  prompts_dir=r.resolve(r.augment.prompts_dir))
-        elif step.stage.startswith("filter"):
-            new, report = await self._task_filter(int(step.stage[6:].split("-")[0]), tasks, out)
-            report.stage = step.stage  # filterN-kind: one name per step of the funnel
-        elif step.stage == "mix":
-            order = rank_sources(tasks, r.mix, {s.name: s.score for s in r.sources}, r.resolve(r.mix.ranking_table))
-            new, report = mix_tasks(tasks, r.mix, seed=r.recipe.seed, order=order)
-            report.notes.append("source ranking: " + ", ".join(order))
-        elif step.stage == "rollout":
-            model = r.rollout.model or r.model
-            hooks = progress(sum(1 for _ in tasks) * r.rollout.attempts) if progress else None
-            report = await rollout_tasks(tasks, r.rollout, model, out / "run", dataset_id=f"recipe:{step.key}",
-                                         on_start=hooks.started if hooks else None, on_done=hooks.finished if hooks else None,
-                                         say=self.say)
-            if hooks:
-                hooks.close()
-            return report
-        elif step.stage == "trace_filters":
-            return self._trace_filters(rollout_dir, out)
-        else:
-            return self._export(step, rollout_dir, out)
-        save_tasks(new, out / "tasks.jsonl")
+    async def _run_stage(self, step: PlanStep, out: Path, upstream: Path | None, before: list[StageReport],
+                         progress) -> StageReport:
+        stage = step.obj
+        out.mkdir(parents=True, exist_ok=True)
+        report = StageReport(stage=step.stage, kind=stage.kind)
+        ctx = StageContext(out=out, report=report, say=self.say, builder=self.builder, open_model=self._model,
+                           progress=progress, run_dir=self.run_dir, upstream=list(before), relax=self._relax)
+        records = _counted(aiter_of(STORES[stage.consumes](upstream, self.cache.root).read()), report) \
+            if stage.consumes else aiter_of(())
+        try:
+            produced = stage.run(records, ctx)
+            if stage.produces:
+                report.count_out = await STORES[stage.produces](out, self.cache.root).write(produced)
+            else:
+                async for _ in produced:
+                    pass
+        except BaseException as e:  # the log says what happened; the stage is not marked done
+            status = "failed" if isinstance(e, Exception) else "interrupted"
+            self.cache.record(step.stage, step.key, status, error=str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
+            raise
+        self.cache.finish(step.stage, step.key, report)
+        self.cache.record(step.stage, step.key, "ran")
         return report
+
+    def _relax(self, step: str, reason: str) -> str | None:
+        stage = next((s for s in self.stages if s.step == step), None)
+        return stage.relax(reason) if stage else None
 
     @asynccontextmanager
     async def _model(self, spec: ModelSpec):
@@ -170,77 +179,18 @@ class Pipeline:
             finally:
                 cached.close()
 
-    async def _task_filter(self, index: int, tasks: list[TaskEntry], out: Path):
-        from agentmill.recipe.task_filters import TASK_FILTERS
-        from agentmill.recipe.task_filters.base import FilterContext
-
-        r = self.recipe
-        spec = r.task_filters[index]
-        params = _resolve_paths(spec.params, r)
-        needs_model = spec.kind in {"response_length", "askllm"}
-        if needs_model:
-            async with self._model(spec.model or r.model) as cached:
-                ctx = FilterContext(model=cached, builder=self.builder, workdir=out, prompts_dir=r.resolve(r.augment.prompts_dir))
-                new, report = await TASK_FILTERS[spec.kind](tasks, params, ctx)
-        else:
-            ctx = FilterContext(model=None, builder=self.builder, workdir=out, prompts_dir=None)
-            new, report = await TASK_FILTERS[spec.kind](tasks, params, ctx)
-        return new, report
-
-    def _trace_filters(self, rollout_dir: Path, out: Path) -> StageReport:
-        counter = TokenCounter()
-        records = list(iter_traces(rollout_dir))
-        kept, funnel = apply_filters(records, rules(self.recipe.trace_filters, counter,
-                                                    lambda rec: (render(rec.trajectory).messages, None)))
-        (out / "kept.json").write_text(json.dumps(sorted(r.trial_id for r in kept)))
-        report = StageReport(stage="trace_filters", kind="trace_filters", count_in=len(records), count_out=len(kept))
-        kept_ids = {r.trial_id for r in kept}
-        for rec in records:
-            if rec.trial_id not in kept_ids:
-                first_failed = next((s.name for s in funnel[1:] if s.name not in rec.passed_filters), "filtered")
-                report.dropped.append(Drop(name=rec.trial_id, reason=first_failed))
-        report.notes += [f"{s.name}: kept {s.kept}, dropped {s.dropped} ({s.description})" for s in funnel[1:]]
-        return report
-
-    def _export(self, step: PlanStep, rollout_dir: Path, out: Path) -> StageReport:
-        r = self.recipe
-        spec = next(e for e in r.exports if f"export-{e.format}" == step.stage)
-        result = export_run(rollout_dir, spec.format, out / spec.file, spec=r.trace_filters, reasoning=spec.reasoning,
-                            tokenizer=r.resolve(spec.tokenizer))
-        return StageReport(stage=step.stage, kind="export", count_in=result.funnel[0].kept, count_out=result.rows,
-                           notes=[f"{result.rows} rows -> {spec.file}", f"{result.redactions} secrets redacted"])
-
-    def _publish_export(self, out: Path) -> None:
-        dest = self.run_dir / "exports"
-        dest.mkdir(exist_ok=True)
-        for f in out.iterdir():
-            if f.is_file() and f.name != "done.json":
-                shutil.copy2(f, dest / f.name)
-
-    def _publish(self, reports: list[StageReport], tasks: list[TaskEntry], rollout_dir: Path | None) -> None:
+    def _publish(self, reports: list[StageReport], plan: list[PlanStep], key_of: dict[str, str]) -> None:
         (self.run_dir / "funnel.json").write_text(json.dumps([rep.model_dump() for rep in reports], indent=2))
-        save_tasks(tasks, self.run_dir / "tasks.jsonl")
-        if rollout_dir is not None:
-            link = self.run_dir / "rollout"
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(os.path.relpath(rollout_dir, self.run_dir))
+        last_tasks = next((p for p in reversed(plan) if p.obj.produces == "tasks"), None)
+        if last_tasks is not None:
+            shutil.copyfile(self.cache.dir(last_tasks.stage, key_of[last_tasks.stage]) / STORES["tasks"].file,
+                            self.run_dir / "tasks.jsonl")
         import tomli_w
 
         (self.run_dir / "recipe.toml").write_text(tomli_w.dumps(self.raw))
 
 
-def _resolve_paths(params: dict, recipe: Recipe) -> dict:
-    """Task-filter parameters that name folders (benchmarks) are relative to the recipe file."""
-    out = dict(params)
-    if "benchmarks" in out:
-        out["benchmarks"] = [str(recipe.resolve(p)) for p in out["benchmarks"]]
-    return out
-
-
-def _prompt_digest() -> str:
-    folder = AUGMENT_PROMPTS.parent
-    h = hashlib.sha256()
-    for p in sorted(folder.glob("*.md")):
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+async def _counted(records: AsyncIterator[Any], report: StageReport) -> AsyncIterator[Any]:
+    async for rec in records:
+        report.count_in += 1
+        yield rec

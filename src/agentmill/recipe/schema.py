@@ -62,13 +62,15 @@ class Augment(_Strict):
     per_task: int = Field(1, ge=1)
     sources: list[str] = Field(default_factory=list)  # empty: every source
     keep_original: bool = True
+    check_anchors: bool = True  # every path, file name, number, literal and format the tests check must survive
+    judge: bool = True  # ask the model whether the rewrite asks for exactly what the original asks
     verify_oracle: bool = True
     model: ModelSpec | None = None  # defaults to [model]
     prompts_dir: str | None = None
 
 
 class TaskFilter(_Strict):
-    kind: Literal["response_length", "askllm", "decontaminate", "starts", "dedupe"]
+    kind: str  # a registered task filter: response_length, askllm, decontaminate, starts, dedupe, ...
     params: dict[str, Any] = Field(default_factory=dict)
     model: ModelSpec | None = None
 
@@ -95,6 +97,7 @@ class Export(_Strict):
     file: str
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
+    allow_empty: bool = False  # zero rows stops the run unless this is set
 
 
 class Recipe(_Strict):

@@ -1,17 +1,28 @@
-"""`agentmill export`: run folder -> filtered, rendered, redacted rows in a training framework's format."""
+"""`agentmill export`: run folder -> filtered, rendered, redacted rows in a training framework's format.
+
+Streaming end to end: trials are read, filtered, rendered, redacted and written one at a time, so
+memory does not grow with the run (Parquet is written in row groups). Zero rows is never silent:
+the error names the rule that removed the last traces and how to relax it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.traces.filters import FilterSpec, FunnelStep, apply_filters, rules
-from agentmill.traces.formats import FORMATS, build_rows, dataset_info_entry
-from agentmill.traces.records import TraceRecord, iter_traces
+from agentmill.traces.filters import FilterSpec, Funnel, FunnelStep, emptied_by, relax_hint, rules
+from agentmill.traces.formats import FORMATS, dataset_info_entry, harbor_row, rl_rows, sharegpt_row, trl_row
+from agentmill.traces.records import TraceRecord, iter_traces, rollout_folder
 from agentmill.traces.render import Reasoning, render
 from agentmill.traces.tokens import TokenCounter
 from agentmill.traces.writer import write_json, write_rows
+
+
+class EmptyExport(AgentmillError):
+    """No row survived; nothing was written."""
 
 
 @dataclass
@@ -26,23 +37,86 @@ class ExportReport:
 
 
 def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
-               tokenizer: str | Path | None = None) -> ExportReport:
+               tokenizer: str | Path | None = None, allow_empty: bool = False) -> ExportReport:
+    """Export a rollout folder (or a recipe run folder's rollout) through the trace filters."""
     if fmt not in FORMATS:
         raise AgentmillError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
     counter = TokenCounter.load(tokenizer)
     skipped: list[str] = []
-    records = list(iter_traces(run_dir, errors=skipped))
+    records = iter_traces(rollout_folder(run_dir), errors=skipped)
 
     def rendered(r: TraceRecord):
         x = render(r.trajectory, reasoning=reasoning)
         return x.messages, x.tools or None
 
-    kept, funnel = apply_filters(records, rules(spec, counter, rendered))
-    rows, redactions = build_rows(fmt, kept, reasoning)
-    write_rows(rows, out)
-    report = ExportReport(out, len(rows), funnel, redactions, counter.label, skipped)
-    if fmt == "sharegpt":
-        info = out.parent / "dataset_info.json"
-        write_json(dataset_info_entry(out.stem, out.name), info)
-        report.extra_files.append(info)
+    funnel = Funnel(rules(spec, counter, rendered, prompt_rows=fmt == "rl"))
+    kept = (r for r in records if funnel.admit(r) is None)
+    report = write_records(kept, fmt, out, reasoning=reasoning, allow_empty=allow_empty)
+    report.funnel, report.tokens, report.skipped = funnel.steps(), counter.label, skipped
+    if report.rows == 0 and not allow_empty:
+        raise EmptyExport(empty_message(report.funnel, recipe=False))
     return report
+
+
+def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reasoning: Reasoning = "think",
+                  allow_empty: bool = False) -> ExportReport:
+    """Render and write already-filtered records (the recipe's export stage); rows -> `out`."""
+    counts = {"redactions": 0}
+    rows = write_rows(stream_rows(fmt, records, reasoning, counts), out, keep_empty=allow_empty)
+    report = ExportReport(out, rows, [], counts["redactions"], "")
+    if fmt == "sharegpt" and (rows or allow_empty):
+        report.extra_files.append(merge_dataset_info(out))
+    return report
+
+
+ROW_BUILDERS = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}
+
+
+def stream_rows(fmt: str, records: Iterable[TraceRecord], reasoning: Reasoning, counts: dict) -> Iterator[dict]:
+    """One row per record (rl: one per task, after the last record); counts["redactions"] grows as rows go."""
+    if fmt == "rl":
+        yield from rl_rows(_slim(records))
+        return
+    builder = ROW_BUILDERS[fmt]
+    for rec in records:
+        rendered = render(rec.trajectory, reasoning=reasoning)
+        counts["redactions"] += rendered.redactions
+        yield builder(rec, rendered)
+
+
+def _slim(records: Iterable[TraceRecord]) -> list[TraceRecord]:
+    """RL rows need every trial's outcome but only one trajectory per task: the others are not kept."""
+    first: dict[str, TraceRecord] = {}
+    out = []
+    for rec in records:
+        head = first.setdefault(rec.trial.get("task_hash"), rec)
+        out.append(rec if head is rec else replace(rec, trajectory=head.trajectory))
+    return out
+
+
+def empty_message(funnel: list[FunnelStep], *, recipe: bool) -> str:
+    """Why there are no rows, and what to change. Nothing was written."""
+    allow = "set allow_empty = true on the export" if recipe else "pass --allow-empty to write an empty file"
+    if not funnel or funnel[0].kept == 0:
+        return f"0 rows: the run has no finished trials to export ({allow})"
+    step = emptied_by(funnel)
+    if step is None:  # every trace passed the filters; the format made no row of them
+        return f"0 rows from {funnel[-1].kept} traces ({allow})"
+    return (f"0 rows: the trace filter '{step.name}' ({step.description}) removed the last {step.dropped} "
+            f"trace{'s' if step.dropped != 1 else ''}: {relax_hint(step.name, recipe=recipe)}, or {allow}")
+
+
+def merge_dataset_info(out: Path) -> Path:
+    """Add (or replace) this file's entry in the dataset_info.json beside it, keeping every other entry."""
+    info = out.parent / "dataset_info.json"
+    data: dict = {}
+    if info.exists():
+        try:
+            data = json.loads(info.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise AgentmillError(f"{info}: cannot merge into it: {e}") from None
+        if not isinstance(data, dict):
+            raise AgentmillError(f"{info}: cannot merge into it: expected a JSON object of datasets, got {type(data).__name__}")
+    data.update(dataset_info_entry(out.stem, out.name))
+    write_json(data, info)
+    return info

@@ -67,8 +67,15 @@ class FunnelStep:
 Rule = tuple[str, str, Callable[[TraceRecord], bool]]
 
 
-def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None) -> list[Rule]:
-    """The active rules, in order: (name, description, keep?)."""
+# Rules about the length of a trajectory: they say nothing about a task's prompt, so prompt-only
+# exports (rl) do not apply them.
+TRACE_LENGTH_RULES = frozenset({"min_turns", "max_tokens"})
+
+
+def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *, prompt_rows: bool = False) -> list[Rule]:
+    """The active rules, in order: (name, description, keep?). `prompt_rows`: leave out trace-length rules."""
+    if prompt_rows:
+        spec = spec.model_copy(update={"min_turns": None, "max_tokens": None})
     out: list[Rule] = []
     if spec.subagents == "drop":
         out.append(("subagents", "drop subagent traces", lambda r: not r.telemetry.is_subagent))
@@ -108,14 +115,61 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None) ->
     return out
 
 
+class Funnel:
+    """The rules applied one record at a time (streaming), with the funnel counted as records pass."""
+
+    def __init__(self, active: list[Rule]):
+        self.active = active
+        self.seen = 0
+        self.kept = [0] * len(active)  # records that passed rule i (and every rule before it)
+
+    def admit(self, record: TraceRecord) -> str | None:
+        """None if the record passes every rule (its `passed_filters` filled), else the first rule it fails."""
+        self.seen += 1
+        for i, (name, _description, keep) in enumerate(self.active):
+            if not keep(record):
+                return name
+            record.passed_filters.append(name)
+            self.kept[i] += 1
+        return None
+
+    def steps(self) -> list[FunnelStep]:
+        out = [FunnelStep("input", "finished trials", self.seen, 0)]
+        before = self.seen
+        for (name, description, _keep), kept in zip(self.active, self.kept):
+            out.append(FunnelStep(name, description, kept, before - kept))
+            before = kept
+        return out
+
+
 def apply_filters(records: Iterable[TraceRecord], active: list[Rule]) -> tuple[list[TraceRecord], list[FunnelStep]]:
     """Records that pass every rule (with `passed_filters` filled) and the funnel, one step per rule."""
-    kept = list(records)
-    funnel = [FunnelStep("input", "finished trials", len(kept), 0)]
-    for name, description, keep in active:
-        before = len(kept)
-        kept = [r for r in kept if keep(r)]
-        for r in kept:
-            r.passed_filters.append(name)
-        funnel.append(FunnelStep(name, description, len(kept), before - len(kept)))
-    return kept, funnel
+    funnel = Funnel(active)
+    kept = [r for r in records if funnel.admit(r) is None]
+    return kept, funnel.steps()
+
+
+def emptied_by(funnel: list[FunnelStep]) -> FunnelStep | None:
+    """The rule that removed the last records (None when there were none to begin with)."""
+    return next((s for s in funnel[1:] if s.kept == 0 and s.dropped > 0), None)
+
+
+# How to keep more records when a rule removes them all: (with `agentmill export` flags, in a recipe).
+RELAX = {
+    "subagents": ("pass --subagents keep", 'set [trace_filters] subagents = "keep"'),
+    "outcome": ("pass --keep-all-outcomes or fewer --drop-outcome", "drop fewer outcomes in [trace_filters] drop_outcomes"),
+    "reward": ("pass --reward any", 'set [trace_filters] reward = "any"'),
+    "min_reward": ("lower --min-reward", "lower [trace_filters] min_reward"),
+    "completion": ("pass --completion any", 'set [trace_filters] completion = "any"'),
+    "min_turns": ("lower --min-turns (0 disables the rule)", "lower [trace_filters] min_turns (0 disables the rule)"),
+    "repeated_commands": ("raise --max-repeated-commands", "raise [trace_filters] max_repeated_commands"),
+    "error_rate": ("raise --max-error-rate", "raise [trace_filters] max_error_rate"),
+    "truncation": ("raise --max-truncated", "raise [trace_filters] max_truncated"),
+    "max_tokens": ("raise --max-tokens", "raise [trace_filters] max_tokens"),
+}
+
+
+def relax_hint(rule: str, *, recipe: bool = False) -> str:
+    """What to change so that `rule` keeps more traces."""
+    flag, key = RELAX.get(rule, (f"change the {rule} rule's setting", f"change the {rule} setting in [trace_filters]"))
+    return key if recipe else flag

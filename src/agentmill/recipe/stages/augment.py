@@ -2,8 +2,10 @@
 
 An augmented task is a copy of its parent's folder with a new instruction.md: it keeps the
 environment and the verifier, records its parent and strategy (in task.toml's metadata), and is
-kept only if the rewrite is valid: non-empty, not a copy, and the oracle still passes where the
-task has a solution.
+kept only if the rewrite is valid: non-empty, not a copy, it keeps every anchor the tests check
+(paths, file names, numbers, quoted literals, output formats), a judge (the model, cached) says it
+asks for exactly what the original asks, and the oracle still passes where the task has a solution.
+Every rejected rewrite is in the funnel with its reason.
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ from agentmill.agents import OracleAgent
 from agentmill.images import ImageBuilder
 from agentmill.recipe.llm_cache import CachedModel
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.schema import Augment
+from agentmill.recipe.schema import Augment, Recipe
+from agentmill.recipe.stage import Stage, StageContext, register_stage
+from agentmill.recipe.stages.meaning import judge, lost_anchors, tests_text
+from agentmill.recipe.stages.model_identity import model_identity
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
 from agentmill.verify.outcome import Outcome
 
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "augment"
+JUDGE_PROMPT = "augment_judge.md"  # beside prompts/augment/, so no strategy can be called "judge"
 MAX_SIMILARITY = 0.97  # above this the "rewrite" is a copy
 
 
@@ -35,6 +41,14 @@ def prompt_text(strategy: str, prompts_dir: Path | None) -> str:
         if path.exists():
             return path.read_text()
     raise FileNotFoundError(f"no prompt file for strategy '{strategy}'")
+
+
+def judge_text(prompts_dir: Path | None) -> str:
+    for folder in ([prompts_dir] if prompts_dir else []) + [PROMPTS.parent]:
+        path = folder / JUDGE_PROMPT
+        if path.exists():
+            return path.read_text()
+    raise FileNotFoundError(f"no prompt file {JUDGE_PROMPT}")
 
 
 def clean_rewrite(text: str) -> str:
@@ -63,6 +77,18 @@ async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedMode
             return Drop(name=name, reason="empty rewrite")
         if difflib.SequenceMatcher(None, text, parent.instruction.strip()).ratio() > MAX_SIMILARITY:
             return Drop(name=name, reason="rewrite is a copy of the original")
+        if spec.check_anchors:
+            lost = lost_anchors(parent.instruction, text, tests_text(Path(parent.path)))
+            if lost:
+                more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+                return Drop(name=name, reason=f"rewrite loses {', '.join(map(str, lost[:3]))}{more} (the tests check it)")
+        if spec.judge:
+            async with gate:
+                same, why = await judge(model, judge_text(prompts_dir), parent.instruction, text)
+            if same is None:
+                return Drop(name=name, reason=f"judge reply is neither yes nor no: {why!r}")
+            if not same:
+                return Drop(name=name, reason=f"judge: the rewrite asks for something else ({why})")
         folder = out_dir / "tasks" / name.replace("/", "__")
         _materialize(Path(parent.path), folder, text, parent, strategy)
         task = load_task(folder)
@@ -96,3 +122,35 @@ def _materialize(src: Path, dest: Path, instruction: str, parent: TaskEntry, str
         data.setdefault("metadata", {})["agentmill_augment"] = {"parent": parent.content_hash, "parent_name": parent.name,
                                                                 "strategy": strategy}
         toml_path.write_text(tomli_w.dumps(data))
+
+
+@register_stage
+class AugmentStage(Stage):
+    """New surface forms of the chosen sources' tasks; the originals pass through (unless replaced)."""
+
+    name = kind = "augment"
+    consumes = produces = "tasks"
+
+    def __init__(self, recipe: Recipe):
+        self.recipe, self.spec, self.step = recipe, recipe.augment, "augment"
+        self.model = recipe.augment.model or recipe.model
+        self.prompts_dir = recipe.resolve(recipe.augment.prompts_dir)
+
+    def settings(self):
+        prompts = {s: prompt_text(s, self.prompts_dir) for s in self.spec.strategies}
+        if self.spec.judge:
+            prompts["judge"] = judge_text(self.prompts_dir)
+        return {"spec": self.spec.model_dump(exclude={"model"}), "model": model_identity(self.model), "prompts": prompts}
+
+    def describe(self) -> str:
+        return f"augment: {', '.join(self.spec.strategies)}"
+
+    async def run(self, records, ctx: StageContext):
+        tasks = [t async for t in records]
+        async with ctx.open_model(self.model) as model:
+            out, report = await augment_tasks(tasks, self.spec, model, ctx.out, builder=ctx.builder,
+                                              prompts_dir=self.prompts_dir)
+        ctx.report.dropped += report.dropped
+        ctx.report.notes += report.notes
+        for t in out:
+            yield t

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.schema import Mix
-from agentmill.tasks.hashing import hash_text
+from agentmill.recipe.schema import Mix, Recipe
+from agentmill.recipe.stage import Stage, StageContext, register_stage
+from agentmill.tasks.hashing import hash_file, hash_text
 
 
 def rank_sources(tasks: list[TaskEntry], mix: Mix, scores: dict[str, float | None], ranking_table: Path | None) -> list[str]:
@@ -80,3 +81,34 @@ def mix_tasks(tasks: list[TaskEntry], mix: Mix, *, seed: int, order: list[str]) 
         report.notes.append(f"source '{source}': upsampled {len(pool)} tasks to {quota} ({mix.upsample})")
     report.count_out = len(out)
     return out, report
+
+
+@register_stage
+class MixStage(Stage):
+    """Top-N sources by ranking, budget / N from each (needs the whole task set: it gathers its input)."""
+
+    name = kind = "mix"
+    consumes = produces = "tasks"
+
+    def __init__(self, recipe: Recipe):
+        self.recipe, self.step = recipe, "mix"
+        self.table = recipe.resolve(recipe.mix.ranking_table)
+
+    def settings(self):
+        return {"mix": self.recipe.mix.model_dump(), "seed": self.recipe.recipe.seed,
+                "scores": {s.name: s.score for s in self.recipe.sources},
+                "table": hash_file(self.table) if self.table and self.table.exists() else None}
+
+    def describe(self) -> str:
+        m = self.recipe.mix
+        return f"mix: top {m.top_n or 'all'} sources, budget {m.budget or 'all'}"
+
+    async def run(self, records, ctx: StageContext):
+        tasks = [t async for t in records]
+        r = self.recipe
+        order = rank_sources(tasks, r.mix, {s.name: s.score for s in r.sources}, self.table)
+        out, report = mix_tasks(tasks, r.mix, seed=r.recipe.seed, order=order)
+        ctx.report.dropped += report.dropped
+        ctx.report.notes += report.notes + ["source ranking: " + ", ".join(order)]
+        for t in out:
+            yield t

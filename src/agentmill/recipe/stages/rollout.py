@@ -1,19 +1,26 @@
-"""Stage: teacher rollouts over the mixed task set, in a resumable run folder inside the stage."""
+"""Stage: teacher rollouts over the mixed task set, in a resumable run folder inside the stage.
+
+Finished trials are also kept in the cache's trial store (`<cache>/trials/`), keyed by trial
+identity: a later run sharing the cache (another mix budget, seed or filter) reuses every trial
+whose identity is unchanged instead of paying the teacher again.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 
-from agentmill.agents import MODEL_AGENTS, agent_class
+from agentmill.agents import agent_class
+from agentmill.errors import TaskError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 from agentmill.recipe.schema import ModelSpec, Rollout
 from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.runner import run_rollout
+from agentmill.rollout.identity import settings_identity
+from agentmill.rollout.runner import preflight, run_rollout
+from agentmill.rollout.store import TrialStore
 from agentmill.tasks import load_task
-from agentmill.errors import TaskError
 
 
 def sampling(model: ModelSpec, rollout: Rollout) -> SamplingParams:
@@ -21,15 +28,24 @@ def sampling(model: ModelSpec, rollout: Rollout) -> SamplingParams:
     return SamplingParams(temperature=temperature, top_p=model.top_p, max_tokens=model.max_tokens)
 
 
+def _model_name(rollout: Rollout, model: ModelSpec) -> str | None:
+    return served_name(model.name) if agent_class(rollout.agent).needs_model else None
+
+
 def rollout_identity(rollout: Rollout, model: ModelSpec) -> dict:
-    uses_model = rollout.agent in MODEL_AGENTS
-    return {"agent": rollout.agent, "agent_version": agent_class(rollout.agent).version, "attempts": rollout.attempts,
-            "max_turns": rollout.max_turns, "model": served_name(model.name) if uses_model else None,
-            "sampling": sampling(model, rollout).model_dump() if uses_model else None}
+    ident = settings_identity(agent=rollout.agent, agent_version=agent_class(rollout.agent).version,
+                              model=_model_name(rollout, model), sampling=sampling(model, rollout),
+                              max_turns=rollout.max_turns)
+    return {**ident, "attempts": rollout.attempts}
+
+
+def default_store_dir(run_dir: Path) -> Path:
+    """`<cache>/trials` for the pipeline's layout `<cache>/rollout/<key>/run`."""
+    return run_dir.parent.parent.parent / "trials"
 
 
 async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: ModelSpec, run_dir: Path, *, dataset_id: str,
-                        on_start=None, on_done=None, say=None) -> StageReport:
+                        on_start=None, on_done=None, say=None, store_dir: Path | None = None) -> StageReport:
     report = StageReport(stage="rollout", kind="rollout", count_in=len(entries))
     copies = Counter(e.content_hash for e in entries)
     tasks, seen = [], set()
@@ -41,20 +57,26 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
             tasks.append(load_task(e.path))
         except TaskError as err:
             report.dropped.append(Drop(name=e.name, reason=f"broken task: {err.problem}"))
-    uses_model = rollout.agent in MODEL_AGENTS
+    served = _model_name(rollout, model)
     config = RolloutConfig(
         dataset=dataset_id, task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
         agent=rollout.agent, agent_version=agent_class(rollout.agent).version,
-        model=served_name(model.name) if uses_model else None, sampling=sampling(model, rollout),
+        model=served, sampling=sampling(model, rollout),
         max_turns=rollout.max_turns, attempts=rollout.attempts, base_url=model.base_url,
         api_key_env=model.api_key_env, concurrency=rollout.concurrency, model_concurrency=model.concurrency,
     )
-    if uses_model:
+    store = TrialStore(store_dir or default_store_dir(run_dir))
+    preflight(run_dir, config)  # refuse before starting a model server
+    kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store)
+    if served is not None:
         async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env, sampling=config.sampling,
                               concurrency=model.concurrency, say=say) as client:
-            result = await run_rollout(config, tasks, run_dir, client=client, copies=dict(copies), on_start=on_start, on_done=on_done)
+            result = await run_rollout(config, tasks, run_dir, client=client, **kwargs)
     else:
-        result = await run_rollout(config, tasks, run_dir, copies=dict(copies), on_start=on_start, on_done=on_done)
+        result = await run_rollout(config, tasks, run_dir, **kwargs)
     report.count_out = result.planned
-    report.notes.append(f"{result.planned} trials ({result.ran} run now, {result.skipped} already done)")
+    note = f"{result.planned} trials ({result.ran} run now, {result.reused} reused from earlier runs, {result.skipped} already done)"
+    report.notes.append(note)
+    if say:
+        say(f"rollout: {note}")
     return report

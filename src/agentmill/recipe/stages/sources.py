@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 from agentmill.recipe.schema import Recipe, Source
+from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.tasks import load_dataset, sample_dataset_path
 from agentmill.tasks.hashing import hash_text
 
@@ -35,3 +36,29 @@ def load_sources(recipe: Recipe) -> tuple[list[TaskEntry], StageReport]:
                                    content_hash=t.content_hash, instruction=t.instruction))
     report.count_out = len(tasks)
     return tasks, report
+
+
+@register_stage
+class Sources(Stage):
+    """Every source's tasks; broken tasks are reported and skipped."""
+
+    name = kind = "sources"
+    consumes, produces = None, "tasks"
+
+    def __init__(self, recipe: Recipe):
+        self.recipe, self.step = recipe, "sources"
+
+    def settings(self):
+        # the tasks' content is part of the key: editing a task reruns everything after it
+        return {"sources": [s.model_dump() for s in self.recipe.sources], "content": source_fingerprint(self.recipe)}
+
+    def describe(self) -> str:
+        return f"{len(self.recipe.sources)} sources"
+
+    async def run(self, records, ctx: StageContext):
+        tasks, report = load_sources(self.recipe)
+        ctx.report.count_in = report.count_in
+        ctx.report.dropped += report.dropped
+        ctx.report.notes += report.notes
+        for t in tasks:
+            yield t

@@ -13,7 +13,7 @@ import asyncio
 from agentmill.agents import NopAgent
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.task_filters.base import (FilterContext, FilterParams, bounded, copy_entry, one_line,
+from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, bounded, copy_entry, one_line,
                                                  parse_params, report)
 from agentmill.rollout.trial import run_trial
 from agentmill.sandbox.bwrap import require_tools

@@ -12,8 +12,8 @@ import asyncio
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.task_filters.base import FilterContext, FilterParams, copy_entry, parse_params, report, words
-from agentmill.recipe.task_filters.minhash import LSHIndex, jaccard_estimate, shingles, signature
+from agentmill.recipe.stages.task_filters.base import FilterContext, FilterParams, copy_entry, parse_params, report, words
+from agentmill.recipe.stages.task_filters.minhash import LSHIndex, jaccard_estimate, shingles, signature
 
 KIND = "dedupe"
 

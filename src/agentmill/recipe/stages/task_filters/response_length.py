@@ -1,4 +1,6 @@
-"""Keep the tasks whose reference answer is longest (or shortest), or weight tasks by it.
+"""Keep the tasks whose reference answer is longest (or shortest) in words, or weight tasks by it.
+
+Lengths are counted in whitespace-separated words (no tokenizer is involved), and reported as words.
 
 Long answers from a reference model mark tasks that take many steps: OpenThoughts-Agent found
 selecting (or upsampling) them by response length a strong task filter.
@@ -11,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
+from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
                                                  load_prompt, parse_params, report, require_model, top_k)
 
 KIND = "response_length"
@@ -45,12 +47,12 @@ async def response_length(tasks: list[TaskEntry], params: dict, ctx: FilterConte
     scored = [copy_entry(t, scores={"response_length": float(n)}) for t, n in zip(tasks, lengths)]
     notes: list[str] = []
     if p.keep == "weights":
-        # proportional to length, a zero-length answer counted as one token so no weight is 0
+        # proportional to length in words, a zero-length answer counted as one word so no weight is 0
         floored = [max(n, 1) for n in lengths]
         mean = sum(floored) / len(floored) if floored else 1.0
         kept = [t.model_copy(update={"weight": n / mean}) for t, n in zip(scored, floored)]
         if any(n == 0 for n in lengths):
-            notes.append(f"{sum(n == 0 for n in lengths)} empty answer(s) weighted as one token")
+            notes.append(f"{sum(n == 0 for n in lengths)} empty answer(s) weighted as one word")
         return kept, report(KIND, tasks, kept, [], notes)
 
     largest = p.keep == "longest"
@@ -62,6 +64,6 @@ async def response_length(tasks: list[TaskEntry], params: dict, ctx: FilterConte
         for t in scored:
             if t.name not in chosen:
                 n = int(t.scores["response_length"])
-                dropped.append(Drop(name=t.name, reason=f"response length {n} tokens: not among the {p.k} {p.keep} "
+                dropped.append(Drop(name=t.name, reason=f"response length {n} words: not among the {p.k} {p.keep} "
                                                         f"(cutoff {edge})"))
     return kept, report(KIND, tasks, kept, dropped, notes)

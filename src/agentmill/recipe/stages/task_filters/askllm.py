@@ -12,7 +12,7 @@ import re
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
+from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
                                                  load_prompt, parse_params, report, require_model, top_k)
 
 KIND = "askllm"
@@ -69,10 +69,15 @@ def _json_candidates(text: str) -> list[str]:
     return out
 
 
-async def askllm(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tuple[list[TaskEntry], StageReport]:
+def check_params(params: dict) -> Params:
     p = parse_params(KIND, Params, params)
     if (p.k is None) == (p.min_score is None):
         raise bad_param(KIND, "k", "give exactly one of 'k' or 'min_score'")
+    return p
+
+
+async def askllm(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tuple[list[TaskEntry], StageReport]:
+    p = check_params(params)
     model = require_model(KIND, ctx)
     template = load_prompt(PROMPT, ctx)
 

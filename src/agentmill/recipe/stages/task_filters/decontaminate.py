@@ -17,7 +17,7 @@ from pydantic import Field
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.task_filters.base import (FilterContext, FilterParams, bad_param, copy_entry, parse_params,
+from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, bad_param, copy_entry, parse_params,
                                                  report, words)
 from agentmill.tasks import load_dataset
 from agentmill.tasks.hashing import hash_file

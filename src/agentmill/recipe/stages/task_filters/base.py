@@ -16,7 +16,7 @@ from agentmill.images import ImageBuilder
 from agentmill.recipe.llm_cache import CachedModel
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 
-PACKAGED_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+PACKAGED_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 T = TypeVar("T")
 R = TypeVar("R")
