@@ -1,0 +1,138 @@
+"""`agentmill ground`: seeds -> workspace with hidden roles -> evidence graph (fact-checked) ->
+spec -> teacher run -> revision (rerun only if the statement changed) -> admission -> task folders.
+
+One seed's failure (a model role answering garbage, an endpoint down, an unreadable file) is
+recorded with the stage and whose fault it was, and the run goes on with the next seed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmill.agents.terminus import TerminusAgent
+from agentmill.errors import AgentmillError
+from agentmill.grounded.admission import Admission, AdmissionPolicy, admit
+from agentmill.grounded.assemble import Sources, assemble
+from agentmill.grounded.ask import ModelReplyError
+from agentmill.grounded.graph import build_graph
+from agentmill.grounded.records import Seed
+from agentmill.grounded.revise import revise
+from agentmill.grounded.roles import Roles
+from agentmill.grounded.spec import compile_spec, statement_hash
+from agentmill.grounded.task_folder import write_grounded_task
+from agentmill.grounded.teacher import TeacherRun, run_teacher
+from agentmill.images import ImageBuilder
+from agentmill.models.client import EndpointError
+
+
+class GroundSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(1, ge=1)  # teacher runs per final spec (k rollouts per query)
+    max_turns: int = Field(50, ge=1)
+    revise: bool = True
+    admission: AdmissionPolicy = Field(default_factory=AdmissionPolicy)
+    prompts_dir: str | None = None
+
+
+class AttemptOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    attempt: int
+    run: str
+    reused: bool
+    admission: Admission
+
+
+class SeedOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seed_id: str
+    stage: str  # the last stage reached: assemble, graph, spec, teacher, revise, admission, done
+    error: str | None = None
+    fault: str | None = None  # "model:<role>", "endpoint:<role>", "input"
+    files: dict[str, str] = Field(default_factory=dict)  # workspace file -> role
+    nodes_kept: int = 0
+    nodes_dropped: int = 0
+    revised: list[str] = Field(default_factory=list)
+    statement_changed: bool = False
+    attempts: list[AttemptOutcome] = Field(default_factory=list)
+    task: str | None = None  # the admitted task folder
+
+
+def task_name(seed: Seed) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", seed.occupation.lower()).strip("-")[:40]
+    return f"{slug}-{seed.seed_id}"
+
+
+async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, builder: ImageBuilder,
+                      settings: GroundSettings, clients: dict | None = None) -> SeedOutcome:
+    clients = clients if clients is not None else {}
+
+    def client(role: str):
+        if role not in clients:
+            clients[role] = roles.client(role)
+        return clients[role]
+
+    pdir = Path(settings.prompts_dir) if settings.prompts_dir else None
+    work = store / "work" / seed.seed_id
+    out = SeedOutcome(seed_id=seed.seed_id, stage="assemble")
+    role = "assembler"
+    try:
+        ws = await assemble(seed, sources, client("assembler"), work, prompts_dir=pdir)
+        ws_dir = work / "workspace"
+        out.files = {f.path: f.role for f in ws.files}
+        out.stage, role = "graph", "grapher"
+        graph = await build_graph(ws, ws_dir, client("grapher"), prompts_dir=pdir)
+        out.nodes_kept, out.nodes_dropped = len(graph.nodes), sum(1 for d in graph.dropped if "id" in d)
+        (work / "graph.json").write_text(graph.model_dump_json(indent=1))
+        if not graph.nodes:
+            out.error, out.fault = "no fact survived the recoverability check", "model:grapher"
+            return out
+        out.stage, role = "spec", "compiler"
+        spec = await compile_spec(ws, ws_dir, graph, client("compiler"), prompts_dir=pdir)
+        (work / "spec.v0.json").write_text(spec.model_dump_json(indent=1))
+        out.stage, role = "teacher", "teacher"
+        teacher = TerminusAgent(client("teacher"), max_turns=settings.max_turns)
+        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec)
+        run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{statement_hash(spec)[:16]}-a0")
+        if settings.revise:
+            out.stage, role = "revise", "reviser"
+            revised, changed, notes = await revise(ws, ws_dir, graph, spec, run, client("reviser"), prompts_dir=pdir)
+            out.revised = changed
+            (work / "revision.json").write_text(json.dumps({"changed": changed, "notes": notes}, indent=1))
+            out.statement_changed = statement_hash(revised) != statement_hash(spec)
+            spec = revised
+            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec)
+        (work / "spec.json").write_text(spec.model_dump_json(indent=1))
+        out.stage, role = "admission", "judge"
+        h = statement_hash(spec)[:16]
+        for attempt in range(settings.attempts):
+            role = "teacher"
+            run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{h}-a{attempt}")
+            role = "judge"
+            decision = await admit(run, spec, graph, task_dir / "environment" / "workspace", client("judge"),
+                                   policy=settings.admission, prompts_dir=pdir)
+            out.attempts.append(AttemptOutcome(attempt=attempt, run=str(run.folder), reused=run.reused, admission=decision))
+        if any(a.admission.admitted for a in out.attempts):
+            dest = store / "tasks" / task_name(seed)
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(task_dir, dest)
+            out.task = str(dest)
+        out.stage = "done"
+    except ModelReplyError as e:
+        out.error, out.fault = str(e), f"model:{role}"
+    except EndpointError as e:
+        out.error, out.fault = str(e), f"endpoint:{role}"
+    except AgentmillError as e:
+        out.error, out.fault = str(e), "input"
+    return out
+
+
+def admitted_runs(outcome: SeedOutcome) -> list[TeacherRun]:
+    from agentmill.grounded.teacher import load_run
+
+    return [r for a in outcome.attempts if a.admission.admitted and (r := load_run(Path(a.run))) is not None]

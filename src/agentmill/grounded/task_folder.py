@@ -1,0 +1,67 @@
+"""Write a grounded task as a plain Harbor task folder (no new task kind):
+
+    instruction.md            the statement and the deliverables (all the agent reads)
+    task.toml                 [metadata] source = "grounded", seed, pattern, sector, statement hash
+    environment/Dockerfile    COPY workspace/ /app/
+    environment/workspace/    the real files (no roles, no graph)
+    tests/test.sh             runs the deterministic artifact checks, writes reward.json
+    tests/check_artifacts.py  agentmill.grounded.artifacts (standard library only)
+    tests/checks.json         the deliverables and their checks
+    tests/rubric.json         criteria, negatives, verification instructions
+    tests/anchors.json        the evidence graph (nodes with roles, edges) and the file roles
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from agentmill.grounded import artifacts
+from agentmill.grounded.records import Graph, Spec, Workspace
+from agentmill.grounded.spec import instruction, statement_hash
+from agentmill.tasks import TaskConfig, write_task
+
+DOCKERFILE = "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY workspace/ /app/\n"
+TEST_SH = """#!/bin/bash
+# Deterministic artifact checks over /app/output; the judged rubric runs in `agentmill ground`.
+mkdir -p /logs/verifier
+python3 -I /tests/check_artifacts.py /tests/checks.json /app/output /logs/verifier/reward.json
+"""
+
+
+def write_grounded_task(dest: Path, ws: Workspace, ws_dir: Path, graph: Graph, spec: Spec, *,
+                        agent_timeout: float = 1800.0) -> Path:
+    dest = Path(dest)
+    shutil.rmtree(dest, ignore_errors=True)
+    env_files: dict[str, str | bytes] = {"Dockerfile": DOCKERFILE}
+    for f in ws.files:
+        env_files[f"workspace/{f.path}"] = (ws_dir / f.path).read_bytes()
+    seed = ws.seed
+    config = TaskConfig.model_validate({
+        "metadata": {"source": "grounded", "seed_id": seed.seed_id, "occupation": seed.occupation,
+                     "sector": seed.sector, "task_type": seed.task_type, "pattern": seed.pattern,
+                     "file_family": seed.file_family, "statement_hash": statement_hash(spec),
+                     "onet_task_id": seed.evidence.task_id},
+        "agent": {"timeout_sec": agent_timeout}, "verifier": {"timeout_sec": 120},
+    })
+    rubric = {"criteria": [c.model_dump() for c in spec.criteria], "negatives": [n.model_dump() for n in spec.negatives]}
+    anchors = {"nodes": [n.model_dump() for n in graph.nodes], "edges": [e.model_dump() for e in graph.edges],
+               "roles": {f.path: f.role for f in ws.files}}
+    return write_task(
+        dest, instruction=instruction(spec), config=config, test_sh=TEST_SH, dockerfile=DOCKERFILE,
+        environment_files=env_files,
+        test_files={"check_artifacts.py": Path(artifacts.__file__).read_text(encoding="utf-8"),
+                    "checks.json": json.dumps([d.model_dump() for d in spec.deliverables], indent=1),
+                    "rubric.json": json.dumps(rubric, indent=1), "anchors.json": json.dumps(anchors, indent=1),
+                    "spec.json": spec.model_dump_json(indent=1), "seed.json": seed.model_dump_json(indent=1)},
+    )
+
+
+def read_spec(task_dir: Path) -> Spec:
+    return Spec.model_validate_json((Path(task_dir) / "tests" / "spec.json").read_text())
+
+
+def read_graph(task_dir: Path) -> Graph:
+    data = json.loads((Path(task_dir) / "tests" / "anchors.json").read_text())
+    return Graph(nodes=data["nodes"], edges=data["edges"])
