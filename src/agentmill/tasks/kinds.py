@@ -1,8 +1,8 @@
 """Task kinds: adding one is one module plus one `register_kind(...)` call.
 
 A kind says whether a folder is one of its tasks (`detect`) and reads it into the one Task record
-(`load`). `load_task` asks each kind in registration order; the first that claims the folder wins,
-so more specific kinds (tools: a task.toml with `[environment] kind = "tools"`) register first.
+(`load`). `load_task` asks each kind in registration order, the fallbacks (plain Harbor and
+Terminal-Bench folders, which claim any task.toml/task.yaml) last; the first that claims it wins.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class TaskKind:
     name: str
     detect: Callable[[Path], bool]
     load: Callable[[Path], Task]
+    fallback: bool = False  # asked after every specific kind
 
 
 _KINDS: dict[str, TaskKind] = {}
@@ -34,9 +35,15 @@ def register_kind(kind: TaskKind) -> TaskKind:
     return kind
 
 
+def unregister_kind(name: str) -> None:
+    """For tests that register a throwaway kind."""
+    _KINDS.pop(name, None)
+
+
 def task_kinds() -> list[TaskKind]:
     _load_builtin()
-    return list(_KINDS.values())
+    kinds = list(_KINDS.values())
+    return [k for k in kinds if not k.fallback] + [k for k in kinds if k.fallback]
 
 
 def kind_names() -> list[str]:
@@ -61,12 +68,12 @@ def _load_builtin() -> None:
     _BUILTIN_LOADED = True
     from agentmill.tasks import io, terminal_bench, tool_task
 
-    extra = dict(_KINDS)  # kinds registered before the built-ins come after them
+    extra = dict(_KINDS)  # kinds registered before the built-ins keep their place after "tools"
     _KINDS.clear()
 
     register_kind(TaskKind("tools", lambda root: declared_kind(root) == "tools", tool_task.load_tool_task))
     register_kind(TaskKind("terminal", lambda root: (root / "task.toml").exists() or (root / "instruction.md").exists(),
-                           io.load_harbor))
+                           io.load_harbor, fallback=True))
     register_kind(TaskKind("terminal-bench", lambda root: (root / "task.yaml").exists(),
-                           terminal_bench.load_terminal_bench))
+                           terminal_bench.load_terminal_bench, fallback=True))
     _KINDS.update({k: v for k, v in extra.items() if k not in _KINDS})

@@ -116,7 +116,8 @@ def _read_json(path: Path) -> Any:
 
 def _first_error(e: ValidationError) -> str:
     err = e.errors()[0]
-    field = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("DatabaseState", "ResponseCheck", "ToolExecution")))
+    tags = {"database_state", "response_check", "tool_execution"}  # the union's branch, not a field
+    field = ".".join(str(p) for p in err["loc"] if str(p) not in tags)
     value = err.get("input")
     shown = json.dumps(value)[:80] if isinstance(value, (str, int, float, list, dict, bool)) or value is None else repr(value)[:80]
     return f"field '{field}': {err['msg']} (got {shown})" if field else f"{err['msg']} (got {shown})"
