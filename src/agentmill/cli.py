@@ -195,7 +195,7 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
 
 @app.command()
 def export(
-    run_dir: Path = typer.Argument(..., help="A run folder made by `agentmill rollout`."),
+    run_dir: Path = typer.Argument(..., help="A rollout folder, or a recipe run folder (its rollout is exported)."),
     fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor | rl"),
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
     reasoning: str = typer.Option("think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"),
@@ -205,13 +205,14 @@ def export(
     drop_outcome: list[str] = typer.Option([], "--drop-outcome", help="Drop this outcome (repeatable; replaces the default set)."),
     keep_all_outcomes: bool = typer.Option(False, "--keep-all-outcomes", help="Drop no outcome."),
     reward: Optional[str] = typer.Option(None, "--reward", help="success | failure | any"),
-    min_reward: Optional[float] = typer.Option(None, "--min-reward"),
+    min_reward: Optional[float] = typer.Option(None, "--min-reward", help="Keep traces whose reward is at least this (default: no threshold)."),
     completion: Optional[str] = typer.Option(None, "--completion", help="claimed | unclaimed | any"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this under the chat template."),
-    max_repeated_commands: Optional[int] = typer.Option(None, "--max-repeated-commands"),
-    max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate"),
-    max_truncated: Optional[int] = typer.Option(None, "--max-truncated"),
+    max_repeated_commands: Optional[int] = typer.Option(None, "--max-repeated-commands", help="Drop traces with more repeated commands than this."),
+    max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate", help="Drop traces whose share of failing commands is above this (0-1)."),
+    max_truncated: Optional[int] = typer.Option(None, "--max-truncated", help="Drop traces with more truncated observations than this."),
     subagents: Optional[str] = typer.Option(None, "--subagents", help="drop | keep"),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when the filters keep nothing (default: exit 2 naming the rule)."),
 ) -> None:
     """Filter a run's trajectories and export them for SFT (trl, sharegpt, harbor) or RL (rl)."""
     from agentmill.traces.export import export_run
@@ -225,7 +226,7 @@ def export(
                            reward=reward, min_reward=min_reward, completion=completion, max_tokens=max_tokens,
                            max_repeated_commands=max_repeated_commands, max_error_rate=max_error_rate,
                            max_truncated=max_truncated, subagents=subagents)
-        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer)
+        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty)
     except ValueError as e:
         _fail(f"invalid filter: {str(e).splitlines()[-1].strip()}")
     except AgentmillError as e:
@@ -256,7 +257,8 @@ def run_recipe(
     try:
         recipe, raw = load_recipe(recipe_path)
         run_dir = out or recipe_path.resolve().parent / "runs" / recipe.recipe.name
-        pipeline = Pipeline(recipe, raw, run_dir, cache_dir=cache, say=lambda m: console.print(m, highlight=False))
+        pipeline = Pipeline(recipe, raw, run_dir, cache_dir=cache, say=lambda m: console.print(m, highlight=False),
+                            where=str(recipe_path))
         plan = pipeline.plan()
     except AgentmillError as e:
         _fail(str(e))
@@ -292,7 +294,7 @@ def run_recipe(
 
 @app.command()
 def report(
-    run_dir: Path = typer.Argument(..., help="A recipe run folder made by `agentmill run`."),
+    run_dir: Path = typer.Argument(..., help="A recipe run folder made by `agentmill run`, or a rollout folder."),
     html: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default: RUN/report.html)."),
 ) -> None:
     """Write a self-contained HTML report of a recipe run: funnel, source mix, turns, tokens, rewards."""
@@ -312,22 +314,31 @@ def ablate(
 ) -> None:
     """Build every variant's dataset, run the evaluation command per variant, and print the table."""
     from agentmill.recipe.ablate import run_ablation
-    from agentmill.recipe.pipeline import Pipeline
+    from agentmill.recipe.pipeline import Pipeline, build_stages
     from agentmill.recipe.schema import parse_recipe
     from agentmill.recipe.table import compute_table, render_table
 
+    def parse(name: str, data: dict):
+        where = f"{matrix} variant '{name}'"
+        recipe = parse_recipe(data, where=where, base_dir=matrix.resolve().parent)
+        build_stages(recipe, where=where)  # unknown stages and bad filter params, before anything is built
+        return recipe
+
     def build(name: str, data: dict, variant_dir: Path) -> Path:
-        recipe = parse_recipe(data, where=f"{matrix} variant '{name}'", base_dir=matrix.resolve().parent)
-        pipeline = Pipeline(recipe, data, variant_dir, cache_dir=out_dir / "cache",
-                            say=lambda m: console.print(f"[{name}] {m}", highlight=False))
+        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=out_dir / "cache",
+                            say=lambda m: console.print(f"[{name}] {m}", highlight=False), where=f"{matrix} variant '{name}'")
         asyncio.run(pipeline.run())
         return variant_dir / "exports"
 
     try:
-        results = run_ablation(matrix, out_dir, build)
+        results = run_ablation(matrix, out_dir, build, validate=parse)
     except AgentmillError as e:
         _fail(str(e))
     out.print(render_table(compute_table(results)))
+    failures = out_dir / "failures.json"
+    if failures.exists():
+        left = json.loads(failures.read_text())
+        _fail(f"{len(left)} variant(s) left out: {', '.join(left)} (reasons in {failures})", 1)
 
 
 @app.command("table")
@@ -335,10 +346,12 @@ def table_cmd(results: Path = typer.Argument(..., help="results.json: {variant: 
     """Print the paper's ablation table: per-benchmark mean ± SE, raw average, normalised score, ranked."""
     from agentmill.recipe.table import compute_table, render_table
 
+    from agentmill.recipe.table import load_results
+
     try:
-        data = json.loads(results.read_text())
-    except (OSError, ValueError) as e:
-        _fail(f"{results}: {e}")
+        data = load_results(results)  # every malformed value is one error naming the file and the key
+    except AgentmillError as e:
+        _fail(str(e))
     out.print(render_table(compute_table(data)))
 
 
