@@ -52,15 +52,17 @@ def export(run, tmp_path, fmt, name, **kw):
 
 
 def test_render_native_and_tool_styles():
-    native = render(terminus_trajectory([("ls\n", "a b")], reasoning="hmm"))
-    assert [m["role"] for m in native.messages] == ["system", "user", "assistant", "user"]
+    native = render(terminus_trajectory([("ls\n", "a b"), ("pwd\n", "/app")], reasoning="hmm"))
+    # the last observation was never sent to the model: a row ends on its reply
+    assert [m["role"] for m in native.messages] == ["system", "user", "assistant", "user", "assistant"]
     assert native.messages[2]["content"].startswith("<think>\nhmm\n</think>\n\n{")
     assert native.messages[3]["content"] == "a b"
     tools = render(tool_trajectory(), reasoning="drop")
     roles = [m["role"] for m in tools.messages]
     assert roles == ["user", "assistant", "tool", "tool", "assistant"]
     assert tools.messages[1]["content"] == "Let me look." and "think" not in tools.messages[1]["content"]
-    assert tools.messages[1]["tool_calls"][0]["function"] == {"name": "bash", "arguments": {"command": "cat app.py"}}
+    # arguments are the JSON text, as the OpenAI API sends them (a dict would be widened by Parquet)
+    assert tools.messages[1]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command": "cat app.py"}'}
     assert tools.messages[2]["tool_call_id"] == "a" and tools.messages[2]["content"] == "print(1"
     assert AWS not in json.dumps(tools.messages) and tools.redactions == 2
     assert tools.tools[0]["function"]["name"] == "bash"
@@ -190,8 +192,10 @@ def test_export_cli_with_filters_file(run, tmp_path):
     f.write_text("[filters]\nmin_turns = 5\nreward = 'success'\n")
     r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run), "--format", "trl", "--out",
                         str(tmp_path / "o.jsonl"), "--filters", str(f), "--min-turns", "6"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "min_turns" in r.stderr and "0 rows" in r.stderr  # the flag (6) overrides the file (5): all have 5 turns
+    # the flag (6) overrides the file (5): all have 5 turns, so nothing is left: an error naming the rule
+    assert r.returncode == 2, r.stderr
+    assert "0 rows: the trace filter 'min_turns'" in r.stderr and "lower --min-turns" in r.stderr
+    assert not (tmp_path / "o.jsonl").exists()
     r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run), "--format", "trl", "--out",
                         str(tmp_path / "o.jsonl"), "--filters", str(f)], capture_output=True, text=True)
     assert "3 rows" in r.stderr and "secrets redacted" in r.stderr

@@ -36,6 +36,7 @@ from agentmill.recipe.table import check_scores
 PLACEHOLDERS = {"dataset", "variant", "results"}
 DEFAULT_TIMEOUT = 6 * 3600.0
 Build = Callable[[str, dict, Path], Path]
+Validate = Callable[[str, dict], object]  # (variant name, recipe) -> anything; raises AgentmillError if invalid
 
 
 class MatrixError(AgentmillError):
@@ -199,14 +200,19 @@ def _grid(path: Path, grid) -> list[tuple[str, dict]]:
     return out
 
 
-def run_ablation(matrix_path: Path, out_dir: Path, build: Build, *, log: Callable[[str], None] | None = None) -> dict[str, dict[str, list[float]]]:
+def run_ablation(matrix_path: Path, out_dir: Path, build: Build, *, log: Callable[[str], None] | None = None,
+                 validate: Validate | None = None) -> dict[str, dict[str, list[float]]]:
     """Build and evaluate every variant; results.json gets the ones that succeeded, failures.json the rest.
 
-    A variant whose build or eval fails is reported and left out, so one bad variant does not cost
-    the others (each may take hours).
+    Every variant's recipe is validated first (`validate(name, recipe)` raises on a bad setting): one
+    bad variant stops the matrix before anything is built or written. After that, a variant whose
+    build or eval fails is reported and left out, so one failure does not cost the others (each may
+    take hours).
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
     matrix = load_matrix(Path(matrix_path))
+    if validate is not None:
+        check_variants(matrix, validate)
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, list[float]]] = {}
     failures: dict[str, str] = {}
@@ -234,6 +240,19 @@ def run_ablation(matrix_path: Path, out_dir: Path, build: Build, *, log: Callabl
     else:
         (out_dir / "failures.json").unlink(missing_ok=True)
     return results
+
+
+def check_variants(matrix: Matrix, validate: Validate) -> None:
+    """Validate every variant's recipe before spending anything; one error lists every bad variant."""
+    problems = []
+    for v in matrix.variants:
+        try:
+            validate(v.name, copy.deepcopy(v.recipe))
+        except AgentmillError as e:
+            problems.append(str(e))
+    if problems:
+        raise AgentmillError(f"{matrix.path}: {len(problems)} of {len(matrix.variants)} variant(s) are invalid; nothing was "
+                             "built:\n  " + "\n  ".join(problems))
 
 
 def run_eval(matrix: Matrix, v: Variant, dataset: Path, vdir: Path) -> dict[str, list[float]]:

@@ -82,7 +82,8 @@ def load_run(run_dir: Path) -> RunData:
             for t in entries:  # trials name the task folder, which is normally the entry's name
                 source_of.setdefault(Path(t.path).name, t.source)
                 source_of[t.name] = t.source
-    rollout = run_dir / "rollout"
+    # a recipe run points to its rollout; a rollout folder is its own (one kind of run folder for every verb)
+    rollout = run_dir if (run_dir / "trials").is_dir() else run_dir / "rollout"
     if (rollout / "trials").is_dir():
         data.trials = _load_trials(rollout / "trials", source_of, data.problems)
     if (rollout / "ledger.sqlite").exists():

@@ -97,8 +97,12 @@ def check_scores(data: object, where: str) -> dict[str, list[float]]:
     if not isinstance(data, dict):
         raise AgentmillError(f"{where}: expected an object {{benchmark: [scores]}}")
     for b, scores in data.items():
-        if not isinstance(scores, list) or not all(_is_number(s) for s in scores):
-            raise AgentmillError(f"{where}: benchmark {b!r}: expected a list of numbers")
+        if not isinstance(scores, list):
+            raise AgentmillError(f"{where}: benchmark {b!r}: expected a list of numbers, got {type(scores).__name__} {scores!r}")
+        bad = next((i for i, s in enumerate(scores) if not _is_number(s)), None)
+        if bad is not None:
+            raise AgentmillError(f"{where}: benchmark {b!r}: expected a list of numbers; item {bad} is "
+                                 f"{type(scores[bad]).__name__} {scores[bad]!r}")
     return data
 
 
