@@ -42,6 +42,7 @@ def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
     return {
         "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": gym_db(g.name)} for g in spec.gyms],
         "seeds": [f"{root}/seeds/{i}.sql" for i, _ in enumerate(spec.seeds)],
+        "labels": {f"{root}/seeds/{i}.sql": f"{p.parent.name}/{p.name}" for i, p in enumerate(spec.seeds)},
         "timeout": spec.tool_timeout_sec,
     }
 

@@ -244,14 +244,14 @@ def init(spec):
         for part in ("schema.sql", "seed.sql"):
             path = os.path.join(gym["dir"], part)
             if os.path.isfile(path):
-                _script(db, path)
+                _script(db, path, f"gym '{gym['name']}': {part}")
         db.close()
     for path in spec.get("seeds", []):
         # the task's seed runs on the first gym with the others attached under their names, so
         # one seed.sql can set up a cross-gym task (unqualified names resolve in gym order)
         db = sqlite3.connect(spec["gyms"][0]["db"])
         _attach_others(db, spec, spec["gyms"][0]["name"], readonly=False)
-        _script(db, path)
+        _script(db, path, spec.get("labels", {}).get(path, path))
         db.close()
     return {"gyms": [g["name"] for g in spec["gyms"]]}
 
@@ -263,14 +263,14 @@ def _attach_others(db, spec, main, *, readonly):
             db.execute(f"ATTACH DATABASE ? AS {gym['name']}", (target,))
 
 
-def _script(db, path):
+def _script(db, path, label):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     try:
         db.executescript(text)
         db.commit()
     except sqlite3.Error as e:
-        raise RuntimeError(f"{os.path.basename(os.path.dirname(path))}/{os.path.basename(path)}: {e}")
+        raise RuntimeError(f"{label}: {e}")
 
 
 # -- calls -----------------------------------------------------------------------------------------
