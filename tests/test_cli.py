@@ -27,13 +27,15 @@ def test_check_json_and_broken_tasks(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "broken/task.toml: field 'agent.timeout_sec'" in r.stderr
     rows = {row["task"]: row for row in json.loads(out.read_text())}
-    assert set(rows) == {"good", "vacuous", "unsolvable"}
+    assert set(rows) == {"good", "vacuous", "unsolvable", "broken"}
+    assert rows["broken"]["verdict"] == "broken" and rows["broken"]["oracle"] is None
+    assert "broken/task.toml: field 'agent.timeout_sec'" in rows["broken"]["reason"]
     assert rows["good"]["verdict"] == "ok"
     assert rows["good"]["oracle"] == {"reward": 1.0, "outcome": "passed", "exception": None}
     assert rows["good"]["nop"]["reward"] == 0.0 and rows["good"]["nop"]["outcome"] == "failed"
     assert rows["vacuous"]["verdict"] == "vacuous"
     assert rows["unsolvable"]["verdict"] == "unsolvable"
-    assert "1/3 tasks ok" in r.stdout
+    assert "1/4 ok, 1 broken, 1 unsolvable, 1 vacuous" in r.stdout
 
 
 def test_check_needs_a_dataset():
@@ -71,3 +73,64 @@ def test_sandbox_run_refuses_unreachable_workspace(tmp_path):
     locked.mkdir(mode=0o700)
     r = agentmill("sandbox", "run", "--workspace", str(locked / "ws"), "--", "true")
     assert r.returncode == 2 and "cannot enter" in r.stderr and str(locked) in r.stderr
+
+
+def test_unknown_task_names_are_listed_with_close_matches(tmp_path):
+    data = tmp_path / "ds"
+    for name in ("csv-report", "json-report", "git-revert"):
+        simple_task(data, name)
+    for verb in (["check"], ["rollout", "--agent", "oracle", "--out", str(tmp_path / "run")]):
+        r = agentmill(*verb, str(data), "-t", "csv-report", "-t", "jsn-report", "-t", "zzz")
+        assert r.returncode == 2, r.stderr
+        assert f"--task: unknown task names in {data}: jsn-report (did you mean: json-report" in r.stderr
+        assert r.stderr.rstrip().endswith("; zzz") and "csv-report;" not in r.stderr
+        assert "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+@sandbox
+def test_printed_exit_codes_match_the_process_exit_code():
+    for command, code in ((["sh", "-c", "exit 7"], 7), (["sh", "-c", "kill -9 $$"], 137), (["sh", "-c", "kill -TERM $$"], 143)):
+        r = agentmill("sandbox", "run", "--", *command)
+        assert r.returncode == code, r.stderr
+        assert f"exit code: {code}" in r.stderr
+    r = agentmill("sandbox", "run", "--timeout", "1", "--", "sleep", "30")
+    assert r.returncode == 124 and "exit code: 124 (timed out)" in r.stderr
+
+
+def _commands():
+    import typer.main
+
+    from agentmill.cli import app
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, [*path, name])
+        else:
+            yield path, cmd
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_help_shows_every_option_with_a_line_and_its_default():
+    commands = _commands()
+    assert len(commands) >= 10
+    for path, cmd in commands:
+        r = agentmill(*path, "--help", env={**os.environ, "COLUMNS": "2000"})
+        assert r.returncode == 0, r.stderr
+        text = " ".join(r.stdout.split())  # wrapped lines joined
+        for param in cmd.params:
+            if param.name == "help" or param.param_type_name == "argument":
+                continue
+            assert param.help, f"agentmill {' '.join(path)} {param.opts[0]} has no help line"
+            assert " ".join(param.help.split()) in text, f"{path} {param.opts[0]}: help not shown"
+            shown = param.default not in (None, False, (), []) and not param.required
+            if shown:
+                default = param.default if not isinstance(param.default, float) else param.default
+                assert f"[default: {default}" in text, f"agentmill {' '.join(path)} {param.opts[0]}: default not shown"
+
+
+def test_square_brackets_in_help_are_text_not_markup():
+    r = agentmill("export", "--help", env={**os.environ, "COLUMNS": "2000"})
+    assert "TOML file with a [filters] table" in " ".join(r.stdout.split())
