@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentmill.verify.outcome import Outcome
+from agentmill.verify.tamper import Tamper
 
 
 class Timings(BaseModel):
@@ -38,6 +39,7 @@ class TrialResult(BaseModel):
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0})
     cost_usd: float | None = None
     agent_metadata: dict = Field(default_factory=dict)
+    tamper: list[Tamper] = Field(default_factory=list)  # what the verifier neutralised: kind, path, detail
 
     @property
     def passed(self) -> bool:

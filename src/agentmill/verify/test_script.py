@@ -1,24 +1,32 @@
 """The test-script verifier: run the task's tests over the agent's final state in a fresh sandbox.
 
 A fresh sandbox (not the agent's) means no process the agent left behind can touch the tests or
-the reward file, and /tests is never visible while the agent runs.
+the reward file, and /tests is never visible while the agent runs. Before it starts, the agent's
+final rootfs is hardened on the host (verify/hardening.py); the test script then runs in the
+verifier's own environment (verify/isolation.py); the reward is read on the host once every
+process is dead (verify/reward_files.py). What was neutralised is returned as tamper evidence,
+and a trial with evidence gets no reward.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.images import Image
-from agentmill.sandbox.protocol import Sandbox
-from agentmill.sandbox.registry import create_sandbox
+from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.tasks.model import Task
+from agentmill.verify.hardening import harden
+from agentmill.verify.isolation import HOME, PIN, verifier_env, write_pin
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
+from agentmill.verify.reward_files import read_reward_files, rewritten
 from agentmill.verify.staging import stage
-from agentmill.verify.toolkit import MOUNT, ensure_toolkit, toolkit_env
+from agentmill.verify.tamper import Tamper, parse_markers
+from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
 _KEEP_OUTPUT = 64 << 10
 
@@ -33,51 +41,64 @@ class VerifierResult:
     returncode: int | None = None
     error: str | None = None
     seconds: float = 0.0
+    tamper: list[Tamper] = field(default_factory=list)
 
 
 async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) -> VerifierResult:
     started = time.monotonic()
     tests = stage(task.tests_sources, scratch / "tests")
-    logs = scratch / "verifier-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    mounts = {"/tests": tests}
-    env = dict(task.config.verifier.env)
     toolkit = await asyncio.to_thread(ensure_toolkit, build=True)
+    command_dirs = (image.usr_local / "bin",) + ((toolkit / "bin",) if toolkit is not None else ())
+    try:
+        tamper = await asyncio.to_thread(harden, rootfs, image.rootfs, scratch / "quarantine", workdir=image.workdir,
+                                         env=dict(image.env), command_dirs=command_dirs)
+    except OSError as e:  # the pass itself failed: never judge an unvetted tree
+        return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
+                              seconds=time.monotonic() - started)
+    logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
+    addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
+    mounts = {"/tests": tests, PIN: scratch / "verifier-pin"}
     if toolkit is not None:
         mounts[MOUNT] = toolkit
-    spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs})
+    spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs, HOME: home})
+    spec.env = verifier_env(image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None)
     try:
-        async with create_sandbox(spec) as sb:
-            if toolkit is not None:
-                env = {**toolkit_env(sb.base_env()["PATH"]), **env}
-            run = await sb.exec(["bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
-                                env=env, max_output=_KEEP_OUTPUT)
-            result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode)
-            if run.timed_out:
-                result.outcome = Outcome.VERIFIER_TIMEOUT
-                result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
-                return result
-            txt = await _maybe_read(sb, "/logs/verifier/reward.txt")
-            js = await _maybe_read(sb, "/logs/verifier/reward.json") if txt is None else None
+        async with BwrapSandbox(spec) as sb:
+            run = await sb.exec(["/usr/bin/bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
+                                env=spec.env, max_output=_KEEP_OUTPUT)
+            at_exit = await asyncio.to_thread(read_reward_files, logs)
     except SandboxError as e:
-        return VerifierResult(Outcome.SANDBOX_ERROR, error=str(e), seconds=time.monotonic() - started)
-    try:
-        if txt is None and js is None and task.format == "terminal-bench":
-            # Terminal-Bench's verdict is the test script's exit status.
-            result.reward, result.rewards = (1.0 if run.returncode == 0 else 0.0), {}
-        else:
-            result.reward, result.rewards = parse_reward(txt, js)
-        result.outcome = Outcome.PASSED if result.reward >= 1.0 - 1e-9 else Outcome.FAILED
-    except RewardError as e:
-        result.outcome, result.error = Outcome.VERIFIER_ERROR, str(e)
+        return VerifierResult(Outcome.SANDBOX_ERROR, error=str(e), seconds=time.monotonic() - started, tamper=tamper)
+    # The sandbox is gone, and every process in it: what the files hold now is final.
+    final = await asyncio.to_thread(read_reward_files, logs)
+    tamper += final.evidence + rewritten(at_exit, final) + parse_markers(run.stderr + "\n" + run.stdout)
+    result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode, tamper=tamper)
+    if run.timed_out:
+        result.outcome = Outcome.VERIFIER_TIMEOUT
+        result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
+    else:
+        _judge(task, result, run.returncode, final.data("reward.txt"), final.data("reward.json"))
+    if tamper and result.outcome is Outcome.PASSED or tamper and result.reward:
+        said = result.reward
+        result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
+        result.error = f"tamper evidence ({len(tamper)}): reward withheld (the tests said {said:g})"
     result.seconds = time.monotonic() - started
     return result
 
 
-async def _maybe_read(sb: Sandbox, path: str) -> bytes | None:
+def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | None, js: bytes | None) -> None:
     try:
-        return await sb.read_file(path, max_bytes=1 << 20)
-    except FileNotFoundError:
-        return None
-    except SandboxError as e:  # a directory, a dangling link, unreadable: the verifier's fault
-        return f"<unreadable: {e}>".encode()
+        if txt is None and js is None and task.format == "terminal-bench":
+            # Terminal-Bench's verdict is the test script's exit status.
+            result.reward, result.rewards = (1.0 if returncode == 0 else 0.0), {}
+        else:
+            result.reward, result.rewards = parse_reward(txt, js if txt is None else None)
+        result.outcome = Outcome.PASSED if result.reward >= 1.0 - 1e-9 else Outcome.FAILED
+    except RewardError as e:
+        result.outcome, result.error = Outcome.VERIFIER_ERROR, str(e)
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path

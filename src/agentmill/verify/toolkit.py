@@ -6,7 +6,11 @@ network, so the toolkit (built once, from the package registries, at set-up) mou
 /.agentmill/toolkit in verifier sandboxes: a Python environment with pytest and its CTRF plugin
 (over the image's own packages), and small shims for uv, uvx, pytest, curl (only the uv
 installer URL is served) and apt-get (host packages only). Requested versions are not honoured:
-the toolkit's versions are used and the shims say so on stderr.
+the toolkit's versions are used and the shims say so on stderr. Python files among the shims
+(the pytest guard) go to lib/, which the verifier puts on PYTHONPATH.
+
+The Python environment is built once per package set and copied into each toolkit version, so
+changing a shim never reinstalls from the registry.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ from agentmill.tasks.hashing import hash_text, hash_tree
 
 PACKAGES = ("pytest", "pytest-json-ctrf")
 MOUNT = "/.agentmill/toolkit"
+LIB = f"{MOUNT}/lib"  # the pytest guard, on the verifier's PYTHONPATH
+LAYOUT = "2"  # bump when the toolkit's folder layout changes: venv/, bin/ (shims), lib/ (python)
 
 
 def toolkit_path() -> Path:
     shims = package_assets("toolkit")
     apt = package_assets("shims")
-    key = hash_text(hash_tree(shims), hash_tree(apt), *PACKAGES, os.path.realpath("/usr/bin/python3"))[:16]
+    key = hash_text(LAYOUT, hash_tree(shims), hash_tree(apt), *PACKAGES, os.path.realpath("/usr/bin/python3"))[:16]
     return cache_dir() / "toolkit" / key
 
 
@@ -43,25 +49,45 @@ def ensure_toolkit(*, build: bool = True) -> Path | None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (dest / ".ready").exists():
             return dest
+        venv = _ensure_venv(dest.parent)
+        if venv is None:
+            return None
         tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(tmp / "venv")],
-                           check=True, capture_output=True, timeout=300)
-            subprocess.run([str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            *PACKAGES], check=True, capture_output=True, timeout=600)
-        except (subprocess.SubprocessError, OSError):
-            shutil.rmtree(tmp, ignore_errors=True)
-            return None
+        tmp.mkdir()
+        subprocess.run(["cp", "-a", "--reflink=auto", str(venv), str(tmp / "venv")], check=True)
         (tmp / "bin").mkdir()
+        (tmp / "lib").mkdir()
         for src in (package_assets("toolkit"), package_assets("shims")):
             for f in src.iterdir():
-                shutil.copy2(f, tmp / "bin" / f.name)
+                if f.is_file():
+                    shutil.copy2(f, tmp / ("lib" if f.suffix == ".py" else "bin") / f.name)
         subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
         (tmp / ".ready").write_text("ok\n")
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return dest
+
+
+def _ensure_venv(root: Path) -> Path | None:
+    """The toolkit's Python environment (pytest and plugins over the host's packages), built once."""
+    dest = root / f"venv-{hash_text(*PACKAGES, os.path.realpath('/usr/bin/python3'))[:16]}"
+    if (dest / ".ready").exists():
+        return dest / "venv"
+    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(tmp / "venv")],
+                       check=True, capture_output=True, timeout=300)
+        subprocess.run([str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *PACKAGES], check=True, capture_output=True, timeout=600)
+    except (subprocess.SubprocessError, OSError):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return None
+    (tmp / ".ready").write_text("ok\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest / "venv"
 
 
 def toolkit_env(base_path: str) -> dict[str, str]:
