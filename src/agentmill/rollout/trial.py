@@ -105,6 +105,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
+        result.tamper = list(getattr(verdict, "tamper", []))  # evidence of what the verifier neutralised
         result.outcome = agent_outcome or verdict.outcome
         if verdict.error and not result.exception:
             result.exception = verdict.error

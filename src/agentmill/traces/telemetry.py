@@ -41,6 +41,8 @@ class Telemetry(BaseModel):
     repeated_commands: int = 0  # commands identical to one already run in this trajectory
     max_repeat_run: int = 0  # longest run of consecutive identical commands
     is_subagent: bool = False
+    tamper: int = 0  # tamper evidence the verifier recorded (see verify/tamper.py)
+    tamper_kinds: list[str] = []
 
     @property
     def error_rate(self) -> float:
@@ -88,6 +90,9 @@ def compute_telemetry(trajectory: Trajectory, result: dict) -> Telemetry:
     t.completion_claimed = bool(meta.get("completed"))
     t.premature_completion = t.completion_claimed and result.get("outcome") != "passed"
     t.timed_out = result.get("outcome") in {"agent_timeout", "verifier_timeout"}
+    evidence = result.get("tamper") or []
+    t.tamper = len(evidence)
+    t.tamper_kinds = sorted({str(e.get("kind")) for e in evidence if isinstance(e, dict)})
     return t
 
 
@@ -130,4 +135,5 @@ def aggregate(telemetries: list[Telemetry]) -> dict:
         "premature_completion": sum(t.premature_completion for t in telemetries),
         "self_corrections": sum(t.self_corrections for t in telemetries),
         "repeated_commands": sum(t.repeated_commands for t in telemetries),
+        "tampered": sum(1 for t in telemetries if t.tamper),
     }
