@@ -111,3 +111,16 @@ def greedy_cover(items: Iterable, keys, k: int) -> list:
 
 def select_seeds(seeds: list[Seed], k: int) -> list[Seed]:
     return greedy_cover(seeds, Seed.coverage_keys, k)
+
+
+def real_family_keys(seed: Seed, input_files: list[str], output_files: list[str]) -> dict:
+    """Coverage keys of a materialised task: the seed's, with the expected file family replaced by
+    the families of its real input files and its deliverables' formats."""
+    from agentmill.grounded.patterns import FORMAT_FAMILY
+
+    def fams(paths):
+        return sorted({FORMAT_FAMILY.get(p.rsplit(".", 1)[-1].lower(), "other") for p in paths})
+
+    keys = seed.coverage_keys()
+    del keys["file_family"]
+    return {**keys, "input_family": fams(input_files), "output_family": fams(output_files)}

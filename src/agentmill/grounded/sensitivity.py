@@ -1,0 +1,55 @@
+"""Judge sensitivity: remove a cited file (or one sheet of it) from what the judge sees and
+re-score. Criteria citing it should drop; the others should not move. Reports both figures, as
+GraphForge does (mean drop of the cited criteria, mean absolute change of the others)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agentmill.grounded.judge import judge
+from agentmill.grounded.records import Graph, Spec
+from agentmill.models import ModelClient
+
+
+class SensitivityReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    removed: str
+    cited: list[str]
+    others: list[str]
+    before: dict[str, float]
+    after: dict[str, float]
+    mean_drop_cited: float | None
+    mean_abs_change_others: float | None
+
+
+def citing(spec: Spec, graph: Graph, removed: str) -> list[str]:
+    """Criteria with an anchor in the removed file (`file`) or sheet (`file#sheet`)."""
+    hit = {n.id for n in graph.nodes if n.file == removed or f"{n.file}#{n.locator.sheet}" == removed}
+    return [c.id for c in spec.criteria if hit & set(c.anchors)]
+
+
+async def sensitivity(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path, client: ModelClient, removed: str, *,
+                      prompts_dir: Path | None = None) -> SensitivityReport:
+    before = await judge(spec, graph, ws_dir, deliverables, client, prompts_dir=prompts_dir)
+    # a removed sheet hides its facts and the workbook's excerpt (the excerpt would show the sheet)
+    gone = frozenset({removed, removed.split("#", 1)[0]})
+    hidden = _hide(graph, removed)
+    after = await judge(spec, hidden, ws_dir, deliverables, client, removed=gone, prompts_dir=prompts_dir)
+    b = {s.id: s.score for s in before.scores}
+    a = {s.id: s.score for s in after.scores}
+    cited = citing(spec, graph, removed)
+    others = [c.id for c in spec.criteria if c.id not in cited]
+    return SensitivityReport(
+        removed=removed, cited=cited, others=others, before=b, after=a,
+        mean_drop_cited=sum(b[c] - a[c] for c in cited) / len(cited) if cited else None,
+        mean_abs_change_others=sum(abs(b[c] - a[c]) for c in others) / len(others) if others else None)
+
+
+def _hide(graph: Graph, removed: str) -> Graph:
+    """The graph with the removed sheet's facts marked as coming from a removed file."""
+    if "#" not in removed:
+        return graph
+    nodes = [n.model_copy(update={"file": removed}) if f"{n.file}#{n.locator.sheet}" == removed else n for n in graph.nodes]
+    return graph.model_copy(update={"nodes": nodes})

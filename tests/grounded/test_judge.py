@@ -1,0 +1,81 @@
+"""The judge: quality arithmetic, the anchored/unanchored views, and the sensitivity check (removing
+a cited file drops only the criteria that cite it)."""
+
+import asyncio
+import shutil
+
+import pytest
+
+from agentmill.grounded.corpus import build_corpus
+from agentmill.grounded.graph import GraphDraft, check_facts
+from agentmill.grounded.judge import judge, quality
+from agentmill.grounded.records import JudgeVerdict, Spec, Workspace
+from agentmill.grounded.seeds import candidate_seeds
+from agentmill.grounded.sensitivity import sensitivity
+from agentmill.models import ModelClient
+from tests.grounded import scripted
+from tests.helpers.chat_server import ChatServer
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    root = tmp_path_factory.mktemp("case")
+    corpus = build_corpus(root / "corpus")
+    ws_dir = root / "ws"
+    roles = {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser"}
+    for rel in roles:
+        (ws_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(corpus / rel, ws_dir / rel)
+    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": p, "source": p, "role": r, "sha256": "x"} for p, r in roles.items()])
+    graph = check_facts(ws, ws_dir, GraphDraft.model_validate(scripted.GRAPH))
+    out = root / "out"
+    out.mkdir()
+    (out / "summary.csv").write_text("source,net_generation\nFossil Fuels,29329\nNuclear Energy,5214\nRenewables,21933\nTotal,56476\n")
+    (out / "memo.md").write_text("# Summary\n56476 thousand megawatthours; 38.8% renewables.\n# Method\nsums\n")
+    return Spec.model_validate(scripted.SPEC), graph, ws_dir, out
+
+
+def test_quality_is_weighted_satisfaction_minus_proven_penalties():
+    spec = Spec.model_validate(scripted.SPEC)  # weights c1=2, c2=1, c3=1; x1 penalty 0.3
+    v = JudgeVerdict(scores=[{"id": "c1", "score": 1}, {"id": "c2", "score": 0}, {"id": "c3", "score": 0.5}],
+                     violations=[{"id": "x1", "proven": False}])
+    assert quality(spec, v) == pytest.approx((2 + 0 + 0.5) / 4)
+    v.violations[0].proven = True
+    assert quality(spec, v) == pytest.approx(2.5 / 4 - 0.3)
+    v.scores = [s.model_copy(update={"score": 0}) for s in v.scores]
+    assert quality(spec, v) == 0.0  # never below zero
+
+
+def run(fn):
+    with ChatServer(scripted.judge_policy()) as srv:
+        async def go():
+            c = ModelClient(base_url=srv.base_url, model="judge", max_retries=0)
+            try:
+                return await fn(c)
+            finally:
+                await c.close()
+        return asyncio.run(go()), srv.requests
+
+
+def test_unanchored_judge_gets_no_anchors_or_verification(case):
+    spec, graph, ws_dir, out = case
+    _, requests = run(lambda c: judge(spec, graph, ws_dir, out, c, mode="unanchored"))
+    text = requests[0]["messages"][-1]["content"]
+    assert "f2017renew" not in text and "Sum the three 2017 rows" not in text and "(not provided)" in text
+    _, requests = run(lambda c: judge(spec, graph, ws_dir, out, c, mode="anchored"))
+    text = requests[0]["messages"][-1]["content"]
+    assert "[f2017renew]" in text and "Sum the three 2017 rows" in text and "=== source file: energy/iowa-electricity.csv" in text
+
+
+@pytest.mark.parametrize("removed, cited", [(scripted.ABOUT, ["c3"]), (scripted.CSV, ["c1", "c2"]), (scripted.STOCKS, [])])
+def test_sensitivity_drops_only_the_criteria_citing_the_removed_file(case, removed, cited):
+    spec, graph, ws_dir, out = case
+    report, requests = run(lambda c: sensitivity(spec, graph, ws_dir, out, c, removed))
+    assert report.cited == cited
+    assert report.before == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
+    assert all(report.after[c] == 0.0 for c in cited)
+    assert all(report.after[c] == 1.0 for c in report.others)
+    assert report.mean_drop_cited == (1.0 if cited else None) and report.mean_abs_change_others == 0.0
+    # the second judge call really did not see the removed file's content
+    assert f"=== source file: {removed}" in requests[0]["messages"][-1]["content"] or not cited
+    assert f"=== source file: {removed}" not in requests[1]["messages"][-1]["content"]
