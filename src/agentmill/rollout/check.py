@@ -72,8 +72,8 @@ async def check_tasks(
     builder: ImageBuilder | None = None,
     on_done: Callable[[CheckResult], None] | None = None,
 ) -> list[CheckResult]:
-    builder = builder or ImageBuilder()
     await asyncio.to_thread(require_toolkit)  # fail loudly, once, before any trial
+    builder = builder or ImageBuilder()
     await asyncio.to_thread(sweep_scratch)
     gate = asyncio.Semaphore(concurrency)
 
