@@ -24,7 +24,7 @@ from agentmill.recipe.llm_cache import CachedModel
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 from agentmill.recipe.schema import Augment, Recipe
 from agentmill.recipe.stage import Stage, StageContext, register_stage
-from agentmill.recipe.stages.meaning import judge, lost_anchors, tests_text
+from agentmill.recipe.stages.meaning import judge, lost_anchors, verifier_text
 from agentmill.recipe.stages.model_identity import model_identity
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
@@ -78,7 +78,7 @@ async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedMode
         if difflib.SequenceMatcher(None, text, parent.instruction.strip()).ratio() > MAX_SIMILARITY:
             return Drop(name=name, reason="rewrite is a copy of the original")
         if spec.check_anchors:
-            lost = lost_anchors(parent.instruction, text, tests_text(Path(parent.path)))
+            lost = lost_anchors(parent.instruction, text, verifier_text(Path(parent.path)))
             if lost:
                 more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
                 return Drop(name=name, reason=f"rewrite loses {', '.join(map(str, lost[:3]))}{more} (the tests check it)")

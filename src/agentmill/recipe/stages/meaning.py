@@ -59,7 +59,7 @@ def anchors(instruction: str) -> list[Anchor]:
     return list(found)
 
 
-def tests_text(task_dir: Path) -> str:
+def verifier_text(task_dir: Path) -> str:
     """Everything in the task's tests folder, as text (what the verifier can check)."""
     parts = []
     tests = Path(task_dir) / "tests"
