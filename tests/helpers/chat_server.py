@@ -1,7 +1,9 @@
 """A real local HTTP server that speaks the chat-completions API with scripted replies.
 
 A test double for the test suite only: agentmill's client talks to it over real sockets, so
-retries, timeouts, malformed bodies and Retry-After are exercised end to end.
+retries, timeouts, malformed bodies and Retry-After are exercised end to end. It records every
+request it receives (`requests`) and, beside each, the assistant message it answered with
+(`exchanges`: what crossed the wire, for the exact-rows tests). Replies may carry tool calls.
 """
 
 from __future__ import annotations
@@ -24,7 +26,18 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: bytes | None = None  # sent as-is instead of a completion
     usage: tuple[int, int] = (10, 5)
-    finish_reason: str = "stop"
+    finish_reason: str | None = None  # default: "tool_calls" when there are tool calls, else "stop"
+    # [{"id": ..., "name": ..., "arguments": str | dict}]; a dict is sent as its JSON text
+    tool_calls: list[dict[str, Any]] | None = None
+    error: str | None = None  # the error message of a non-200 reply
+    error_code: str | None = None
+
+
+@dataclass
+class Exchange:
+    request: dict[str, Any]
+    status: int
+    message: dict[str, Any] | None  # the assistant message sent back (None unless status 200)
 
 
 Policy = Callable[[dict[str, Any]], Reply]
@@ -46,6 +59,7 @@ class ChatServer:
     def __init__(self, policy: Policy, model: str = "scripted"):
         self.policy, self.model = policy, model
         self.requests: list[dict[str, Any]] = []
+        self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         server = self
 
@@ -67,17 +81,28 @@ class ChatServer:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.raw_body is not None:
+                    server._record(body, reply.status, None)
                     return self._send(reply.status, reply.raw_body, reply.headers)
                 if reply.status != 200:
-                    err = {"error": {"message": f"scripted {reply.status}", "type": "server_error", "code": reply.status}}
+                    server._record(body, reply.status, None)
+                    err = {"error": {"message": reply.error or f"scripted {reply.status}", "type": "server_error",
+                                     "code": reply.error_code or reply.status}}
                     return self._send(reply.status, json.dumps(err).encode(), reply.headers)
                 message = {"role": "assistant", "content": reply.content}
                 if reply.reasoning is not None:
                     message["reasoning_content"] = reply.reasoning
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": c.get("id", f"call_{i}"), "type": "function",
+                         "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                                      else json.dumps(c["arguments"])}}
+                        for i, c in enumerate(reply.tool_calls)]
+                finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+                server._record(body, 200, message)
                 completion = {
                     "id": f"cmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", server.model),
-                    "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {"prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
                               "total_tokens": sum(reply.usage)},
                 }
@@ -98,6 +123,10 @@ class ChatServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def _record(self, request: dict, status: int, message: dict | None) -> None:
+        with self._lock:
+            self.exchanges.append(Exchange(request, status, message))
 
     @property
     def base_url(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,32 @@ class EndpointError(AgentmillError):
     """The endpoint failed after every retry (down, refusing, or answering garbage)."""
 
 
+class ContextExceededError(AgentmillError):
+    """The conversation no longer fits the model: the endpoint said so, or --max-context was reached.
+    The agent's own limit, not the infrastructure's: the trial ends as `context_exceeded`."""
+
+
+# How servers say the prompt is too long: OpenAI (code context_length_exceeded, "maximum context
+# length"), vLLM ("maximum context length"), SGLang ("longer than the model's context length"),
+# llama.cpp ("exceeds the available context size"), llama-cpp-python ("exceed context window"),
+# TGI ("`inputs` tokens + `max_new_tokens` must be <="), others ("prompt is too long").
+CONTEXT_EXCEEDED = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|exceeds? (?:the )?(?:available )?context (?:size|window|length)"
+    r"|context (?:size|window|length) (?:has been |was |is )?exceeded|longer than the model'?s (?:maximum )?context length"
+    r"|prompt is too long|`inputs` tokens \+ `max_new_tokens` must be",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class ToolCallRequest:
+    """One function call the model asked for. `arguments` is the JSON text exactly as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str
+
+
 @dataclass
 class Usage:
     prompt_tokens: int = 0
@@ -72,6 +99,7 @@ class ChatReply:
     latency: float
     attempts: int
     raw_content: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
 
 
 @dataclass
@@ -130,12 +158,18 @@ class ModelClient:
     async def close(self) -> None:
         await self._sdk.close()
 
-    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None) -> ChatReply:
-        """One completion, retried on transient failures. Raises EndpointError when retries run out."""
+    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
+                   tools: list[dict] | None = None) -> ChatReply:
+        """One completion, retried on transient failures. Raises EndpointError when retries run out,
+        ContextExceededError when the endpoint says the conversation is too long for the model.
+
+        `tools`: OpenAI function schemas; the reply's `tool_calls` holds the calls the model made."""
         kwargs: dict[str, Any] = dict(
             model=self.model, messages=messages, temperature=self.sampling.temperature,
             top_p=self.sampling.top_p, max_tokens=self.sampling.max_tokens,
         )
+        if tools:
+            kwargs["tools"] = tools
         if self.sampling.seed is not None:
             kwargs["seed"] = self.sampling.seed
         if self.extra_body:
@@ -154,6 +188,9 @@ class ModelClient:
                     resp = await self._sdk.chat.completions.create(**kwargs)
                     return self._reply(resp, time.monotonic() - started, attempt)
                 except openai.APIStatusError as e:
+                    if CONTEXT_EXCEEDED.search(_body(e)):
+                        self.stats.failures += 1
+                        raise ContextExceededError(f"the model's context is full: {_brief(e)}") from None
                     if mode is not None and _mentions_format(e):
                         # This endpoint speaks another dialect, or none. Concurrent requests learn
                         # the same lesson at once: only the first drops the mode.
@@ -195,12 +232,15 @@ class ModelClient:
             usage.cached_tokens = (getattr(details, "cached_tokens", 0) or 0) if details else 0
             cdetails = getattr(resp.usage, "completion_tokens_details", None)
             usage.reasoning_tokens = (getattr(cdetails, "reasoning_tokens", 0) or 0) if cdetails else 0
+        calls = [ToolCallRequest(id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or "")
+                 for c in (getattr(msg, "tool_calls", None) or []) if getattr(c, "function", None) is not None]
         cost = self.cost(usage)
         self.stats.usage.add(usage)
         if cost is not None:
             self.stats.cost_usd += cost
         return ChatReply(content=content, reasoning=reasoning, usage=usage, cost_usd=cost,
-                         finish_reason=choice.finish_reason, latency=latency, attempts=attempts, raw_content=raw)
+                         finish_reason=choice.finish_reason, latency=latency, attempts=attempts, raw_content=raw,
+                         tool_calls=calls)
 
     def cost(self, usage: Usage) -> float | None:
         if self.prices is None:
@@ -229,10 +269,14 @@ def _brief(e: Exception) -> str:
     return str(e).replace("\n", " ")[:300]
 
 
-def _mentions_format(e: openai.APIStatusError) -> bool:
+def _body(e: openai.APIStatusError) -> str:
     try:
         body = e.response.text
     except Exception:  # a streamed or closed response has no text
         body = ""
-    text = f"{e} {body}".lower()
+    return f"{e} {body}"
+
+
+def _mentions_format(e: openai.APIStatusError) -> bool:
+    text = _body(e).lower()
     return "response_format" in text or "json_schema" in text or "grammar" in text

@@ -21,11 +21,18 @@ class ToolCall(_Atif):
     tool_call_id: str
     function_name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # agentmill: "arguments_text" = the arguments' JSON text exactly as sent back to the model
+    # (a model may write text that is not a JSON object; `arguments` is then empty)
+    extra: dict[str, Any] | None = None
 
 
 class ObservationResult(_Atif):
+    """For agentmill's agents, `content` is exactly what the model was told: the next user message
+    (text-protocol agents, wrapper included) or the `role: tool` message's content."""
+
     source_call_id: str | None = None
     content: str | None = None
+    extra: dict[str, Any] | None = None
 
 
 class Observation(_Atif):

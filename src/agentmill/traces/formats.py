@@ -48,14 +48,18 @@ _SHAREGPT_ROLE = {"user": "human", "assistant": "gpt", "tool": "observation"}
 
 
 def sharegpt_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
+    """LLaMA-Factory's layout of the same messages. A tool-call turn is a `function_call` whose value
+    is an optional `<think>` block then the JSON of the call (a list for parallel calls), arguments as
+    objects, which is all LLaMA-Factory's function formatter reads: text the model wrote beside its
+    calls has no place there (the `trl` rows keep it). Results of parallel calls share one
+    `observation`, one per line."""
     system = "\n\n".join(m["content"] for m in rendered.messages if m["role"] == "system")
     conv: list[dict[str, str]] = []
     for m in rendered.messages:
         if m["role"] == "system":
             continue
         if m["role"] == "assistant" and m.get("tool_calls"):
-            calls = [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in m["tool_calls"]]
-            conv.append({"from": "function_call", "value": json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)})
+            conv.append({"from": "function_call", "value": function_call_value(m)})
         elif m["role"] == "tool":
             if conv and conv[-1]["from"] == "observation":  # several results answer one call turn
                 conv[-1]["value"] += "\n" + m["content"]
@@ -67,6 +71,23 @@ def sharegpt_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
         conv.pop()
     return {"conversations": conv, "system": system, "tools": json.dumps(rendered.tools, ensure_ascii=False) if rendered.tools else "",
             "provenance": provenance(rec)}
+
+
+def function_call_value(message: dict[str, Any]) -> str:
+    calls = [{"name": c["function"]["name"], "arguments": _arguments_object(c["function"]["arguments"])}
+             for c in message["tool_calls"]]
+    content = message.get("content") or ""
+    think = content[:content.index("</think>") + len("</think>")] if content.startswith("<think>") and "</think>" in content else ""
+    return think + json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+
+
+def _arguments_object(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # not JSON: kept as the model wrote it
 
 
 def dataset_info_entry(name: str, file_name: str) -> dict[str, Any]:

@@ -1,9 +1,21 @@
-"""Render a trajectory as the chat the model saw: OpenAI-style messages, for every SFT format.
+"""Render a trajectory as the chat the model had: OpenAI-style messages, for every SFT format.
 
-Agents that speak JSON in their text (terminus) are rendered natively: the assistant's reply as
-written, the terminal's answer as the next user message, exactly the conversation it was trained
-to continue. Agents that call tools are rendered with assistant `tool_calls` and `role: tool`
-results. Reasoning is rendered Qwen3-style as `<think>...</think>` before the answer, or dropped.
+For agentmill's agents the trajectory stores every message exactly as it was sent
+(agents/conversation.py), so rendering is a verbatim walk over the steps:
+
+- `system` / `user` steps: the message as sent;
+- `agent` steps: the reply as it was sent back in later requests; with `reasoning="think"`, reasoning
+  is put before it as `<think>\\n...\\n</think>\\n\\n` (Qwen3 style); `"drop"` leaves it out. Requests
+  never carry earlier reasoning, so with "drop" every message equals what the endpoint received;
+- text-protocol agents (terminus: `rendering = "text"`, from the agent registry) are followed by
+  their observation as the next user message, verbatim (wrapper included);
+- tool-calling agents: an assistant message with `tool_calls` (arguments as the JSON text sent),
+  then one `role: tool` message per call; `tools` is the list of tools sent with the requests.
+
+A row ends on the model's turn: messages after the last reply (an observation the agent produced
+but never sent, e.g. when max turns ran out) are not part of the conversation the model had.
+Text is cleaned and redacted once more on the way out (idempotent on what agents stored, and a
+safety net for trajectories written elsewhere).
 """
 
 from __future__ import annotations
@@ -12,11 +24,11 @@ import json
 from typing import Any, Literal
 
 from agentmill.traces.atif import Step, Trajectory
-from agentmill.traces.redact import redact
-from agentmill.traces.text import clean_text
+from agentmill.traces.redact import scrub
 
 Reasoning = Literal["think", "drop"]
 
+# trajectories of other harnesses' agents that call tools name no tool list: describe what they used
 TOOL_SCHEMAS = {
     "bash": {"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
                                               "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
@@ -32,14 +44,14 @@ class Rendered:
 
 
 def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendered:
-    native = rendering_of(trajectory) == "text"
+    text_protocol = rendering_of(trajectory) == "text"
     messages: list[dict[str, Any]] = []
-    tools: dict[str, dict] = {}
+    used_tools: dict[str, dict] = {}
     redactions = 0
 
     def text(value: str | None) -> str:
         nonlocal redactions
-        cleaned, n = redact(clean_text(value))
+        cleaned, n = scrub(value)
         redactions += n
         return cleaned
 
@@ -47,10 +59,8 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
         if step.source in ("system", "user"):
             messages.append({"role": step.source, "content": text(step.message)})
             continue
-        content = text(step.message)
-        if reasoning == "think" and step.reasoning_content:
-            content = f"<think>\n{text(step.reasoning_content)}\n</think>\n\n{content}"
-        if native or not step.tool_calls:
+        content = with_reasoning(text(step.message), text(step.reasoning_content), reasoning)
+        if text_protocol or not step.tool_calls:
             messages.append({"role": "assistant", "content": content})
             observation = _observation(step)
             if observation is not None:
@@ -59,14 +69,36 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
         calls = []
         for call in step.tool_calls:
             calls.append({"id": call.tool_call_id, "type": "function",
-                          "function": {"name": call.function_name, "arguments": _redact_args(call.arguments, text)}})
-            tools.setdefault(call.function_name, TOOL_SCHEMAS.get(call.function_name, _generic_schema(call.function_name)))
+                          "function": {"name": call.function_name, "arguments": text(arguments_text(call))}})
+            used_tools.setdefault(call.function_name, TOOL_SCHEMAS.get(call.function_name, _generic_schema(call.function_name)))
         messages.append({"role": "assistant", "content": content, "tool_calls": calls})
         results = {r.source_call_id: r.content for r in (step.observation.results if step.observation else [])}
         for call in step.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "name": call.function_name,
-                             "content": text(results.get(call.tool_call_id) or "")})
-    return Rendered(_merge_consecutive(messages), list(tools.values()), redactions)
+            if call.tool_call_id in results:
+                messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "content": text(results[call.tool_call_id])})
+    tools = sent_tools(trajectory)
+    return Rendered(_end_on_reply(messages), tools if tools is not None else list(used_tools.values()), redactions)
+
+
+def with_reasoning(content: str, reasoning: str | None, mode: Reasoning) -> str:
+    if mode == "think" and reasoning:
+        return f"<think>\n{reasoning}\n</think>\n\n{content}"
+    return content
+
+
+def arguments_text(call) -> str:
+    """A call's arguments as the JSON text the model was sent back (agentmill agents record it)."""
+    recorded = (call.extra or {}).get("arguments_text")
+    return recorded if isinstance(recorded, str) else json.dumps(call.arguments or {}, ensure_ascii=False)
+
+
+def sent_tools(trajectory: Trajectory) -> list[dict] | None:
+    """The tool list sent with every request, recorded on the first step; None if none was recorded."""
+    for step in trajectory.steps[:1]:
+        tools = (step.extra or {}).get("tools")
+        if isinstance(tools, list):
+            return tools
+    return None
 
 
 def rendering_of(trajectory: Trajectory) -> str:
@@ -86,25 +118,11 @@ def _observation(step: Step) -> str | None:
     return "\n".join(r.content or "" for r in step.observation.results)
 
 
-def _redact_args(arguments: dict, text) -> dict:
-    return {k: text(v) if isinstance(v, str) else v for k, v in (arguments or {}).items()}
-
-
 def _generic_schema(name: str) -> dict:
     return {"type": "function", "function": {"name": name, "description": f"The {name} tool.",
                                              "parameters": {"type": "object", "properties": {}}}}
 
 
-def _merge_consecutive(messages: list[dict]) -> list[dict]:
-    """Chat templates want user and assistant to alternate; join two user turns in a row."""
-    out: list[dict] = []
-    for m in messages:
-        if out and m["role"] == "user" and out[-1]["role"] == "user":
-            out[-1] = {**out[-1], "content": out[-1]["content"] + "\n\n" + m["content"]}
-        else:
-            out.append(m)
-    return out
-
-
-def arguments_json(arguments: dict) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+def _end_on_reply(messages: list[dict]) -> list[dict]:
+    last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    return messages[:last + 1] if last >= 0 else messages

@@ -22,6 +22,14 @@ def clean_text(text: str | None) -> str:
     return _CONTROL.sub("", text)
 
 
+_TRAILING_BLANK_LINES = re.compile(r"(?:\n[ \t]*)+\Z")
+
+
+def drop_trailing_blank_lines(text: str) -> str:
+    """A terminal screen is padded with empty rows below the cursor; they carry nothing."""
+    return _TRAILING_BLANK_LINES.sub("", text)
+
+
 def truncate_middle(text: str, limit: int = 10_000) -> str:
     """Keep the head and the tail of long output, marking what was cut (limit in characters)."""
     if len(text) <= limit:

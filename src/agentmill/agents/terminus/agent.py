@@ -2,8 +2,9 @@
 
 The model answers in JSON ({analysis, plan, commands: [{keystrokes, duration}], task_complete});
 keystrokes go to a tmux session inside the sandbox; after each command's wait (at most 60 s) the
-model sees the new output, cut to 10 KB keeping head and tail. A reply that does not parse goes back
-to the model as an error (counted). `task_complete` needs one confirmation turn.
+model sees the new output, secrets redacted, then cut to 10 KB keeping head and tail. A reply that
+does not parse goes back to the model as an error (counted). `task_complete` needs one
+confirmation turn. Every message is recorded exactly as sent (agents/conversation.py).
 """
 
 from __future__ import annotations
@@ -12,29 +13,32 @@ import asyncio
 from typing import Any
 
 from agentmill.agents.base import AgentResult
+from agentmill.agents.conversation import Conversation
 from agentmill.agents.terminus import prompt
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
-from agentmill.models.client import ChatReply, EndpointError, ModelClient
+from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.sandbox.tmux import SPECIAL_KEYS, TmuxSession
 from agentmill.tasks.model import Task
-from agentmill.traces.atif import Metrics, Observation, ObservationResult, Step, ToolCall
-from agentmill.traces.text import clean_text, truncate_middle
+from agentmill.traces.atif import Step, ToolCall
+from agentmill.traces.redact import redact
+from agentmill.traces.text import clean_text, drop_trailing_blank_lines, truncate_middle
 
 OUTPUT_LIMIT = 10_000
 
 
 class TerminusAgent:
     name = "terminus"
-    version = "1"
+    version = "2"  # 2: messages recorded exactly as sent; output redacted before truncation; no blank screen rows
     needs_solution = False
     needs_model = True
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
-    def __init__(self, client: ModelClient, *, max_turns: int = 50, constrained: bool = True):
+    def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True):
         self.client = client
         self.max_turns = max_turns
+        self.max_context = max_context
         self.constrained = constrained
 
     @property
@@ -42,39 +46,34 @@ class TerminusAgent:
         return self.client.model
 
     def identity(self) -> dict[str, Any]:
-        return {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
-                "model": self.client.model, "sampling": self.client.sampling.model_dump()}
+        ident = {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
+                 "model": self.client.model, "sampling": self.client.sampling.model_dump()}
+        if self.max_context is not None:
+            ident["max_context"] = self.max_context
+        return ident
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         term = TmuxSession(sandbox, cwd=getattr(getattr(sandbox, "spec", None), "workdir", None))
         await term.start()
         stats = result.metadata.setdefault("terminus", {"parse_errors": 0, "turns": 0, "commands": 0,
                                                          "truncated_observations": 0, "completed": False})
+        chat = Conversation(self.client, result, stats, max_context=self.max_context)
         history = await term.history_text()
-        first = prompt.FIRST_TURN.format(instruction=task.instruction.strip(), screen=clean_text(await term.screen()))
-        messages: list[dict[str, Any]] = [{"role": "system", "content": prompt.SYSTEM}, {"role": "user", "content": first}]
-        result.steps.append(Step(step_id=result.next_id(), source="system", message=prompt.SYSTEM))
-        result.steps.append(Step(step_id=result.next_id(), source="user", message=first))
+        chat.say("system", prompt.SYSTEM)
+        chat.say("user", prompt.FIRST_TURN.format(instruction=task.instruction.strip(), screen=await _screen(term)))
+        schema = prompt.REPLY_SCHEMA if self.constrained else None
         pending_confirmation = False
         for _turn in range(self.max_turns):
-            reply = await self._ask(messages)
+            turn = await chat.ask(json_schema=schema)
+            step = turn.step
             stats["turns"] += 1
-            step = Step(step_id=result.next_id(), source="agent", model_name=self.client.model,
-                        message=clean_text(reply.content), reasoning_content=clean_text(reply.reasoning) or None,
-                        metrics=Metrics(prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
-                                        cached_tokens=reply.usage.cached_tokens or None, cost_usd=reply.cost_usd,
-                                        extra={"latency_s": round(reply.latency, 3), "attempts": reply.attempts,
-                                               "finish_reason": reply.finish_reason}))
-            result.steps.append(step)
-            messages.append({"role": "assistant", "content": reply.content})
             try:
-                parsed = parse_reply(reply.content)
+                # the commands run as the model wrote them (cleaned only); the history holds them redacted
+                parsed = parse_reply(clean_text(turn.reply.content))
             except ReplyError as e:
                 stats["parse_errors"] += 1
                 step.extra = {"parse_error": str(e)}
-                feedback = prompt.PARSE_ERROR.format(error=e)
-                step.observation = Observation(results=[ObservationResult(content=feedback)])
-                messages.append({"role": "user", "content": feedback})
+                chat.tell(step, prompt.PARSE_ERROR.format(error=e))
                 continue
             if parsed.warnings:
                 step.extra = {"warnings": parsed.warnings}
@@ -82,45 +81,48 @@ class TerminusAgent:
                 stats["completed"] = True
                 return
             output, history = await self._execute(term, parsed, step, history, stats)
+            last_call = step.tool_calls[-1].tool_call_id if step.tool_calls else None
             if parsed.task_complete:
                 if pending_confirmation:
                     stats["completed"] = True
                     return
                 pending_confirmation = True
-                feedback = prompt.CONFIRM.format(screen=clean_text(await term.screen()))
+                chat.tell(step, prompt.CONFIRM.format(screen=await _screen(term)), call_id=last_call)
             else:
                 pending_confirmation = False
-                feedback = prompt.OBSERVATION.format(output=output)
-            if step.observation is None:
-                step.observation = Observation(results=[ObservationResult(content=feedback)])
-            messages.append({"role": "user", "content": feedback})
-        result.metadata["terminus"]["max_turns_reached"] = True
-
-    async def _ask(self, messages: list[dict[str, Any]]) -> ChatReply:
-        schema = prompt.REPLY_SCHEMA if self.constrained else None
-        return await self.client.chat(messages, json_schema=schema)
+                chat.tell(step, prompt.OBSERVATION.format(output=output), call_id=last_call)
+        stats["max_turns_reached"] = True
 
     async def _execute(self, term: TmuxSession, reply: Reply, step: Step, history: str, stats: dict) -> tuple[str, str]:
-        calls, results = [], []
+        """Type the commands, wait, and return (what the model should see, the new scrollback)."""
+        calls = []
         for i, cmd in enumerate(reply.commands):
-            call_id = f"call_{step.step_id}_{i + 1}"
-            calls.append(ToolCall(tool_call_id=call_id, function_name="terminal",
-                                  arguments={"keystrokes": cmd.keystrokes, "duration": cmd.duration}))
             keys = cmd.keystrokes
+            # the trajectory's record of the call is redacted like everything stored
+            calls.append(ToolCall(tool_call_id=f"call_{step.step_id}_{i + 1}", function_name="terminal",
+                                  arguments={"keystrokes": redact(keys)[0], "duration": cmd.duration}))
             await term.send_keys([keys] if keys in SPECIAL_KEYS else keys)
             await asyncio.sleep(cmd.duration)
             stats["commands"] += 1
         new_history = await term.history_text()
-        output = _new_output(history, new_history) if reply.commands else clean_text(await term.screen())
-        output = clean_text(output)
-        if len(output) > OUTPUT_LIMIT:
-            stats["truncated_observations"] += 1
-        output = truncate_middle(output, OUTPUT_LIMIT)
+        output = _new_output(history, new_history) if reply.commands else await term.screen()
+        output, redactions, truncated = observation_text(output)
+        stats["redactions"] = stats.get("redactions", 0) + redactions
+        stats["truncated_observations"] += truncated
         if calls:
             step.tool_calls = calls
-            results = [ObservationResult(source_call_id=calls[-1].tool_call_id, content=output)]
-            step.observation = Observation(results=results)
         return output, new_history
+
+
+def observation_text(output: str, limit: int = OUTPUT_LIMIT) -> tuple[str, int, bool]:
+    """Terminal output as the model may see it: (text, secrets redacted, whether it was cut).
+    Redaction comes before the cut, so a key that straddles the cut is still caught whole."""
+    output, redactions = redact(drop_trailing_blank_lines(clean_text(output)))
+    return truncate_middle(output, limit), redactions, len(output) > limit
+
+
+async def _screen(term: TmuxSession) -> str:
+    return drop_trailing_blank_lines(clean_text(await term.screen()))
 
 
 def _new_output(before: str, after: str) -> str:

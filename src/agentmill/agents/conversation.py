@@ -1,0 +1,145 @@
+"""The conversation a model-driven agent has, kept in lockstep with its trajectory.
+
+Every text is scrubbed once (cleaned: no control characters, escape sequences or lone surrogates;
+secrets redacted), then the *same string* is sent to the model and stored in the trajectory. The
+stored steps therefore render back to exactly the messages the model received (traces/render.py):
+
+- a system or user message is a `system` / `user` step whose `message` is the text sent;
+- a reply is an `agent` step: `message` is the answer as it is sent back in later requests
+  (reasoning is kept apart in `reasoning_content` and is never sent back), `tool_calls` the calls;
+- what the model is told next is the step's `observation`: for text-protocol agents one result,
+  the next user message verbatim (wrapper included); for tool-calling agents one result per call,
+  each the `role: tool` message's content verbatim.
+
+Before each request the conversation checks `max_context` (tokens): the endpoint's own count of
+the previous request and reply, plus an estimate of what was added since.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentmill.agents.base import AgentResult
+from agentmill.models.client import ChatReply, ContextExceededError, ModelClient
+from agentmill.traces.atif import Metrics, Observation, ObservationResult, Step, ToolCall
+from agentmill.traces.redact import scrub
+from agentmill.traces.text import clean_text
+from agentmill.traces.tokens import TokenCounter
+
+
+@dataclass
+class Call:
+    """A tool call to execute: the model's real arguments (only cleaned), and the step's record of it."""
+
+    id: str
+    name: str
+    arguments_text: str
+    record: ToolCall
+
+
+@dataclass
+class Turn:
+    reply: ChatReply
+    step: Step
+    calls: list[Call]
+
+
+class Conversation:
+    def __init__(self, client: ModelClient, result: AgentResult, stats: dict[str, Any], *,
+                 max_context: int | None = None, tools: list[dict] | None = None):
+        self.client, self.result, self.stats = client, result, stats
+        self.max_context = max_context
+        self.tools = tools or None
+        self.messages: list[dict[str, Any]] = []
+        self.stats.setdefault("redactions", 0)
+        self._counted = 0  # messages covered by the endpoint's last token count
+        self._counted_tokens = 0
+        self._estimate = TokenCounter()
+
+    def scrub(self, text: str | None) -> str:
+        out, n = scrub(text)
+        self.stats["redactions"] += n
+        return out
+
+    def say(self, role: str, text: str, *, extra: dict | None = None) -> str:
+        """Add a system or user message; returns the text as sent."""
+        text = self.scrub(text)
+        if not self.messages and self.tools:  # the tools offered with every request, recorded once
+            extra = {**(extra or {}), "tools": self.tools}
+        self.messages.append({"role": role, "content": text})
+        self.result.steps.append(Step(step_id=self.result.next_id(), source=role, message=text, extra=extra))
+        return text
+
+    async def ask(self, *, json_schema: dict | None = None) -> Turn:
+        """Send the conversation; record and append the reply."""
+        self._check_context()
+        reply = await self.client.chat(self.messages, json_schema=json_schema, tools=self.tools)
+        content = self.scrub(reply.content)
+        step = Step(step_id=self.result.next_id(), source="agent", model_name=self.client.model, message=content,
+                    reasoning_content=self.scrub(reply.reasoning) or None,
+                    metrics=Metrics(prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
+                                    cached_tokens=reply.usage.cached_tokens or None, cost_usd=reply.cost_usd,
+                                    extra={"latency_s": round(reply.latency, 3), "attempts": reply.attempts,
+                                           "finish_reason": reply.finish_reason}))
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        calls = self._calls(reply, step)
+        if calls:
+            step.tool_calls = [c.record for c in calls]
+            message["tool_calls"] = [{"id": c.id, "type": "function",
+                                      "function": {"name": c.name, "arguments": c.record.extra["arguments_text"]}}
+                                     for c in calls]
+        self.result.steps.append(step)
+        self.messages.append(message)
+        if reply.usage.prompt_tokens:
+            self._counted, self._counted_tokens = len(self.messages), reply.usage.prompt_tokens + reply.usage.completion_tokens
+        return Turn(reply, step, calls)
+
+    def tell(self, step: Step, text: str, *, call_id: str | None = None) -> str:
+        """Text protocol: the next user message, recorded as the step's observation."""
+        text = self.scrub(text)
+        step.observation = Observation(results=[ObservationResult(source_call_id=call_id, content=text)])
+        self.messages.append({"role": "user", "content": text})
+        return text
+
+    def tool_result(self, step: Step, call_id: str, content: str) -> str:
+        """Tool calling: one `role: tool` message, recorded as one result of the step's observation."""
+        content = self.scrub(content)
+        if step.observation is None:
+            step.observation = Observation()
+        step.observation.results.append(ObservationResult(source_call_id=call_id, content=content))
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return content
+
+    def _calls(self, reply: ChatReply, step: Step) -> list[Call]:
+        calls, seen = [], set()
+        for i, c in enumerate(reply.tool_calls):
+            call_id = self.scrub(c.id)
+            if not call_id or call_id in seen:  # some servers send none, or repeat them
+                call_id = f"call_{step.step_id}_{i + 1}"
+            seen.add(call_id)
+            real = clean_text(c.arguments)  # executed as written; only the record and the history are redacted
+            sent = self.scrub(c.arguments)
+            record = ToolCall(tool_call_id=call_id, function_name=self.scrub(c.name), arguments=_object(sent),
+                              extra={"arguments_text": sent})
+            calls.append(Call(call_id, record.function_name, real, record))
+        return calls
+
+    def _check_context(self) -> None:
+        if self.max_context is None:
+            return
+        added = self.messages[self._counted:]
+        tokens = self._counted_tokens + (self._estimate.count(added, self.tools if not self._counted else None) if added else 0)
+        if tokens > self.max_context:
+            self.stats["context_tokens"] = tokens
+            raise ContextExceededError(f"the next request needs about {tokens} tokens, over --max-context {self.max_context}")
+
+
+def _object(text: str) -> dict:
+    """The arguments as an object for the trajectory record; text that is not a JSON object is kept raw."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,204 @@
+"""SFT rows are exactly the conversation the teacher had.
+
+Real rollouts through the CLI against a recording chat server (a real local HTTP server), then real
+exports: for every trial, the `trl` and `sharegpt` rows equal the last request the server answered
+plus the final reply, message for message, character for character (reasoning per --reasoning).
+The scripts include a parse error, a completion confirmation, a long truncated output, a reply
+with lone surrogates and control characters, secrets in terminal output, and a trial that runs out
+of turns (its last observation was never sent, so it is not in the row).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agentmill.agents.terminus.agent import observation_text
+from agentmill.tasks import sample_dataset_path
+from tests.conftest import sandbox
+from tests.helpers.chat_server import ChatServer, Reply, terminus_json
+
+CLI = [sys.executable, "-m", "agentmill.cli"]
+AWS = "AKIAIOSFODNN7EXAMPLE"
+URL_PASSWORD = "hunter22"
+
+
+@dataclass
+class Say:
+    """One scripted reply: what goes on the wire, and what the agent must send back as its answer."""
+
+    answer: str = ""
+    reasoning: str | None = None
+    inline: bool = False  # reasoning inside <think> in the content, not in reasoning_content
+    wire: str | None = None  # content sent instead of the answer (dirty text); `answer` is then its clean form
+    status: int = 200
+    error: str | None = None
+
+    def reply(self) -> Reply:
+        if self.status != 200:
+            return Reply(status=self.status, error=self.error)
+        content = self.wire if self.wire is not None else self.answer
+        if self.inline and self.reasoning:
+            return Reply(f"<think>{self.reasoning}</think>\n{content}")
+        return Reply(content, reasoning=self.reasoning)
+
+
+def j(commands=(), complete=False):
+    return terminus_json(list(commands), complete=complete)
+
+
+# the secrets appear whole only in the terminal's output, never in the reply that printed them
+SECRETS_CMD = 'echo "AKIA""IOSFODNN7EXAMPLE"; printf "%s://admin:%s@db/x\\n" postgres hunt""er22; printf \'\\001\\002ctl\\n\'\n'
+SCRIPTS: dict[str, list[Say]] = {
+    # parse error, reasoning in both wire forms, a completion claim with commands, then the confirmation
+    "extract-email-addresses": [
+        Say("I will look around first.", reasoning="Let me think."),
+        Say(j([("ls /app\n", 0.2)]), reasoning="Now list the files.", inline=True),
+        Say(j([("echo done\n", 0.1)], complete=True)),
+        Say(j(complete=True), reasoning="All done."),
+    ],
+    # a long output cut to 10 KB, then secrets and control bytes in the terminal output
+    "ini-to-env-file": [
+        Say(j([("python3 -c \"print('A'*30000 + 'END')\"\n", 1.0)])),
+        Say(j([(SECRETS_CMD, 0.3)])),
+        Say(j(complete=True)),
+        Say(j(complete=True)),
+    ],
+    # a reply with lone surrogates, control characters and escape sequences (reasoning too)
+    "csv-revenue-by-region": [
+        Say("oops \ufffd red", wire="oops \ud800 \x07\x1b[31mred\x1b[0m", reasoning="half \ufffd"),
+        Say(j(complete=True)),
+        Say(j(complete=True)),
+    ],
+    # never finishes: runs out of turns after executing its last commands
+    "top-word-frequencies": [Say(j([("true\n", 0.05)]))],
+}
+SURROGATE_REASONING_WIRE = "half \ud83d"  # sent as the reasoning of csv-revenue-by-region's first reply
+MAX_TURNS = 4
+
+
+def instruction_of(task: str) -> str:
+    return (sample_dataset_path() / task / "instruction.md").read_text().strip()[:60]
+
+
+def policy(request):
+    first_user = request["messages"][1]["content"]
+    task = next(t for t in SCRIPTS if instruction_of(t) in first_user)
+    turn = sum(m["role"] == "assistant" for m in request["messages"])
+    script = SCRIPTS[task]
+    say = script[min(turn, len(script) - 1)]
+    reply = say.reply()
+    if task == "csv-revenue-by-region" and turn == 0:
+        reply.reasoning = SURROGATE_REASONING_WIRE
+    return reply
+
+
+def agentmill(*args, timeout=600):
+    r = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+@pytest.fixture(scope="module")
+def rollout(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exact")
+    run = tmp / "run"
+    with ChatServer(policy) as server:
+        tasks = [a for t in SCRIPTS for a in ("--task", t)]
+        agentmill("rollout", "--sample", *tasks, "--agent", "terminus", "--model", "m", "--base-url", server.base_url,
+                  "--out", str(run), "--max-turns", str(MAX_TURNS), "--temperature", "0", "-c", "4", "--max-retries", "0")
+    return run, server.exchanges, tmp
+
+
+def export(run: Path, tmp: Path, fmt: str, reasoning: str) -> list[dict]:
+    out = tmp / f"{fmt}-{reasoning}.jsonl"
+    agentmill("export", str(run), "--format", fmt, "--out", str(out), "--reasoning", reasoning,
+              "--min-turns", "0", "--keep-all-outcomes")
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def task_of(first_user: str) -> str:
+    return next(t for t in SCRIPTS if instruction_of(t) in first_user)
+
+
+def expected_messages(exchanges, first_user: str, reasoning: str) -> list[dict]:
+    """The last request the server answered for this trial, plus its reply, as the row must hold it."""
+    mine = [e for e in exchanges if e.request["messages"][1]["content"] == first_user]
+    assert mine, "no request of this trial reached the server with this exact first user message"
+    answered = [e for e in mine if e.status == 200]
+    script = SCRIPTS[task_of(first_user)]
+    last = answered[-1]
+    messages = [dict(m) for m in last.request["messages"]]
+    turns = sum(m["role"] == "assistant" for m in messages)
+    messages.append({"role": "assistant", "content": script[min(turns, len(script) - 1)].answer})
+    i = 0
+    for m in messages:
+        if m["role"] != "assistant":
+            continue
+        say = script[min(i, len(script) - 1)]
+        # the history carries each answer as the agent sent it back: clean, without its reasoning
+        assert m["content"] == say.answer, (i, m["content"][:200])
+        if reasoning == "think" and say.reasoning:
+            m["content"] = f"<think>\n{say.reasoning}\n</think>\n\n{m['content']}"
+        i += 1
+    return messages
+
+
+def sharegpt_of(messages: list[dict]) -> tuple[str, list[dict]]:
+    assert messages[0]["role"] == "system"
+    role = {"user": "human", "assistant": "gpt"}
+    return messages[0]["content"], [{"from": role[m["role"]], "value": m["content"]} for m in messages[1:]]
+
+
+@sandbox
+@pytest.mark.parametrize("reasoning", ["think", "drop"])
+def test_rows_are_the_last_request_plus_the_final_reply(rollout, reasoning):
+    run, exchanges, tmp = rollout
+    trl = export(run, tmp, "trl", reasoning)
+    sharegpt = export(run, tmp, "sharegpt", reasoning)
+    assert sorted(r["provenance"]["task"] for r in trl) == sorted(SCRIPTS)
+    for row in trl:
+        expected = expected_messages(exchanges, row["messages"][1]["content"], reasoning)
+        assert len(row["messages"]) == len(expected), row["provenance"]["task"]
+        for got, want in zip(row["messages"], expected):
+            assert got == want, (row["provenance"]["task"], got["content"][:300], want["content"][:300])
+        assert row["tools"] == []  # terminus sends no tools
+    for row in sharegpt:
+        first_user = row["conversations"][0]["value"]
+        system, conv = sharegpt_of(expected_messages(exchanges, first_user, reasoning))
+        assert row["system"] == system and row["conversations"] == conv, row["provenance"]["task"]
+
+
+@sandbox
+def test_what_the_model_was_sent(rollout):
+    run, exchanges, _ = rollout
+    sent = json.dumps([e.request for e in exchanges], ensure_ascii=False)
+    stored = "".join(p.read_text() for p in run.glob("trials/*/trajectory.json"))
+    for text in (sent, stored):
+        assert AWS not in text and URL_PASSWORD not in text and "\\u0001" not in text
+        assert "\ud800" not in text and "\\ud800" not in text and "\x1b" not in text and "\\u001b" not in text
+        assert "[REDACTED:aws_access_key]" in text and "[REDACTED:url_password]" in text
+    results = {json.loads(p.read_text())["task"]: json.loads(p.read_text()) for p in run.glob("trials/*/result.json")}
+    assert results["csv-revenue-by-region"]["outcome"] != "infra_error"  # the dirty reply never broke a request
+    assert results["top-word-frequencies"]["agent_metadata"]["terminus"]["max_turns_reached"]
+    # the wrapper, the confirmation prompt and the parse-error feedback are what the model read
+    users = [m["content"] for e in exchanges for m in e.request["messages"] if m["role"] == "user"]
+    assert any(u.startswith("New terminal output:\n") and "characters omitted" in u and "END\n" in u for u in users)
+    assert any("You marked the task as complete" in u for u in users)
+    assert any(u.startswith("Your previous answer could not be used") for u in users)
+    # screens shown to the model carry no trailing blank rows
+    assert not any(u.endswith("\n") or u.endswith("\n ") for u in users)
+
+
+def test_secrets_are_redacted_before_the_cut():
+    for start in range(4950, 5000):  # some of these put the 10 KB cut inside the key
+        text, redactions, truncated = observation_text("x" * start + f"\n{AWS}\n" + "y" * 20_000)
+        assert truncated and redactions == 1 and "AKIA" not in text, start
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowIBAAKCAQEA7" * 4] * 20) + "\n-----END RSA PRIVATE KEY-----\n"
+    text, redactions, _ = observation_text("a" * 4900 + pem + "b" * 20_000)
+    assert redactions == 1 and "MIIEow" not in text
