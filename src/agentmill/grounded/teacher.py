@@ -109,7 +109,10 @@ async def run_teacher(task_dir: Path, agent, builder: ImageBuilder, folder: Path
     tele = compute_telemetry(trajectory, json.loads(result.model_dump_json()))
     (tmp / "telemetry.json").write_text(tele.model_dump_json(indent=1))
     (tmp / "trial.json").write_text(json.dumps({"trial_id": folder.name, "task": task.name, "task_hash": task.content_hash,
-                                                "task_path": str(task.path), "agent": agent.name, "model": agent.model_name}))
+                                                "task_path": str(task.path), "task_source": "grounded",
+                                                "task_metadata": task.config.metadata, "instruction": task.instruction,
+                                                "attempt": int(folder.name.rsplit("-a", 1)[-1]) if "-a" in folder.name else 0,
+                                                "agent": agent.name, "agent_version": agent.version, "model": agent.model_name}, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
     return TeacherRun(folder, result, trajectory)

@@ -1,0 +1,143 @@
+"""`agentmill ground ...`: the grounded-synthesis commands (a typer sub-app; cli.py adds it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agentmill.errors import AgentmillError
+
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                  help="Grounded synthesis (GraphForge): tasks built on real files, judged admission.")
+err = Console(stderr=True, soft_wrap=True)
+out = Console()
+
+
+def _fail(message: str) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command("seeds")
+def seeds_cmd(k: int = typer.Option(20, "--k", help="Seeds to select (greedy by coverage gain)."),
+              pattern: Optional[list[str]] = typer.Option(None, "--pattern", help="Only this execution pattern (repeatable)."),
+              json_out: Optional[Path] = typer.Option(None, "--json", help="Write the selected seeds as JSON lines.")) -> None:
+    """Select seeds from the bundled O*NET 30.0 tables and print them."""
+    from agentmill.grounded.patterns import PATTERN_NAMES
+    from agentmill.grounded.seeds import candidate_seeds, select_seeds
+
+    bad = [p for p in pattern or [] if p not in PATTERN_NAMES]
+    if bad:
+        _fail(f"--pattern: unknown {bad} (known: {', '.join(PATTERN_NAMES)})")
+    stats: dict = {}
+    pool = [s for s in candidate_seeds(stats=stats) if not pattern or s.pattern in pattern]
+    chosen = select_seeds(pool, k)
+    table = Table("seed", "occupation", "task type", "pattern", "files")
+    for s in chosen:
+        table.add_row(s.seed_id, s.occupation, s.task_type, s.pattern, s.file_family)
+    out.print(table)
+    err.print(f"O*NET rows {stats['rows']}: not digital {stats['not_digital']}, no pattern {stats['no_pattern']}, "
+              f"unsupported {stats['unsupported']}; candidates {len(pool)}; selected {len(chosen)}", highlight=False)
+    if json_out:
+        json_out.write_text("".join(s.model_dump_json() + "\n" for s in chosen))
+
+
+@app.command("corpus")
+def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder (default: the agentmill cache).")) -> None:
+    """Build the offline corpus of real public files from the installed data packages."""
+    from agentmill.grounded.corpus import build_corpus
+
+    try:
+        path = build_corpus(out_dir)
+    except AgentmillError as e:
+        _fail(str(e))
+    n = len(json.loads((path / "MANIFEST.json").read_text()))
+    out.print(f"{n} files in {path}")
+
+
+@app.command("run")
+def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endpoints, seeds, [settings]."),
+            store: Path = typer.Option(..., "--out", help="Store folder (resumable)."),
+            files: Optional[list[Path]] = typer.Option(None, "--files", help="A folder of your own real files (repeatable)."),
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds.")) -> None:
+    """seeds -> workspaces -> evidence graphs -> specs -> teacher runs -> revision -> admission."""
+    from agentmill.grounded.report import write_report
+    from agentmill.grounded.run import GroundConfig, run_ground
+
+    try:
+        cfg = GroundConfig.load(config)
+        update = {}
+        if files:
+            update["files"] = [*cfg.files, *map(str, files)]
+        if seeds:
+            update["seeds"] = seeds
+        cfg = cfg.model_copy(update=update)
+
+        def done(o):
+            status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
+            err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
+
+        outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
+    except AgentmillError as e:
+        _fail(str(e))
+    report = write_report(store)
+    out.print(f"{sum(1 for o in outcomes if o.task)} of {len(outcomes)} seeds admitted; report: {report}")
+
+
+@app.command("report")
+def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typer.Option(None, "--out")) -> None:
+    """Write the store's HTML report (coverage, admission funnel, score distribution)."""
+    from agentmill.grounded.report import write_report
+
+    if not (store / "seeds.jsonl").exists():
+        _fail(f"{store}: not a ground store (no seeds.jsonl)")
+    out.print(str(write_report(store, out_file)))
+
+
+@app.command("ratings")
+def ratings_cmd(comparisons: Path = typer.Argument(..., help="JSON lines {a, b, winner: A|B|tie}."),
+                anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
+                anchor_rating: float = typer.Option(1667.0, "--anchor-rating"),
+                bootstrap: int = typer.Option(1000, "--bootstrap")) -> None:
+    """Bradley-Terry ratings on the Elo scale with bootstrap 95% intervals."""
+    from agentmill.grounded.pairwise import ratings
+
+    try:
+        rows = [json.loads(line) for line in comparisons.read_text().splitlines() if line.strip()]
+        outcomes = [(r["a"], r["b"], r["winner"]) for r in rows]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        _fail(f"{comparisons}: {type(e).__name__}: {e}")
+    systems = sorted({s for a, b, _ in outcomes for s in (a, b)})
+    if anchor not in systems:
+        _fail(f"--anchor: '{anchor}' is not among the systems ({', '.join(systems)})")
+    try:
+        result = ratings(outcomes, systems, anchor=anchor, anchor_rating=anchor_rating, bootstrap=bootstrap)
+    except ValueError as e:
+        _fail(str(e))
+    table = Table("system", "rating", "95% CI", "comparisons")
+    for r in sorted(result, key=lambda r: -r.rating):
+        table.add_row(r.system, f"{r.rating:.1f}", f"[{r.low:.1f}, {r.high:.1f}]", str(r.comparisons))
+    out.print(table)
+
+
+@app.command("decontaminate")
+def decontaminate_cmd(store: Path = typer.Argument(...),
+                      benchmark: list[Path] = typer.Option(..., "--benchmark", help="Benchmark dataset folder (repeatable).")) -> None:
+    """File-hash and 13-gram checks of admitted tasks (workspaces included) against benchmarks."""
+    from agentmill.grounded.contamination import check
+    from agentmill.grounded.source import load_grounded_tasks
+
+    try:
+        found = check(load_grounded_tasks(store), [str(b) for b in benchmark])
+    except AgentmillError as e:
+        _fail(str(e))
+    for task, reason in found.items():
+        out.print(f"{task}: {reason}", highlight=False)
+    out.print(f"{len(found)} contaminated task(s)")
+    raise typer.Exit(1 if found else 0)

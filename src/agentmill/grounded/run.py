@@ -1,0 +1,128 @@
+"""A ground run over many seeds, into a store folder:
+
+    <store>/config.json      the run's configuration (endpoints' keys never: only variable names)
+    <store>/seeds.jsonl      the selected seeds, in greedy coverage order
+    <store>/results/<seed>.json   one SeedOutcome per seed (a finished seed is skipped on resume)
+    <store>/work/<seed>/     workspace, workspace.json (roles), graph, specs, teacher runs
+    <store>/tasks/<name>/    admitted task folders (the recipe source)
+    <store>/sft/trials/<id>/ admitted teacher runs, in a rollout folder's layout (`agentmill export <store>/sft`)
+    <store>/funnel.json      seeds per stage reached and attempts per admission gate
+    <store>/coverage.json    greedy coverage re-applied to the admitted tasks' real file families
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentmill.errors import AgentmillError
+from agentmill.grounded.assemble import Sources
+from agentmill.grounded.corpus import build_corpus, default_corpus_dir
+from agentmill.grounded.pipeline import GroundSettings, SeedOutcome, ground_seed
+from agentmill.grounded.records import Seed, Spec
+from agentmill.grounded.roles import Roles
+from agentmill.grounded.seeds import candidate_seeds, greedy_cover, real_family_keys, select_seeds
+from agentmill.images import ImageBuilder
+
+
+class GroundConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: int = Field(10, ge=1)
+    files: list[str] = Field(default_factory=list)  # the user's own folders of real files
+    corpus: bool = True  # also search the bundled offline corpus
+    corpus_dir: str | None = None
+    patterns: list[str] = Field(default_factory=list)  # only seeds of these execution patterns
+    settings: GroundSettings = Field(default_factory=GroundSettings)
+    roles: Roles
+
+    @classmethod
+    def load(cls, path: Path) -> "GroundConfig":
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise AgentmillError(f"{path}: {e}") from None
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise AgentmillError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+
+
+def sources(config: GroundConfig) -> Sources:
+    roots: dict[str, Path] = {}
+    for i, folder in enumerate(config.files):
+        p = Path(folder).expanduser()
+        if not p.is_dir():
+            raise AgentmillError(f"files: {folder} is not a folder")
+        roots[p.name if p.name not in roots else f"{p.name}{i}"] = p
+    if config.corpus:
+        corpus = Path(config.corpus_dir) if config.corpus_dir else default_corpus_dir()
+        if not (corpus / "MANIFEST.json").exists():
+            corpus = build_corpus(corpus)  # from the installed data packages; nothing is downloaded
+        roots.setdefault("corpus", corpus)
+    if not roots:
+        raise AgentmillError("no sources: give --files DIR or keep the bundled corpus")
+    return Sources(roots)
+
+
+def choose_seeds(config: GroundConfig) -> list[Seed]:
+    pool = candidate_seeds()
+    if config.patterns:
+        pool = [s for s in pool if s.pattern in set(config.patterns)]
+    return select_seeds(pool, config.seeds)
+
+
+async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder | None = None,
+                     on_done=None) -> list[SeedOutcome]:
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "config.json").write_text(config.model_dump_json(indent=1))
+    seeds = choose_seeds(config)
+    (store / "seeds.jsonl").write_text("".join(s.model_dump_json() + "\n" for s in seeds))
+    srcs = sources(config)
+    builder = builder or ImageBuilder()
+    results_dir = store / "results"
+    results_dir.mkdir(exist_ok=True)
+    outcomes, clients = [], {}
+    try:
+        for seed in seeds:
+            done = results_dir / f"{seed.seed_id}.json"
+            if done.exists():
+                outcome = SeedOutcome.model_validate_json(done.read_text())
+            else:
+                outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients)
+                done.write_text(outcome.model_dump_json(indent=1))
+            outcomes.append(outcome)
+            if on_done:
+                on_done(outcome)
+    finally:
+        for c in clients.values():
+            await c.close()
+    finish(store, seeds, outcomes)
+    return outcomes
+
+
+def finish(store: Path, seeds: list[Seed], outcomes: list[SeedOutcome]) -> None:
+    stages = Counter(o.stage if o.error is None else f"failed at {o.stage} ({o.fault})" for o in outcomes)
+    gates = Counter(a.admission.gate for o in outcomes for a in o.attempts)
+    (store / "funnel.json").write_text(json.dumps({"seeds": len(outcomes), "stages": dict(stages), "attempts": dict(gates),
+                                                   "admitted_tasks": sum(1 for o in outcomes if o.task)}, indent=1))
+    sft = store / "sft" / "trials"
+    shutil.rmtree(sft, ignore_errors=True)
+    sft.mkdir(parents=True)
+    by_id = {s.seed_id: s for s in seeds}
+    admitted = []
+    for o in outcomes:
+        for a in o.attempts:
+            if a.admission.admitted:
+                shutil.copytree(a.run, sft / f"{o.seed_id}-{Path(a.run).name}")
+        if o.task and o.seed_id in by_id:
+            spec = Spec.model_validate_json((Path(o.task) / "tests" / "spec.json").read_text())
+            admitted.append((by_id[o.seed_id], list(o.files), [d.path for d in spec.deliverables], o.task))
+    order = greedy_cover(admitted, lambda t: real_family_keys(t[0], t[1], t[2]), k=len(admitted))
+    (store / "coverage.json").write_text(json.dumps([t[3] for t in order], indent=1))
