@@ -30,6 +30,7 @@ from pathlib import Path
 
 import tomli_w
 
+from agentmill.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.table import check_scores
 
@@ -284,6 +285,4 @@ def run_eval(matrix: Matrix, v: Variant, dataset: Path, vdir: Path) -> dict[str,
 
 
 def _write_json(path: Path, data) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    write_json_atomic(path, data, trailing_newline=True)

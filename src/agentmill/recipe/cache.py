@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from agentmill.atomic import write_text_atomic
 from agentmill.recipe.records import StageReport
 from agentmill.tasks.hashing import hash_text
 
@@ -36,10 +37,7 @@ class StageCache:
         return StageReport.model_validate_json(marker.read_text())
 
     def finish(self, stage: str, key: str, report: StageReport) -> None:
-        marker = self.dir(stage, key) / "done.json"
-        tmp = marker.with_name("done.json.tmp")
-        tmp.write_text(report.model_dump_json(indent=2))
-        tmp.replace(marker)
+        write_text_atomic(self.dir(stage, key) / "done.json", report.model_dump_json(indent=2))
 
     def record(self, stage: str, key: str, status: str, *, error: str | None = None) -> None:
         entry = {"run_id": self.run_id, "stage": stage, "key": key, "status": status, "time": time.time()}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentmill.atomic import write_text_atomic
+
 
 class TaskEntry(BaseModel):
     """One task in a recipe's task set. `path` is a Harbor task folder on disk."""
@@ -51,9 +53,7 @@ class StageReport(BaseModel):
 
 
 def save_tasks(tasks: list[TaskEntry], path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(t.model_dump_json() for t in tasks) + ("\n" if tasks else ""))
-    tmp.replace(path)
+    write_text_atomic(path, "\n".join(t.model_dump_json() for t in tasks) + ("\n" if tasks else ""))
 
 
 def load_tasks(path: Path) -> list[TaskEntry]:

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import StageReport, load_tasks
 from agentmill.rollout.status import mean_se, summarize
@@ -379,7 +380,5 @@ def write_report(run_dir: Path, out: Path) -> Path:
     if out.is_dir():
         out = out / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render_report(load_run(run_dir)), encoding="utf-8")
-    tmp.replace(out)
+    write_text_atomic(out, render_report(load_run(run_dir)))
     return out

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from agentmill.atomic import atomic_path
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import TaskEntry
 from agentmill.traces.records import TraceRecord, load_trace
@@ -28,16 +29,11 @@ class Store:
 
     async def write(self, records: AsyncIterator[Any]) -> int:
         """Write every record under a temporary name, renamed into place at the end; the count."""
-        tmp = self.path.with_name(f".{self.file}.tmp{os.getpid()}")
         n = 0
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                async for rec in records:
-                    f.write(self.encode(rec) + "\n")
-                    n += 1
-            tmp.replace(self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_path(self.path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            async for rec in records:
+                f.write(self.encode(rec) + "\n")
+                n += 1
         return n
 
     def read(self) -> Iterator[Any]:
