@@ -17,7 +17,9 @@ from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks.model import Task
+from agentmill.verify.mutation import ToolAudit, audit_tool_task
 from agentmill.verify.outcome import Outcome
+from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
     "ok": "oracle passes, nop fails",
@@ -26,6 +28,9 @@ VERDICTS = {
     "no_solution": "the task has no reference solution",
     "needs_container": "the environment needs a container backend",
     "broken": "the task could not be checked (sandbox or verifier error)",
+    # tool tasks (verify/tool_lints.py, verify/mutation.py)
+    **LINT_VERDICTS,
+    "weak_verifier": "a wrong end state (a mutant of the oracle's) passes every verifier",
 }
 
 
@@ -34,12 +39,30 @@ class CheckResult:
     task: Task
     oracle: TrialResult | None
     nop: TrialResult
+    audit: ToolAudit | None = None  # tool tasks: lints and mutants
 
     @property
     def verdict(self) -> str:
         nop = self.nop
         if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
             return "needs_container"
+        lint = self._lint()
+        if lint is not None:
+            return lint.code
+        verdict = self._trial_verdict()
+        if verdict == "ok" and self.audit is not None and self.audit.error:
+            return "broken"
+        if verdict == "ok" and self.audit is not None and self.audit.survivors:
+            return "weak_verifier"
+        return verdict
+
+    def _lint(self):
+        errors = [lint for lint in (self.audit.lints if self.audit else []) if lint.severity == "error"]
+        order = list(LINT_VERDICTS)
+        return min(errors, key=lambda lint: order.index(lint.code)) if errors else None
+
+    def _trial_verdict(self) -> str:
+        nop = self.nop
         if nop.outcome is Outcome.PASSED:
             return "vacuous"
         if self.oracle is None:
@@ -52,6 +75,13 @@ class CheckResult:
 
     @property
     def reason(self) -> str:
+        lint = self._lint()
+        if lint is not None:
+            return f"{lint.code}: {lint.verifier + ': ' if lint.verifier else ''}{lint.message}"
+        if self.verdict == "broken" and self.audit is not None and self.audit.error:
+            return f"audit: {self.audit.error}"
+        if self.verdict == "weak_verifier":
+            return "weak_verifier: " + "; ".join(f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors)
         for trial in (self.oracle, self.nop):
             if trial is not None and trial.exception and self.verdict != "ok":
                 return f"{trial.agent}: {trial.exception}"
@@ -62,7 +92,8 @@ class CheckResult:
             return None if t is None else {"reward": t.reward, "outcome": t.outcome.value, "exception": t.exception}
 
         return {"task": self.task.name, "task_hash": self.task.content_hash, "oracle": side(self.oracle),
-                "nop": side(self.nop), "verdict": self.verdict, "reason": self.reason}
+                "nop": side(self.nop), "verdict": self.verdict, "reason": self.reason,
+                **(self.audit.to_json() if self.audit is not None else {})}
 
 
 async def check_tasks(
@@ -81,6 +112,10 @@ async def check_tasks(
         async with gate:
             return await run_trial(task, agent, builder)
 
+    async def audit(task: Task) -> ToolAudit:
+        async with gate:
+            return await audit_tool_task(task, builder=builder)
+
     async def one(task: Task) -> CheckResult:
         oracle_run = trial(task, OracleAgent()) if task.solution_script else None
         if oracle_run is None:
@@ -88,6 +123,8 @@ async def check_tasks(
         else:
             oracle, nop = await asyncio.gather(oracle_run, trial(task, NopAgent()))
             result = CheckResult(task, oracle, nop)
+        if task.kind == "tools":  # lints and negative verification by mutation
+            result.audit = await audit(task)
         if on_done:
             on_done(result)
         return result

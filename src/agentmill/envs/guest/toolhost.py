@@ -294,6 +294,7 @@ def _run_child(fn, db_path, arguments, wfd):
         db = connect(db_path)
         try:
             value = fn(db, **arguments)
+            changes = db.total_changes  # rows written: replay finds the calls that changed state
             try:
                 text = value if isinstance(value, str) else json.dumps(value, default=_jsonable, ensure_ascii=False)
             except (TypeError, ValueError) as e:
@@ -301,7 +302,7 @@ def _run_child(fn, db_path, arguments, wfd):
                 reply = {"is_error": True, "content": f"tool returned a value that is not JSON-serialisable: {e}"}
             else:
                 db.commit()
-                reply = {"is_error": False, "content": text}
+                reply = {"is_error": False, "content": text, "changes": changes}
         except BaseException as e:  # noqa: BLE001 - the model sees every failure as an error result
             db.rollback()
             message = str(e) or type(e).__name__
@@ -459,6 +460,10 @@ def main(argv):
             reply = handle(load_all(spec), spec, json.loads(sys.stdin.read()))
         elif mode == "query":
             reply = query(spec, json.loads(sys.stdin.read()))
+        elif mode == "replay":  # {"calls": [{tool, arguments}]} in order, one result each
+            tools = load_all(spec)
+            calls = json.loads(sys.stdin.read())["calls"]
+            reply = {"results": [call(tools, spec, {"name": c["tool"], "arguments": c["arguments"]}) for c in calls]}
         elif mode == "schema":
             reply = handle(load_all(spec), spec, {"op": "list"})
         else:
