@@ -125,6 +125,7 @@ def rollout(
     max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply (part of the trials' identity)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
     max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial (part of the trials' identity)."),
+    max_context: Optional[int] = typer.Option(None, "--max-context", min=1, help="Stop an agent whose next request would exceed this many tokens (outcome context_exceeded; part of the trials' identity). Default: only the endpoint's own limit."),
     request_timeout: float = typer.Option(defaults.REQUEST_TIMEOUT, "--request-timeout", help="Seconds per model request before it is retried."),
     max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
     price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
@@ -161,7 +162,7 @@ def rollout(
             agent_version=agent_class(agent).version,
             model=served if needs_model else None,
             sampling=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
-            max_turns=max_turns, attempts=attempts, base_url=base_url, api_key_env=api_key_env,
+            max_turns=max_turns, max_context=max_context, attempts=attempts, base_url=base_url, api_key_env=api_key_env,
             concurrency=concurrency, model_concurrency=model_concurrency, request_timeout=request_timeout,
             max_retries=max_retries, prices=prices,
         )

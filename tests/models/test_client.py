@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agentmill.models import EndpointError, ModelClient, Prices, SamplingParams
+from agentmill.models import ContextExceededError, EndpointError, ModelClient, Prices, SamplingParams
 from tests.helpers.chat_server import ChatServer, Reply, queue
 
 
@@ -133,3 +133,42 @@ def test_concurrent_requests_learn_the_dialect_once():
         c, replies = asyncio.run(go(srv.base_url))
     assert c.json_mode == "json_object"
     assert all(r.content == '{"a": "ok"}' for r in replies)
+
+
+@pytest.mark.parametrize("status, body", [
+    (400, b'{"error": {"message": "This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens '
+          b'(4000 in the messages, 1000 in the completion).", "type": "BadRequestError", "code": 400}}'),  # vLLM
+    (400, b'{"error": {"message": "Requested tokens exceed context limit", "code": "context_length_exceeded"}}'),  # OpenAI
+    (400, b'{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", '
+          b'"type": "exceed_context_size_error"}}'),  # llama.cpp server
+    (400, b'{"detail": "Requested tokens (9000) exceed context window of 8192"}'),  # llama-cpp-python
+    (400, b'{"object": "error", "message": "The input (9000 tokens) is longer than the model\'s context length (8192 tokens)."}'),  # SGLang
+    (500, b'{"error": "Context size has been exceeded."}'),  # a server that says it with a 500: not retried
+])
+def test_context_overflow_is_its_own_error_and_not_retried(status, body):
+    with ChatServer(queue(Reply(status=status, raw_body=body))) as srv:
+        c = client(srv.base_url)
+        with pytest.raises(ContextExceededError, match="context is full"):
+            chat(c, json_schema={"type": "object"})
+        assert len(srv.requests) == 1
+
+
+def test_other_400s_stay_endpoint_errors():
+    with ChatServer(queue(Reply(status=400, error="messages[2].content: invalid type"))) as srv:
+        with pytest.raises(EndpointError) as e:
+            chat(client(srv.base_url))
+    assert not isinstance(e.value, ContextExceededError)
+
+
+def test_tools_sent_and_tool_calls_parsed():
+    tools = [{"type": "function", "function": {"name": "get", "description": "Get one.",
+                                               "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}]
+    calls = [{"id": "c1", "name": "get", "arguments": {"id": "INC1"}}, {"id": "c2", "name": "get", "arguments": '{"id": '}]
+    with ChatServer(queue(Reply(None, tool_calls=calls))) as srv:
+        r = chat(client(srv.base_url), tools=tools)
+    assert srv.requests[0]["tools"] == tools
+    assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [("c1", "get", '{"id": "INC1"}'), ("c2", "get", '{"id": ')]
+    assert r.content == "" and r.finish_reason == "tool_calls"
+    with ChatServer(queue(Reply("plain"))) as srv:
+        r = chat(client(srv.base_url))
+    assert "tools" not in srv.requests[0] and r.tool_calls == []

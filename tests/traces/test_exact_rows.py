@@ -4,8 +4,9 @@ Real rollouts through the CLI against a recording chat server (a real local HTTP
 exports: for every trial, the `trl` and `sharegpt` rows equal the last request the server answered
 plus the final reply, message for message, character for character (reasoning per --reasoning).
 The scripts include a parse error, a completion confirmation, a long truncated output, a reply
-with lone surrogates and control characters, secrets in terminal output, and a trial that runs out
-of turns (its last observation was never sent, so it is not in the row).
+with lone surrogates and control characters, secrets in terminal output, a context overflow (the
+row ends with the last answered request), and a trial that runs out of turns (its last observation
+was never sent, so it is not in the row).
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ SCRIPTS: dict[str, list[Say]] = {
         Say("oops \ufffd red", wire="oops \ud800 \x07\x1b[31mred\x1b[0m", reasoning="half \ufffd"),
         Say(j(complete=True)),
         Say(j(complete=True)),
+    ],
+    # the endpoint says the conversation no longer fits: the row ends with the last answered request
+    "markdown-table-of-contents": [
+        Say(j([("ls /app/docs\n", 0.1)]), reasoning="Look first."),
+        Say(status=400, error="This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."),
     ],
     # never finishes: runs out of turns after executing its last commands
     "top-word-frequencies": [Say(j([("true\n", 0.05)]))],
@@ -186,6 +192,8 @@ def test_what_the_model_was_sent(rollout):
     results = {json.loads(p.read_text())["task"]: json.loads(p.read_text()) for p in run.glob("trials/*/result.json")}
     assert results["csv-revenue-by-region"]["outcome"] != "infra_error"  # the dirty reply never broke a request
     assert results["top-word-frequencies"]["agent_metadata"]["terminus"]["max_turns_reached"]
+    assert results["markdown-table-of-contents"]["outcome"] == "context_exceeded"
+    assert results["markdown-table-of-contents"]["reward"] is not None  # verified all the same
     # the wrapper, the confirmation prompt and the parse-error feedback are what the model read
     users = [m["content"] for e in exchanges for m in e.request["messages"] if m["role"] == "user"]
     assert any(u.startswith("New terminal output:\n") and "characters omitted" in u and "END\n" in u for u in users)

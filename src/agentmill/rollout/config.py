@@ -22,6 +22,7 @@ class RolloutConfig(BaseModel):
     model: str | None = None
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     max_turns: int = defaults.MAX_TURNS
+    max_context: int | None = Field(None, gt=0)  # tokens; None: the endpoint's own limit
     attempts: int = Field(defaults.ATTEMPTS, ge=1)
     # operational
     base_url: str | None = None
@@ -32,14 +33,14 @@ class RolloutConfig(BaseModel):
     max_retries: int = defaults.MAX_RETRIES
     prices: Prices | None = None
 
-    IDENTITY: ClassVar[tuple[str, ...]] = ("task_hashes", "agent", "agent_version", "model", "sampling", "max_turns")
+    IDENTITY: ClassVar[tuple[str, ...]] = ("task_hashes", "agent", "agent_version", "model", "sampling", "max_turns", "max_context")
 
     def identity_changes(self, old: "RolloutConfig") -> list[str]:
         """What changed that would make different trials; empty if resuming is safe."""
         changes = []
         for name in self.IDENTITY:
             a, b = getattr(old, name), getattr(self, name)
-            if a == b or (name in ("sampling", "max_turns") and not (old.model or self.model)):
+            if a == b or (name in ("sampling", "max_turns", "max_context") and not (old.model or self.model)):
                 continue  # model settings make no difference to trials without a model
             if name == "task_hashes":
                 changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))

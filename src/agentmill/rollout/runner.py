@@ -208,7 +208,7 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     agent = None
     agent_result = AgentResult()
     try:
-        agent = make_agent(config.agent, client=client, max_turns=config.max_turns)
+        agent = make_agent(config.agent, client=client, max_turns=config.max_turns, max_context=config.max_context)
         result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentmill.agents.base import Agent, AgentResult
 from agentmill.errors import AgentmillError, SandboxError
-from agentmill.models.client import EndpointError
+from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
@@ -88,6 +88,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except EndpointError as e:
             result.outcome, result.exception = Outcome.INFRA_ERROR, str(e)
             return result
+        except ContextExceededError as e:  # the agent's own limit: verified like a timeout
+            agent_outcome, result.exception = Outcome.CONTEXT_EXCEEDED, str(e)
         except Exception as e:  # the agent's own failure: typed, with its traceback kept
             agent_outcome = Outcome.AGENT_ERROR
             result.exception = "".join(traceback.format_exception_only(type(e), e)).strip()

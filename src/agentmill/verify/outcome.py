@@ -16,6 +16,9 @@ class Outcome(str, Enum):
     VERIFIER_TIMEOUT = "verifier_timeout"
     SANDBOX_ERROR = "sandbox_error"
     INFRA_ERROR = "infra_error"  # the model endpoint failed after its retries
+    # the conversation outgrew the model's context (the endpoint said so, or --max-context): the
+    # agent's own limit, not the machinery's; the final state is still verified and recorded
+    CONTEXT_EXCEEDED = "context_exceeded"
 
     @property
     def is_infra(self) -> bool:
