@@ -30,6 +30,16 @@ def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in ag
 
 
 app.add_typer(_ground_app(), name="ground")
+
+
+def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
+    from agentmill.envs.cli import env_app, import_app
+
+    return env_app, import_app
+
+
+app.add_typer(_env_apps()[0], name="env")
+app.add_typer(_env_apps()[1], name="import")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = out_stdout = Console()
 
@@ -222,6 +232,7 @@ def export(
     max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate", help="Drop traces whose share of failing commands is above this (0-1)."),
     max_truncated: Optional[int] = typer.Option(None, "--max-truncated", help="Drop traces with more truncated observations than this."),
     subagents: Optional[str] = typer.Option(None, "--subagents", help="drop | keep"),
+    tamper: Optional[str] = typer.Option(None, "--tamper", help="drop (default) | keep: trials with verifier tamper evidence"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when the filters keep nothing (default: exit 2 naming the rule)."),
 ) -> None:
     """Filter a run's trajectories and export them for SFT (trl, sharegpt, harbor) or RL (rl)."""
@@ -235,7 +246,7 @@ def export(
         spec = spec.merged(min_turns=min_turns, drop_outcomes=[] if keep_all_outcomes else (drop_outcome or None),
                            reward=reward, min_reward=min_reward, completion=completion, max_tokens=max_tokens,
                            max_repeated_commands=max_repeated_commands, max_error_rate=max_error_rate,
-                           max_truncated=max_truncated, subagents=subagents)
+                           max_truncated=max_truncated, subagents=subagents, tamper=tamper)
         report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty)
     except ValueError as e:
         _fail(f"invalid filter: {str(e).splitlines()[-1].strip()}")

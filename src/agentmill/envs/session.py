@@ -38,6 +38,7 @@ class ToolResult:
     content: str
     is_error: bool = False
     seconds: float = 0.0
+    changes: int = 0  # rows the call wrote (0 for reads and errors)
 
 
 def openai_tool(schema: dict) -> dict:
@@ -128,7 +129,7 @@ class ToolSession:
         content = reply.get("content")
         if not isinstance(content, str):
             return ToolResult(f"tool '{name}' failed: malformed reply from the tool host", True)
-        return ToolResult(content, bool(reply.get("is_error")))
+        return ToolResult(content, bool(reply.get("is_error")), changes=int(reply.get("changes") or 0))
 
     async def _request(self, request: dict, timeout: float) -> dict:
         if self._socket is not None:
