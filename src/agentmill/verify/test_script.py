@@ -29,6 +29,9 @@ from agentmill.verify.tamper import Tamper, parse_markers
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
 _KEEP_OUTPUT = 64 << 10
+_GRACE = 0.5  # seconds a sandbox with leftover processes stays up after the script, before the final read
+# Counts the processes in the sandbox besides bwrap's init, the guest server and itself.
+_COUNT = "import os; print(sum(p.isdigit() for p in os.listdir('/proc')) - 3)"
 
 
 @dataclass
@@ -67,6 +70,8 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
             run = await sb.exec(["/usr/bin/bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
                                 env=spec.env, max_output=_KEEP_OUTPUT)
             at_exit = await asyncio.to_thread(read_reward_files, logs)
+            if await _lingering(sb):  # give a leftover daemon time to show itself, then kill it
+                await asyncio.sleep(_GRACE)
     except SandboxError as e:
         return VerifierResult(Outcome.SANDBOX_ERROR, error=str(e), seconds=time.monotonic() - started, tamper=tamper)
     # The sandbox is gone, and every process in it: what the files hold now is final.
@@ -96,6 +101,14 @@ def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | Non
         result.outcome = Outcome.PASSED if result.reward >= 1.0 - 1e-9 else Outcome.FAILED
     except RewardError as e:
         result.outcome, result.error = Outcome.VERIFIER_ERROR, str(e)
+
+
+async def _lingering(sb) -> bool:
+    try:
+        r = await sb.exec(["/usr/bin/python3", "-I", "-S", "-c", _COUNT], timeout=10, env={"PATH": "/usr/bin"})
+        return int(r.stdout.strip() or 0) > 0
+    except (SandboxError, ValueError):
+        return True
 
 
 def _fresh(path: Path) -> Path:
