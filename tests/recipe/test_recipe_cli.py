@@ -81,12 +81,12 @@ def test_stages_come_from_the_registry_and_keys_follow_the_flow():
 def test_bad_stage_settings_fail_at_planning_naming_the_key(tmp_path):
     path = write_recipe(tmp_path, NOP_RECIPE.replace('kind = "dedupe"', 'kind = "dedupe_typo"'))
     r = agentmill("run", str(path), "--dry-run")
-    assert r.returncode == 2 and "task_filters.0.kind: unknown task_filter 'dedupe_typo'" in r.stderr
+    assert r.returncode == 2 and "recipe.toml: task_filters.0.kind: unknown task filter 'dedupe_typo'" in r.stderr
     assert "known: askllm, decontaminate, dedupe, response_length, starts" in r.stderr
     path = write_recipe(tmp_path, NOP_RECIPE.replace('kind = "dedupe"', 'kind = "dedupe"\nparams = { treshold = 0.5 }'))
     r = agentmill("run", str(path), "--dry-run")
     assert r.returncode == 2 and "task_filters.0" in r.stderr and "param 'treshold': unknown param" in r.stderr
-    with pytest.raises(AgentmillError, match="unknown task_filter 'rollout'"):  # a stage of another kind is not a filter
+    with pytest.raises(AgentmillError, match="task_filters.0.kind: unknown task filter 'rollout'"):  # a stage of another kind is not a filter
         build_stages(parse_recipe({"sources": [{"name": "s", "sample": True}], "task_filters": [{"kind": "rollout"}]},
                                   where="r"))
 

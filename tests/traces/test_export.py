@@ -86,7 +86,7 @@ def test_trl_jsonl_and_parquet_load_with_datasets(run, tmp_path):
         assert len(ds) == 5 and set(ds.column_names) == {"messages", "tools", "provenance"}
         row = next(r for r in ds if r["provenance"]["trial_id"] == "term1")
         assert row["provenance"]["teacher_model"] == "teacher-x" and row["provenance"]["verifier_hash"] == "v" * 8
-        assert row["provenance"]["filters"] == ["subagents", "outcome"] and row["provenance"]["agentmill_version"]
+        assert row["provenance"]["filters"] == ["tamper", "subagents", "outcome"] and row["provenance"]["agentmill_version"]
         text = json.dumps(row["messages"], ensure_ascii=False)
         assert "\x00" not in text and "\ud800" not in text and "MIIEow" not in text
 

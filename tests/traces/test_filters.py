@@ -87,8 +87,8 @@ def test_funnel_is_in_order_and_adds_up(tmp_path):
     write_trial(tmp_path, "b", terminus_trajectory(turns(2)), outcome="passed")
     write_trial(tmp_path, "c", terminus_trajectory(turns(6)), outcome="infra_error")
     kept, funnel = run_filters(tmp_path, FilterSpec(max_repeated_commands=10))
-    assert [s.name for s in funnel] == ["input", "subagents", "outcome", "min_turns", "repeated_commands"]
-    assert [(s.kept, s.dropped) for s in funnel] == [(3, 0), (3, 0), (2, 1), (1, 1), (1, 0)]
+    assert [s.name for s in funnel] == ["input", "tamper", "subagents", "outcome", "min_turns", "repeated_commands"]
+    assert [(s.kept, s.dropped) for s in funnel] == [(3, 0), (3, 0), (3, 0), (2, 1), (1, 1), (1, 0)]
     assert kept == ["a"]
 
 

@@ -74,6 +74,17 @@ class TaskFilter(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     model: ModelSpec | None = None
 
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from agentmill.recipe.stage import STAGES, registered  # the registry imports this module: import late
+
+        registered()
+        known = sorted(n for n, c in STAGES.items() if c.kind == "task_filter")
+        if kind not in known:
+            raise ValueError(f"unknown task filter {kind!r} (known: {', '.join(known)})")
+        return kind
+
 
 class Mix(_Strict):
     top_n: int | None = Field(None, ge=1)  # None: every source
@@ -134,7 +145,7 @@ def parse_recipe(data: dict[str, Any], *, where: str, base_dir: Path | None = No
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise AgentmillError(f"{where}: {key}: {err['msg']}") from None
+        raise AgentmillError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
     recipe.base_dir = base_dir
     return recipe
 

@@ -103,14 +103,21 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
     return cls
 
 
+def registered() -> dict[str, type[Stage]]:
+    """Every registered stage (importing the bundled stages registers them)."""
+    import agentmill.recipe.stages  # noqa: F401
+
+    return STAGES
+
+
 def stage_class(name: str, *, where: str, kind: str | None = None) -> type[Stage]:
     """The registered stage called `name` (of `kind` if given), or an error naming the recipe key."""
-    import agentmill.recipe.stages  # noqa: F401 - registers the bundled stages
+    registered()
 
     known = sorted(n for n, c in STAGES.items() if kind is None or c.kind == kind)
     cls = STAGES.get(name)
     if cls is None or (kind is not None and cls.kind != kind):
-        raise AgentmillError(f"{where}: unknown {kind or 'stage'} {name!r} (known: {', '.join(known)})")
+        raise AgentmillError(f"{where}: unknown {(kind or 'stage').replace('_', ' ')} {name!r} (known: {', '.join(known)})")
     return cls
 
 

@@ -35,6 +35,7 @@ class FilterSpec(BaseModel):
     max_error_rate: float | None = Field(None, ge=0, le=1)
     max_truncated: int | None = Field(None, ge=0)
     subagents: Literal["drop", "keep"] = "drop"
+    tamper: Literal["drop", "keep"] = Field("drop", description="trials with verifier tamper evidence")
 
     @classmethod
     def from_toml(cls, path: Path) -> "FilterSpec":
@@ -77,6 +78,8 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *,
     if prompt_rows:
         spec = spec.model_copy(update={"min_turns": None, "max_tokens": None})
     out: list[Rule] = []
+    if spec.tamper == "drop":
+        out.append(("tamper", "drop trials with tamper evidence", lambda r: not _tampered(r)))
     if spec.subagents == "drop":
         out.append(("subagents", "drop subagent traces", lambda r: not r.telemetry.is_subagent))
     if spec.drop_outcomes:
@@ -142,6 +145,11 @@ class Funnel:
         return out
 
 
+def _tampered(r: TraceRecord) -> bool:
+    # result.json is the record; telemetry may predate the field
+    return bool(r.result.get("tamper")) or r.telemetry.tamper > 0
+
+
 def apply_filters(records: Iterable[TraceRecord], active: list[Rule]) -> tuple[list[TraceRecord], list[FunnelStep]]:
     """Records that pass every rule (with `passed_filters` filled) and the funnel, one step per rule."""
     funnel = Funnel(active)
@@ -156,6 +164,8 @@ def emptied_by(funnel: list[FunnelStep]) -> FunnelStep | None:
 
 # How to keep more records when a rule removes them all: (with `agentmill export` flags, in a recipe).
 RELAX = {
+    "tamper": ("keep them only on purpose: tamper = \"keep\" in a --filters file (these trials carry tamper evidence)",
+               'set [trace_filters] tamper = "keep" only on purpose (these trials carry tamper evidence)'),
     "subagents": ("pass --subagents keep", 'set [trace_filters] subagents = "keep"'),
     "outcome": ("pass --keep-all-outcomes or fewer --drop-outcome", "drop fewer outcomes in [trace_filters] drop_outcomes"),
     "reward": ("pass --reward any", 'set [trace_filters] reward = "any"'),
