@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from agentmill.grounded import readers
@@ -17,11 +18,11 @@ def extract(path: Path, loc: Locator) -> str | None:
         if loc.kind == "cell":
             if not loc.cell or readers.fmt(path) != "xlsx":
                 return None
-            return readers.cell(path, loc.sheet, loc.cell)
+            return _cell(str(path), _stamp(path), loc.sheet, loc.cell)
         if loc.kind == "row_field":
             if loc.row is None or not loc.field:
                 return None
-            rows = readers.table(path, loc.sheet)
+            rows = _table(str(path), _stamp(path), loc.sheet)
             if loc.row > len(rows) or loc.field not in rows[loc.row - 1]:
                 return None
             return rows[loc.row - 1][loc.field]
@@ -31,11 +32,42 @@ def extract(path: Path, loc: Locator) -> str | None:
                 node = node[int(part)] if isinstance(node, list) else node[part]
             return node if isinstance(node, str) else json.dumps(node)
         if loc.kind == "span":
-            text = _squash(readers.plain_text(path))
+            text = _text(str(path), _stamp(path))
             return loc.text if loc.text and _squash(loc.text) in text else None
     except (readers.UnreadableFile, KeyError, IndexError, ValueError, TypeError, OSError):
         return None
     return None
+
+
+# A graph checks many facts per file: parse each file once (keyed by its modification stamp).
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=64)
+def _table(path: str, _stamp, sheet: str | None) -> list[dict[str, str]]:
+    return readers.table(Path(path), sheet)
+
+
+@lru_cache(maxsize=64)
+def _text(path: str, _stamp) -> str:
+    return _squash(readers.plain_text(Path(path)))
+
+
+@lru_cache(maxsize=16)
+def _workbook(path: str, _stamp):
+    import openpyxl
+
+    return openpyxl.load_workbook(path, data_only=True)
+
+
+def _cell(path: str, stamp, sheet: str | None, ref: str) -> str | None:
+    wb = _workbook(path, stamp)
+    if sheet is not None and sheet not in wb.sheetnames:
+        return None
+    value = (wb[sheet] if sheet else wb.worksheets[0])[ref].value
+    return None if value is None else readers._text(value)
 
 
 def _squash(text: str) -> str:
