@@ -36,7 +36,6 @@ class FilterSpec(BaseModel):
     max_truncated: int | None = Field(None, ge=0)
     subagents: Literal["drop", "keep"] = "drop"
     tamper: Literal["drop", "keep"] = Field("drop", description="trials with verifier tamper evidence")
-    tamper: Literal["drop", "keep"] = Field("drop", description="trials with verifier tamper evidence")
 
     @classmethod
     def from_toml(cls, path: Path) -> "FilterSpec":
@@ -79,8 +78,6 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *,
     if prompt_rows:
         spec = spec.model_copy(update={"min_turns": None, "max_tokens": None})
     out: list[Rule] = []
-    if spec.tamper == "drop":
-        out.append(("tamper", "drop trials with tamper evidence", lambda r: not _tampered(r)))
     if spec.tamper == "drop":
         out.append(("tamper", "drop trials with tamper evidence", lambda r: not _tampered(r)))
     if spec.subagents == "drop":
@@ -146,11 +143,6 @@ class Funnel:
             out.append(FunnelStep(name, description, kept, before - kept))
             before = kept
         return out
-
-
-def _tampered(r: TraceRecord) -> bool:
-    # result.json is the record; telemetry may predate the field
-    return bool(r.result.get("tamper")) or r.telemetry.tamper > 0
 
 
 def _tampered(r: TraceRecord) -> bool:
