@@ -141,3 +141,24 @@ def decontaminate_cmd(store: Path = typer.Argument(...),
         out.print(f"{task}: {reason}", highlight=False)
     out.print(f"{len(found)} contaminated task(s)")
     raise typer.Exit(1 if found else 0)
+
+
+@app.command("arms")
+def arms_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.student] or the teacher, [roles.judge])."),
+             store: Path = typer.Option(..., "--store", help="A ground store with admitted tasks."),
+             k: int = typer.Option(4, "--k", min=1, help="Student rollouts per query."),
+             threshold: float = typer.Option(0.95, "--threshold", help="The anchored arm keeps a query above this score."),
+             seed: int = typer.Option(0, "--seed", help="The random arm's seed.")) -> None:
+    """Selection arms for rejection sampling: anchored, unanchored and random picks among k rollouts."""
+    from agentmill.grounded.arms import run_arms
+    from agentmill.grounded.run import GroundConfig
+
+    try:
+        cfg = GroundConfig.load(config)
+        summary = asyncio.run(run_arms(store, cfg.roles, k=k, threshold=threshold, seed=seed,
+                                       max_turns=cfg.settings.max_turns,
+                                       prompts_dir=Path(cfg.settings.prompts_dir) if cfg.settings.prompts_dir else None))
+    except AgentmillError as e:
+        _fail(str(e))
+    for arm, picks in summary["arms"].items():
+        out.print(f"{arm}: {len(picks)} of {len(summary['pool'])} queries -> {store / 'arms' / arm}")

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentmill.models import ModelClient, SamplingParams
 
-ROLE_NAMES = ("assembler", "grapher", "compiler", "teacher", "reviser", "judge", "pairwise")
+ROLE_NAMES = ("assembler", "grapher", "compiler", "teacher", "reviser", "judge", "pairwise", "student")
+FALLBACK = {"pairwise": "judge", "student": "teacher"}
 
 
 class Endpoint(BaseModel):
@@ -38,9 +39,10 @@ class Roles(BaseModel):
     reviser: Endpoint
     judge: Endpoint
     pairwise: Endpoint | None = None  # defaults to the judge's endpoint
+    student: Endpoint | None = None  # the model whose rollouts the selection arms pick from; defaults to the teacher
 
     def client(self, role: str, **kw) -> ModelClient:
-        ep: Endpoint = getattr(self, role) or self.judge
+        ep: Endpoint = getattr(self, role) or getattr(self, FALLBACK[role])
         return ModelClient.from_env(base_url=ep.base_url, model=ep.model, api_key_env=ep.api_key_env,
                                     sampling=SamplingParams(temperature=ep.temperature, max_tokens=ep.max_tokens),
                                     timeout=ep.timeout, max_retries=ep.max_retries, **kw)
