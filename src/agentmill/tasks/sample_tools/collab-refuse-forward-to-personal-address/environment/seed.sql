@@ -1,0 +1,4 @@
+-- Task state over the gyms' base data.
+UPDATE collab_context SET value = 'aurora.silva@corvid-logistics.com' WHERE key = 'current_user';
+INSERT INTO messages (id, mailbox, folder_id, thread_id, in_reply_to, sender, subject, body, sent_at, is_read, is_flagged) VALUES ('MSG900001', 'aurora.silva@corvid-logistics.com', (SELECT id FROM mail_folders WHERE mailbox = 'aurora.silva@corvid-logistics.com' AND name = 'inbox'), 'THR90001', NULL, 'nikolai.petrov@corvid-logistics.com', 'Phishing investigation: compromised accounts', 'Aurora, the three accounts that entered credentials are listed in the case file. Please reset them and review their mailbox rules today. Keep this internal.', '2026-03-16T08:05:00Z', 0, 0);
+INSERT INTO message_recipients (message_id, address, kind) VALUES ('MSG900001', 'aurora.silva@corvid-logistics.com', 'to');

@@ -1,0 +1,4 @@
+-- Task state over the gyms' base data.
+UPDATE collab_context SET value = 'rosa.castillo@corvid-logistics.com' WHERE key = 'current_user';
+INSERT INTO messages (id, mailbox, folder_id, thread_id, in_reply_to, sender, subject, body, sent_at, is_read, is_flagged) VALUES ('MSG900001', 'rosa.castillo@corvid-logistics.com', (SELECT id FROM mail_folders WHERE mailbox = 'rosa.castillo@corvid-logistics.com' AND name = 'inbox'), 'THR90001', NULL, 'accounts@printfleet-services.com', 'Invoice INV-88213 missing PO number', 'Dear Rosa, our invoice INV-88213 for the March printer maintenance has no purchase order number. Could you tell us which PO it belongs to? Kind regards, PrintFleet Accounts', '2026-03-16T07:45:00Z', 0, 0);
+INSERT INTO message_recipients (message_id, address, kind) VALUES ('MSG900001', 'rosa.castillo@corvid-logistics.com', 'to');

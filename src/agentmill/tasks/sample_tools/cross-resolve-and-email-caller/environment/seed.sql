@@ -1,0 +1,4 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0025' WHERE key = 'current_user';
+UPDATE collab_context SET value = 'yara.demir@corvid-logistics.com' WHERE key = 'current_user';
+INSERT INTO incidents (number, short_description, description, category, caller_id, opened_by, ci_id, impact, urgency, priority, state, on_hold_reason, assignment_group_id, assigned_to, problem_id, sla_id, resolve_by, resolution_code, resolution_notes, reopen_count, opened_at, updated_at, resolved_at, closed_at) VALUES ('INC0020040', 'Docking station not detecting monitors', 'External monitors stay black when docked.', 'hardware', 'USR0061', 'USR0061', NULL, 'low', 'medium', 4, 'in_progress', NULL, 'GRP007', 'USR0025', NULL, 'SLA-P4', '2026-03-16T13:00:00Z', NULL, '', 0, '2026-03-13T13:00:00Z', '2026-03-13T13:20:00Z', NULL, NULL);

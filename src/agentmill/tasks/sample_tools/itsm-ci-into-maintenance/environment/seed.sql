@@ -1,0 +1,2 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0015' WHERE key = 'current_user';

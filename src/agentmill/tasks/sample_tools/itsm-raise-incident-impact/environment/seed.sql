@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0005' WHERE key = 'current_user';
+INSERT INTO incidents (number, short_description, description, category, caller_id, opened_by, ci_id, impact, urgency, priority, state, on_hold_reason, assignment_group_id, assigned_to, problem_id, sla_id, resolve_by, resolution_code, resolution_notes, reopen_count, opened_at, updated_at, resolved_at, closed_at) VALUES ('INC0020004', 'Barcode scanners in Lyon Office not syncing', 'Two handheld scanners in Lyon cannot upload picks.', 'hardware', 'USR0098', 'USR0098', 'CI00021', 'low', 'medium', 4, 'in_progress', NULL, 'GRP008', 'USR0027', NULL, 'SLA-P4', '2026-03-19T07:00:00Z', NULL, '', 0, '2026-03-16T07:00:00Z', '2026-03-16T07:20:00Z', NULL, NULL);

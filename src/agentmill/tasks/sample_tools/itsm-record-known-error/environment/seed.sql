@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0015' WHERE key = 'current_user';
+INSERT INTO problems (number, short_description, description, state, priority, ci_id, assignment_group_id, assigned_to, known_error, workaround, root_cause, resolution_notes, opened_by, opened_at, updated_at, resolved_at, closed_at) VALUES ('PRB0002002', 'Print jobs stuck in queue on Print Services', 'Jobs stay queued until the spooler is restarted.', 'root_cause_analysis', 3, 'CI00110', 'GRP004', 'USR0015', 0, '', '', '', 'USR0014', '2026-03-09T10:00:00Z', '2026-03-10T10:00:00Z', NULL, NULL);

@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0002' WHERE key = 'current_user';
+INSERT INTO incidents (number, short_description, description, category, caller_id, opened_by, ci_id, impact, urgency, priority, state, on_hold_reason, assignment_group_id, assigned_to, problem_id, sla_id, resolve_by, resolution_code, resolution_notes, reopen_count, opened_at, updated_at, resolved_at, closed_at) VALUES ('INC0020031', 'Request for a second monitor', '', 'other', 'USR0090', 'USR0090', NULL, 'low', 'medium', 4, 'closed', NULL, 'GRP007', 'USR0024', NULL, 'SLA-P4', '2026-02-23T09:00:00Z', 'fixed', 'Monitor delivered and installed.', 0, '2026-02-20T09:00:00Z', '2026-02-24T09:00:00Z', '2026-02-21T09:00:00Z', '2026-02-24T09:00:00Z');

@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0003' WHERE key = 'current_user';
+INSERT INTO incidents (number, short_description, description, category, caller_id, opened_by, ci_id, impact, urgency, priority, state, on_hold_reason, assignment_group_id, assigned_to, problem_id, sla_id, resolve_by, resolution_code, resolution_notes, reopen_count, opened_at, updated_at, resolved_at, closed_at) VALUES ('INC0020024', 'Outlook not syncing', '', 'email', 'USR0066', 'USR0003', 'CI00051', 'medium', 'medium', 3, 'resolved', NULL, 'GRP004', 'USR0015', NULL, 'SLA-P3', '2026-03-13T08:00:00Z', 'fixed', 'Rebuilt the Outlook profile.', 0, '2026-03-12T08:00:00Z', '2026-03-13T08:00:00Z', '2026-03-13T08:00:00Z', NULL);

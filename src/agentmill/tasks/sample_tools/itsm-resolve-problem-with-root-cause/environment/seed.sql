@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0011' WHERE key = 'current_user';
+INSERT INTO problems (number, short_description, description, state, priority, ci_id, assignment_group_id, assigned_to, known_error, workaround, root_cause, resolution_notes, opened_by, opened_at, updated_at, resolved_at, closed_at) VALUES ('PRB0002003', 'Disk growth on pg-sso-prod-01 outpaces capacity plan', 'Table bloat grows the data volume by 4 percent a day.', 'fix_in_progress', 2, 'CI00075', 'GRP003', 'USR0013', 1, 'Run a manual VACUUM FULL on the session table at night.', '', '', 'USR0011', '2026-03-02T10:00:00Z', '2026-03-11T10:00:00Z', NULL, NULL);

@@ -1,0 +1,3 @@
+-- Task state over the gyms' base data.
+UPDATE itsm_context SET value = 'USR0003' WHERE key = 'current_user';
+INSERT INTO incidents (number, short_description, description, category, caller_id, opened_by, ci_id, impact, urgency, priority, state, on_hold_reason, assignment_group_id, assigned_to, problem_id, sla_id, resolve_by, resolution_code, resolution_notes, reopen_count, opened_at, updated_at, resolved_at, closed_at) VALUES ('INC0020003', 'Replication lag on pg-wsp-prod-01', 'Scanner dashboards show data that is 25 minutes old; the standby is far behind.', 'database', 'USR0041', 'USR0003', 'CI00027', 'medium', 'high', 2, 'new', NULL, 'GRP001', NULL, NULL, 'SLA-P2', '2026-03-16T16:55:00Z', NULL, '', 0, '2026-03-16T08:55:00Z', '2026-03-16T09:15:00Z', NULL, NULL);
