@@ -56,13 +56,15 @@ def test_a_host_path_link_is_never_followed(tmp_path):
 
 def test_honest_leftovers_and_the_images_own_files_are_not_evidence(tmp_path):
     template = _tree(tmp_path / "template", {"app/conftest.py": "# the task's own", "pytest.ini": "[pytest]\n",
-                                             "root/.local/bin/env": "export PATH=/opt/x:$PATH\n"})
+                                             "root/.local/bin/env": "export PATH=/opt/x:$PATH\n",
+                                             "home/dev/.profile": "export PATH=$HOME/bin:$PATH\n"})
     root = tmp_path / "r"
     subprocess.run(["cp", "-a", str(template), str(root)], check=True)
     _tree(root, {"app/README.md": "notes", "app/__pycache__/m.cpython-311.pyc": "x", "app/src/util.py": "x = 1",
                  "app/test.py": "print(1)", "root/.bashrc": 'alias ll="ls -l"\nexport EDITOR=vim\n',
                  "root/.local/bin/mytool": "#!/bin/sh\n", "app/venv/lib/python3.11/site-packages/distutils-precedence.pth": "x",
-                 "app/tests/conftest.py": "x", "app/pyproject.toml": "[project]\nname = 'x'\n"})
+                 "app/tests/conftest.py": "x", "app/pyproject.toml": "[project]\nname = 'x'\n",
+                 "home/dev/.profile": "export PATH=$HOME/bin:$PATH\nalias gs='git status'\n"})  # an alias added
     os.symlink("/app/README.md", root / "app/latest")
     os.symlink("../README.md", root / "app/src/README.md")
     os.symlink("/usr/bin/python3", root / "app/py")

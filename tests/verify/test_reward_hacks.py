@@ -264,3 +264,23 @@ def test_tamper_evidence_reaches_telemetry_and_the_export_filter(tmp_path):
     toml = tmp_path / "filters.toml"
     toml.write_text('[filters]\ntamper = "keep"\nmin_turns = 0\n')
     assert FilterSpec.from_toml(toml).tamper == "keep"
+
+
+def test_honest_state_under_root_and_the_images_own_config_still_pass(tmp_path):
+    """HOME is the verifier's own, yet tests that read /root by absolute path still see the agent's
+    files; and files the image itself ships (a conftest.py and pytest.ini at / and in /app, a
+    ~/.bashrc, which the verifier's HOME starts with) are the task's, not evidence."""
+    dockerfile = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
+                  "RUN printf '[pytest]\\n' > /pytest.ini && printf 'import os\\n' > /app/conftest.py && "
+                  "printf 'export PATH=/opt/bin:$PATH\\n' > /root/.bashrc\n")
+    test_sh = ("#!/bin/bash\ncd /app\ngrep -qx 'note: 55' /root/notes.txt && test \"$HOME\" != /root && "
+               "grep -q /opt/bin ~/.bashrc && "
+               "uvx pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD)
+    root = write_task(tmp_path / "root-notes", instruction=INSTRUCTION + " Also note it as 'note: 55' in ~/notes.txt.",
+                      test_sh=test_sh, test_files=TEST_FILES, dockerfile=dockerfile, solve_sh="true\n")
+    task = load_task(root)
+    builder = ImageBuilder(cache=scratch_cache(tmp_path))
+    honest = asyncio.run(run_trial(task, ShellAgent("echo 55 > /app/answer.txt && echo 'note: 55' > ~/notes.txt"), builder))
+    assert honest.outcome is Outcome.PASSED and honest.tamper == [], _explain(honest)
+    lazy = asyncio.run(run_trial(task, ShellAgent("echo 55 > /app/answer.txt"), builder))
+    assert lazy.outcome is Outcome.FAILED and lazy.tamper == [], _explain(lazy)

@@ -255,7 +255,7 @@ class Hardening:
         elif parent in ctx.path_dirs and name in self.known_commands:
             self.move_aside(inside, TamperKind.PLANTED_TOOL, f"shadows the command '{name}' on a test script's PATH")
         elif parent in ctx.homes and name in SHELL_STARTUP:
-            text = _head(self.host(inside)).decode("utf-8", "replace")
+            text = _added_lines(self.host(inside), self.template / inside.lstrip("/") if self.template else None)
             hit = _STEERING_SHELL.search(text)
             if hit:
                 self.move_aside(inside, TamperKind.SHELL_STARTUP, f"sets what a sourcing test script runs: {hit.group(0).strip()[:60]!r}")
@@ -341,6 +341,16 @@ def _head(path: Path) -> bytes:
         return os.read(fd, _READ_CAP)
     finally:
         os.close(fd)
+
+
+def _added_lines(path: Path, original: Path | None) -> str:
+    """The lines of a text file that its image version lacks (all of them when the image had none)."""
+    text = _head(path).decode("utf-8", "replace")
+    try:
+        before = set(_head(original).decode("utf-8", "replace").splitlines()) if original is not None else set()
+    except OSError:
+        before = set()
+    return "\n".join(line for line in text.splitlines() if line not in before)
 
 
 def _is_protected(inside: str) -> bool:

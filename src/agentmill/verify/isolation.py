@@ -1,7 +1,8 @@
 """The verifier's own environment: nothing the agent could prepare decides how the tests run.
 
-- HOME is a fresh folder (`/.agentmill/home`), so the agent's `~/.bashrc`, `~/.local/bin/env`,
-  user site-packages and dotfiles are not read; files under /root stay readable by absolute path.
+- HOME is the verifier's own folder (`/.agentmill/home`), a copy of the image's home as built (its
+  git identity, an installed uv: the task's files), so the agent's `~/.bashrc`, `~/.local/bin/env`,
+  user site-packages and dotfiles are not read; the agent's /root stays readable by absolute path.
 - Python: no user site (PYTHONNOUSERSITE), no start-up or home overrides; the pytest guard's folder
   leads PYTHONPATH (the task's own PYTHONPATH follows).
 - pytest, however it is started: PYTEST_ADDOPTS pins rootdir and conftest cut-off to /tests, the

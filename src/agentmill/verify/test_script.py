@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
                               seconds=time.monotonic() - started)
     logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
+    await asyncio.to_thread(_seed_home, image, home)
     addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
     mounts = {"/tests": tests, PIN: scratch / "verifier-pin"}
     if toolkit is not None:
@@ -109,6 +111,14 @@ async def _lingering(sb) -> bool:
         return int(r.stdout.strip() or 0) > 0
     except (SandboxError, ValueError):
         return True
+
+
+def _seed_home(image: Image, home: Path) -> None:
+    """The verifier's HOME starts as the image's own home (its git identity, an installed uv, ...):
+    the task's files, never the agent's."""
+    src = image.rootfs / image.env.get("HOME", "/root").lstrip("/")
+    if src.is_dir() and not src.is_symlink():
+        subprocess.run(["cp", "-a", "--reflink=auto", f"{src}/.", str(home)], check=True)
 
 
 def _fresh(path: Path) -> Path:
