@@ -76,3 +76,40 @@ def test_selection_arms_share_queries_and_candidates():
     assert arms["anchored"] == {"q1": "q1r1", "q3": "q3r0"}
     assert arms["unanchored"] == {"q1": "q1r0", "q3": "q3r1"}
     assert set(arms["random"]) == {"q1", "q3"} and all(r.startswith(q) for q, r in arms["random"].items())
+
+
+def test_compare_command_over_two_systems_runs(tmp_path):
+    import tomli_w
+    from typer.testing import CliRunner
+
+    from agentmill.cli import app
+
+    store = tmp_path / "store"
+    for task in ("t1", "t2", "t3"):
+        (store / "tasks" / task / "tests").mkdir(parents=True)
+        (store / "tasks" / task / "instruction.md").write_text("x")
+        (store / "tasks" / task / "task.toml").write_text("")
+        (store / "tasks" / task / "tests" / "spec.json").write_text(json.dumps(scripted.SPEC))
+    for system, total in (("good", "56476"), ("bad", "40651")):
+        for task in ("t1", "t2", "t3"):
+            d = tmp_path / system / "trials" / f"{task}-run"
+            (d / "deliverables").mkdir(parents=True)
+            (d / "trial.json").write_text(json.dumps({"task": task}))
+            (d / "deliverables" / "summary.csv").write_text(f"source,net_generation\nTotal,{total}\n")
+
+    def policy(request):
+        text = request["messages"][-1]["content"]
+        a_part = text.split("Worker A's deliverables:")[1].split("Worker B's deliverables:")[0]
+        return Reply(json.dumps({"winner": "A" if "56476" in a_part else "B"}))
+
+    with ChatServer(policy) as srv:
+        ep = {"base_url": srv.base_url, "model": "m", "max_retries": 0}
+        (tmp_path / "g.toml").write_text(tomli_w.dumps({"roles": {r: ep for r in ("assembler", "grapher", "compiler", "teacher", "reviser", "judge")}}))
+        res = CliRunner().invoke(app, ["ground", "compare", str(tmp_path / "g.toml"), "--store", str(store),
+                                       "--system", f"good={tmp_path / 'good'}", "--system", f"bad={tmp_path / 'bad'}",
+                                       "--anchor", "bad", "--out", str(tmp_path / "c.jsonl")])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert [(r["a"], r["b"]) for r in rows] == [("bad", "good"), ("good", "bad"), ("bad", "good")]  # order alternates
+    assert all((r["winner"] == "A") == (r["a"] == "good") for r in rows)  # the correct deliverables win each time
+    assert len(srv.requests) == 3 and "1667.0" in res.output

@@ -162,3 +162,48 @@ def arms_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.studen
         _fail(str(e))
     for arm, picks in summary["arms"].items():
         out.print(f"{arm}: {len(picks)} of {len(summary['pool'])} queries -> {store / 'arms' / arm}")
+
+
+@app.command("compare")
+def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pairwise] or [roles.judge])."),
+                store: Path = typer.Option(..., "--store", help="The ground store whose tasks were run."),
+                system: list[str] = typer.Option(..., "--system", help="NAME=FOLDER of runs (trials/*/deliverables), repeatable."),
+                anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
+                anchor_rating: float = typer.Option(1667.0, "--anchor-rating"),
+                out_file: Optional[Path] = typer.Option(None, "--out", help="Write the comparisons as JSON lines.")) -> None:
+    """Pairwise judge over systems' deliverables, then Bradley-Terry ratings (Elo scale, bootstrap CIs)."""
+    from agentmill.grounded.pairwise import compare_systems, ratings
+    from agentmill.grounded.run import GroundConfig
+    from agentmill.grounded.source import load_grounded_tasks
+    from agentmill.grounded.task_folder import read_spec
+
+    systems = {}
+    for item in system:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not Path(folder).is_dir():
+            _fail(f"--system {item}: give NAME=FOLDER with an existing folder")
+        systems[name] = Path(folder)
+    if anchor not in systems or len(systems) < 2:
+        _fail("--anchor must name one of at least two --system entries")
+    try:
+        cfg = GroundConfig.load(config)
+        tasks = {t.name: read_spec(t) for t in load_grounded_tasks(store)}
+
+        async def go():
+            client = cfg.roles.client("pairwise")
+            try:
+                return await compare_systems(tasks, systems, client)
+            finally:
+                await client.close()
+
+        outcomes = asyncio.run(go())
+    except AgentmillError as e:
+        _fail(str(e))
+    if not outcomes:
+        _fail("no task was run by two systems: nothing to compare")
+    if out_file:
+        out_file.write_text("".join(json.dumps({"a": a, "b": b, "winner": w}) + "\n" for a, b, w in outcomes))
+    table = Table("system", "rating", "95% CI", "comparisons")
+    for r in sorted(ratings(outcomes, sorted(systems), anchor=anchor, anchor_rating=anchor_rating), key=lambda r: -r.rating):
+        table.add_row(r.system, f"{r.rating:.1f}", f"[{r.low:.1f}, {r.high:.1f}]", str(r.comparisons))
+    out.print(table)

@@ -94,3 +94,38 @@ async def compare(spec: Spec, a: Path, b: Path, client: ModelClient, *, prompts_
                           a=deliverables_view(spec, a), b=deliverables_view(spec, b))
     verdict = await ask_json(client, [{"role": "user", "content": text}], PairVerdict, role="pairwise judge")
     return verdict.winner
+
+
+def runs_by_task(folder: Path) -> dict[str, Path]:
+    """task name -> deliverables folder, for a rollout-layout folder of grounded runs (`trials/*`)."""
+    import json
+
+    out: dict[str, Path] = {}
+    trials = Path(folder) / "trials"
+    for t in sorted(trials.iterdir()) if trials.is_dir() else []:
+        try:
+            task = json.loads((t / "trial.json").read_text())["task"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if (t / "deliverables").is_dir():
+            out.setdefault(task, t / "deliverables")
+    return out
+
+
+async def compare_systems(tasks: dict[str, Spec], systems: dict[str, Path], client: ModelClient, *,
+                          prompts_dir: Path | None = None) -> list[tuple[str, str, str]]:
+    """Every pair of systems on every task both have a run for; the order shown to the judge
+    alternates, so neither system is always 'A'."""
+    runs = {name: runs_by_task(folder) for name, folder in systems.items()}
+    names = sorted(systems)
+    outcomes, flip = [], False
+    for task, spec in sorted(tasks.items()):
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if task not in runs[a] or task not in runs[b]:
+                    continue
+                first, second = (b, a) if flip else (a, b)
+                flip = not flip
+                winner = await compare(spec, runs[first][task], runs[second][task], client, prompts_dir=prompts_dir)
+                outcomes.append((first, second, winner))
+    return outcomes
