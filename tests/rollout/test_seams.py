@@ -29,6 +29,23 @@ def test_local_executor_bounds_concurrency_and_keeps_order():
     assert peak == 3
 
 
+def test_local_executor_runs_before_work_after_per_job():
+    events = []
+
+    async def work(i):
+        events.append(("work", i))
+        await asyncio.sleep(0)
+        return i + 100
+
+    async def after(i, r):
+        events.append(("after", i, r))
+        return f"recorded {r}"
+
+    out = asyncio.run(LocalExecutor(1).map(work, [1, 2], before=lambda i: events.append(("before", i)), after=after))
+    assert out == ["recorded 101", "recorded 102"]
+    assert events == [("before", 1), ("work", 1), ("after", 1, 101), ("before", 2), ("work", 2), ("after", 2, 102)]
+
+
 def test_cancelling_the_executor_cancels_every_job():
     cancelled = []
 

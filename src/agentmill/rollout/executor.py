@@ -1,9 +1,12 @@
 """Executors decide where trials run and how many at once; the runner plans, records and resumes.
 
-The runner hands an executor a list of jobs and one coroutine function that runs a job and never
-raises for a job's own failure (it returns a typed result). `LocalExecutor` runs them in this
-process's event loop, bounded by a semaphore. An executor that spreads jobs over machines (Ray)
-implements the same `map` and is registered in `EXECUTORS`; the runner does not change.
+The runner hands an executor its jobs and three callables, split by where they must run:
+`before(job)` in the driver when a job is dispatched (mark it running), `work(job)` wherever the
+sandbox is (run the trial; it never raises for a job's own failure, it returns a typed result), and
+`after(job, result)` back in the driver (write the trial folder, mark it done). `LocalExecutor`
+runs all three in this process's event loop, bounded by a semaphore. An executor that spreads the
+`work` over machines (Ray) implements the same `map` and registers in `EXECUTORS`; the runner does
+not change.
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ from typing import ClassVar, TypeVar
 
 J = TypeVar("J")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class Executor(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    async def map(self, work: Callable[[J], Awaitable[R]], jobs: Sequence[J]) -> list[R]:
-        """Run `work(job)` for every job; results in the order of `jobs`. Cancelling the call stops them all."""
+    async def map(self, work: Callable[[J], Awaitable[R]], jobs: Sequence[J], *,
+                  before: Callable[[J], None] | None = None,
+                  after: Callable[[J, R], Awaitable[T]] | None = None) -> list:
+        """For every job: before(job), work(job), after(job, result); the results of `after` (or of
+        `work` without it) in the order of `jobs`. Cancelling the call stops every job."""
 
 
 class LocalExecutor(Executor):
@@ -33,12 +40,15 @@ class LocalExecutor(Executor):
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
 
-    async def map(self, work: Callable[[J], Awaitable[R]], jobs: Sequence[J]) -> list[R]:
+    async def map(self, work, jobs, *, before=None, after=None) -> list:
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(job: J) -> R:
+        async def one(job):
             async with gate:
-                return await work(job)
+                if before is not None:
+                    before(job)
+                result = await work(job)
+                return await after(job, result) if after is not None else result
 
         return list(await asyncio.gather(*(one(j) for j in jobs)))
 

@@ -174,11 +174,16 @@ async def run_rollout(
         builder = builder or ImageBuilder()
         unrecorded: list[str] = []
 
-        async def one(plan: TrialPlan) -> TrialResult:
+        def dispatched(plan: TrialPlan) -> None:  # in the driver: the trial is running from now on
             if on_start:
                 on_start(plan)
             ledger.start(plan.trial_id, plan.task.name, plan.task.content_hash, plan.attempt)
-            result, trajectory = await _attempt(plan, config, client, builder)
+
+        async def attempt(plan: TrialPlan) -> tuple[TrialResult, Trajectory]:  # where the sandbox is
+            return await _attempt(plan, config, client, builder)
+
+        async def record(plan: TrialPlan, outcome: tuple[TrialResult, Trajectory]) -> TrialResult:  # in the driver
+            result, trajectory = outcome
             try:
                 await asyncio.to_thread(_write_trial, trials_dir, plan, config, result, trajectory)
                 ledger.finish(plan.trial_id, json.loads(result.model_dump_json()))
@@ -195,7 +200,7 @@ async def run_rollout(
                 on_done(result)
             return result
 
-        results = await (executor or LocalExecutor(config.concurrency)).map(one, todo)
+        results = await (executor or LocalExecutor(config.concurrency)).map(attempt, todo, before=dispatched, after=record)
         return RolloutReport(planned=len(plans), skipped=len(plans) - len(todo) - reused, recovered=interrupted,
                              ran=len(todo), results=list(results), reused=reused, unrecorded=unrecorded)
     finally:
