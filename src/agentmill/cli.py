@@ -145,6 +145,7 @@ def rollout(
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
+    from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
     from agentmill.rollout.commands import execute_rollout, report_line
@@ -161,6 +162,11 @@ def rollout(
     if needs_model and model != LOCAL_MODEL and not base_url:
         _fail("--base-url: give the endpoint of --model (or use --model local)")
     ds = _load(dataset, sample, task)
+    ds.tasks, unsupported = split_by_support(agent, ds.tasks)
+    for line in unsupported:
+        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
+    if not ds.tasks:
+        _fail(f"--agent {agent}: none of the tasks is one it works on")
     _, dupes = unique_tasks(ds.tasks)
     for d in dupes:
         console.print(f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False)

@@ -210,3 +210,170 @@ def test_secrets_are_redacted_before_the_cut():
     pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowIBAAKCAQEA7" * 4] * 20) + "\n-----END RSA PRIVATE KEY-----\n"
     text, redactions, _ = observation_text("a" * 4900 + pem + "b" * 20_000)
     assert redactions == 1 and "MIIEow" not in text
+
+
+# --- the tool-calling agent ------------------------------------------------------------------------
+
+TOOL_TASKS = Path(__file__).parents[2] / "src" / "agentmill" / "tasks" / "sample_tools"
+GH_TOKEN = "ghp_" + "a1B2c3D4" * 5
+
+
+@dataclass
+class TCall:
+    id: str
+    name: str
+    args: dict | str  # on the wire (a dict is sent as its JSON text)
+    sent: str | None = None  # the arguments text the agent must send back (redacted), if not the wire text
+
+    def wire(self) -> dict:
+        return {"id": self.id, "name": self.name, "arguments": self.args}
+
+    def history(self) -> dict:
+        text = self.sent or (self.args if isinstance(self.args, str) else json.dumps(self.args))
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": text}}
+
+
+@dataclass
+class TSay:
+    answer: str = ""
+    reasoning: str | None = None
+    inline: bool = False
+    calls: tuple = ()
+    status: int = 200
+    error: str | None = None
+
+    def reply(self) -> Reply:
+        if self.status != 200:
+            return Reply(status=self.status, error=self.error)
+        content = f"<think>{self.reasoning}</think>{self.answer}" if self.inline else self.answer
+        return Reply(content or None, reasoning=None if self.inline else self.reasoning,
+                     tool_calls=[c.wire() for c in self.calls] or None)
+
+    def history(self) -> dict:
+        message = {"role": "assistant", "content": self.answer}
+        if self.calls:
+            message["tool_calls"] = [c.history() for c in self.calls]
+        return message
+
+
+TOOL_SCRIPTS: dict[str, list[TSay]] = {
+    # parallel calls beside text, an unknown tool, unparseable arguments, inline reasoning, a plain answer
+    "itsm-close-duplicate-incident": [
+        TSay("Looking at both.", reasoning="Compare them.", calls=(TCall("a1", "get_incident", {"number": "INC0020026"}),
+                                                                   TCall("a2", "get_incident", {"number": "INC0020025"}))),
+        TSay(calls=(TCall("a3", "frobnicate", {}), TCall("a4", "link_records", '{"source": "INC00'))),
+        TSay(reasoning="Link, then resolve.", inline=True, calls=(
+            TCall("a5", "link_records", {"source": "INC0020026", "target": "INC0020025", "relation": "duplicate_of"}),)),
+        TSay(calls=(TCall("a6", "resolve_incident", {"number": "INC0020026", "resolution_code": "duplicate",
+                                                     "resolution_notes": "Duplicate of INC0020025."}),)),
+        TSay("Done: INC0020026 is resolved as a duplicate of INC0020025.", reasoning="All checks out."),
+    ],
+    # a secret in the model's arguments and in a tool's result; then it runs out of turns
+    "itsm-hold-for-vendor": [
+        TSay(calls=(TCall("b1", "add_work_note", {"record": "INC0020005", "body": f"vendor portal token {GH_TOKEN}"},
+                          sent='{"record": "INC0020005", "body": "vendor portal token [REDACTED:github_token]"}'),)),
+        TSay(calls=(TCall("b2", "get_incident", {"number": "INC0020005"}),)),
+    ],
+    # the endpoint says the context is full on the second request
+    "itsm-raise-incident-impact": [
+        TSay(calls=(TCall("c1", "get_incident", {"number": "INC0020004"}),)),
+        TSay(status=400, error="the request exceeds the available context size, try increasing it"),
+    ],
+}
+TOOL_MAX_TURNS = 5
+
+
+def tool_task_of(request) -> str:
+    users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    return next(t for t in TOOL_SCRIPTS if (TOOL_TASKS / t / "instruction.md").read_text().strip() in users)
+
+
+def tool_policy(request):
+    script = TOOL_SCRIPTS[tool_task_of(request)]
+    turn = sum(m["role"] == "assistant" for m in request["messages"])
+    return script[min(turn, len(script) - 1)].reply()
+
+
+@pytest.fixture(scope="module")
+def tool_rollout(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exact-tools")
+    run = tmp / "run"
+    with ChatServer(tool_policy) as server:
+        agentmill("rollout", str(TOOL_TASKS), *[a for t in TOOL_SCRIPTS for a in ("--task", t)], "--agent", "tools",
+                  "--model", "m", "--base-url", server.base_url, "--out", str(run), "--max-turns", str(TOOL_MAX_TURNS),
+                  "--max-retries", "0", "-c", "3")
+    return run, server.exchanges, tmp
+
+
+def expected_tool_messages(exchanges, task: str, reasoning: str) -> tuple[list[dict], list[dict]]:
+    """(messages, tools) of the last request the server answered for this task, plus its reply."""
+    answered = [e for e in exchanges if e.status == 200 and tool_task_of(e.request) == task]
+    last = answered[-1]
+    script = TOOL_SCRIPTS[task]
+    messages = [json.loads(json.dumps(m)) for m in last.request["messages"]]
+    turns = sum(m["role"] == "assistant" for m in messages)
+    messages.append(script[min(turns, len(script) - 1)].history())
+    i = 0
+    for m in messages:
+        if m["role"] != "assistant":
+            continue
+        say = script[min(i, len(script) - 1)]
+        assert m == say.history(), (task, i, m)  # what the agent sent back: clean, redacted, no reasoning
+        if reasoning == "think" and say.reasoning:
+            m["content"] = f"<think>\n{say.reasoning}\n</think>\n\n{m['content']}"
+        i += 1
+    return messages, last.request["tools"]
+
+
+def llamafactory_of(messages: list[dict]) -> tuple[str, list[dict]]:
+    """LLaMA-Factory's sharegpt layout of OpenAI messages (its documented function_call/observation tags)."""
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    conv: list[dict] = []
+    for m in messages[1 if system else 0:]:
+        if m["role"] == "user":
+            conv.append({"from": "human", "value": m["content"]})
+        elif m["role"] == "tool":
+            if conv[-1]["from"] == "observation":
+                conv[-1]["value"] += "\n" + m["content"]
+            else:
+                conv.append({"from": "observation", "value": m["content"]})
+        elif m.get("tool_calls"):
+            think = m["content"][:m["content"].index("</think>") + 8] if m["content"].startswith("<think>") else ""
+            calls = []
+            for c in m["tool_calls"]:
+                try:
+                    arguments = json.loads(c["function"]["arguments"])
+                except ValueError:
+                    arguments = c["function"]["arguments"]
+                calls.append({"name": c["function"]["name"], "arguments": arguments})
+            conv.append({"from": "function_call", "value": think + json.dumps(calls[0] if len(calls) == 1 else calls,
+                                                                               ensure_ascii=False)})
+        else:
+            conv.append({"from": "gpt", "value": m["content"]})
+    return system, conv
+
+
+@sandbox
+@pytest.mark.parametrize("reasoning", ["think", "drop"])
+def test_tool_agent_rows_are_the_last_request_plus_the_final_reply(tool_rollout, reasoning):
+    run, exchanges, tmp = tool_rollout
+    trl = export(run, tmp, "trl", reasoning)
+    sharegpt = export(run, tmp, "sharegpt", reasoning)
+    assert sorted(r["provenance"]["task"] for r in trl) == sorted(TOOL_SCRIPTS)
+    for row in trl:
+        messages, tools = expected_tool_messages(exchanges, row["provenance"]["task"], reasoning)
+        assert row["tools"] == tools and len(row["messages"]) == len(messages), row["provenance"]["task"]
+        for got, want in zip(row["messages"], messages):
+            assert got == want, (row["provenance"]["task"], got, want)
+    for row in sharegpt:
+        messages, tools = expected_tool_messages(exchanges, row["provenance"]["task"], reasoning)
+        system, conv = llamafactory_of(messages)
+        assert (row["system"], row["conversations"]) == (system, conv), row["provenance"]["task"]
+        assert json.loads(row["tools"]) == tools
+    # the secret of the hold-for-vendor trial reached neither the model nor the stored trajectory
+    sent = json.dumps([e.request for e in exchanges])
+    stored = "".join(p.read_text() for p in run.glob("trials/*/trajectory.json"))
+    assert GH_TOKEN not in sent and GH_TOKEN not in stored and "[REDACTED:github_token]" in sent
+    outcomes = {json.loads(p.read_text())["task"]: json.loads(p.read_text())["outcome"] for p in run.glob("trials/*/result.json")}
+    assert outcomes == {"itsm-close-duplicate-incident": "passed", "itsm-hold-for-vendor": "failed",
+                        "itsm-raise-incident-impact": "context_exceeded"}

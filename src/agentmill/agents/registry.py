@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "oracle": "agentmill.agents.oracle:OracleAgent",
     "nop": "agentmill.agents.nop:NopAgent",
     "terminus": "agentmill.agents.terminus.agent:TerminusAgent",
+    "tools": "agentmill.agents.tools.agent:ToolsAgent",
 }
 ENTRY_POINT_GROUP = "agentmill.agents"
 RENDERINGS = ("text", "tool_calls")
@@ -91,6 +92,20 @@ def supports(name: str, task: Any) -> bool:
 
 def task_kind(task: Any) -> str:
     return getattr(task, "kind", None) or "terminal"
+
+
+def split_by_support(name: str, tasks: list) -> tuple[list, list[str]]:
+    """(the tasks this agent works on, one line per task it does not, naming agents that do)."""
+    kept, skipped = [], []
+    for task in tasks:
+        if supports(name, task):
+            kept.append(task)
+            continue
+        kind = task_kind(task)
+        others = [n for n in agent_names() if kind in agent_class(n).task_kinds]
+        skipped.append(f"{getattr(task, 'path', task)}: a '{kind}' task; the {name} agent works on "
+                       f"{', '.join(sorted(agent_class(name).task_kinds))} tasks (for '{kind}' tasks: {', '.join(others) or 'none'})")
+    return kept, skipped
 
 
 def make_agent(name: str, *, client: Any = None, **settings: Any) -> Any:

@@ -6,6 +6,7 @@ self-corrections, premature completion) and the inputs of the trace filters.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -33,6 +34,7 @@ class Telemetry(BaseModel):
     commands: int = 0
     command_errors: int = 0
     parse_errors: int = 0
+    tool_errors: int = 0  # tool calls answered with an error: unknown tool, bad arguments, a failing tool
     truncated_observations: int = 0
     timed_out: bool = False  # the agent or the verifier ran out of time
     completion_claimed: bool = False
@@ -66,11 +68,13 @@ def compute_telemetry(trajectory: Trajectory, result: dict) -> Telemetry:
             t.reasoning_steps += 1
         if step.extra and step.extra.get("parse_error"):
             t.parse_errors += 1
+        step_tool_errors = int((step.extra or {}).get("tool_errors") or 0)
+        t.tool_errors += step_tool_errors
         output = _observation_text(step)
         if _TRUNCATED.search(output):
             t.truncated_observations += 1
         commands = _commands(step)
-        failed = bool(commands) and bool(_ERROR.search(output))
+        failed = bool(commands) and (step_tool_errors > 0 or bool(_ERROR.search(output)))
         for cmd in commands:
             t.commands += 1
             key = cmd.strip()
@@ -101,6 +105,8 @@ def _commands(step: Step) -> list[str]:
     for call in step.tool_calls or []:
         args = call.arguments or {}
         text = args.get("keystrokes", args.get("command"))
+        if "keystrokes" not in args and "command" not in args:  # a function call: its name and arguments
+            text = f"{call.function_name}({json.dumps(args, sort_keys=True, ensure_ascii=False)})"
         if isinstance(text, str) and text.strip():
             out.append(text)
     return out
