@@ -6,7 +6,8 @@ from agentmill.agents.base import AgentResult, ScriptedAgentBase
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
-from agentmill.traces.text import clean_text, truncate_middle
+from agentmill.traces.redact import scrub
+from agentmill.traces.text import truncate_middle
 
 
 class OracleAgent(ScriptedAgentBase):
@@ -33,7 +34,7 @@ class OracleAgent(ScriptedAgentBase):
                     extra={"executed_as": command})
         result.steps.append(step)
         run = await sandbox.exec(command, timeout=task.config.agent.timeout_sec, env=task.config.solution.env)
-        output = truncate_middle(clean_text(run.stdout + run.stderr))
+        output = truncate_middle(scrub(run.stdout + run.stderr)[0])  # stored redacted, cut after redaction
         step.observation = Observation(results=[ObservationResult(source_call_id="call_1", content=output)])
         result.metadata["solution_exit_code"] = run.returncode
         if run.timed_out:
@@ -44,5 +45,5 @@ def _solution_text(task: Task) -> str:
     for src in task.solution_sources:
         path = src / task.solution_script if src.is_dir() else src
         if path.is_file():
-            return clean_text(path.read_text(errors="replace"))
+            return scrub(path.read_text(errors="replace"))[0]
     return f"bash /solution/{task.solution_script}"
