@@ -91,7 +91,7 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
 
 
 @app.command("report")
-def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typer.Option(None, "--out")) -> None:
+def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: STORE/report.html).")) -> None:
     """Write the store's HTML report (coverage, admission funnel, score distribution)."""
     from agentmill.grounded.report import write_report
 
@@ -103,8 +103,8 @@ def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typ
 @app.command("ratings")
 def ratings_cmd(comparisons: Path = typer.Argument(..., help="JSON lines {a, b, winner: A|B|tie}."),
                 anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
-                anchor_rating: float = typer.Option(1667.0, "--anchor-rating"),
-                bootstrap: int = typer.Option(1000, "--bootstrap")) -> None:
+                anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
+                bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% intervals.")) -> None:
     """Bradley-Terry ratings on the Elo scale with bootstrap 95% intervals."""
     from agentmill.grounded.pairwise import ratings
 
@@ -169,7 +169,7 @@ def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pai
                 store: Path = typer.Option(..., "--store", help="The ground store whose tasks were run."),
                 system: list[str] = typer.Option(..., "--system", help="NAME=FOLDER of runs (trials/*/deliverables), repeatable."),
                 anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
-                anchor_rating: float = typer.Option(1667.0, "--anchor-rating"),
+                anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
                 out_file: Optional[Path] = typer.Option(None, "--out", help="Write the comparisons as JSON lines.")) -> None:
     """Pairwise judge over systems' deliverables, then Bradley-Terry ratings (Elo scale, bootstrap CIs)."""
     from agentmill.grounded.pairwise import compare_systems, ratings
