@@ -122,3 +122,15 @@ def test_max_turns_and_the_task_kind(rollout, tmp_path):
                             "--model", "m", "--base-url", server.base_url, "--out", str(tmp_path / "run")],
                            capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "terminus" in r.stderr and "tools" in r.stderr
+
+
+def test_max_context_counts_the_tool_list(tmp_path):
+    # the itsm gym's tool schemas alone are thousands of tokens: nothing may be sent
+    run = tmp_path / "run"
+    with ChatServer(policy) as server:
+        agentmill("rollout", str(TOOL_TASKS), "--task", "itsm-hold-for-vendor", "--agent", "tools", "--model", "m",
+                  "--base-url", server.base_url, "--out", str(run), "--max-context", "1000")
+        assert server.requests == []
+    (folder,) = list((run / "trials").iterdir())
+    result = json.loads((folder / "result.json").read_text())
+    assert result["outcome"] == "context_exceeded" and result["reward"] is not None

@@ -26,7 +26,7 @@ from agentmill.models.client import ChatReply, ContextExceededError, ModelClient
 from agentmill.traces.atif import Metrics, Observation, ObservationResult, Step, ToolCall
 from agentmill.traces.redact import scrub
 from agentmill.traces.text import clean_text
-from agentmill.traces.tokens import TokenCounter
+from agentmill.traces.tokens import CHARS_PER_TOKEN, TokenCounter
 
 
 @dataclass
@@ -130,7 +130,9 @@ class Conversation:
         if self.max_context is None:
             return
         added = self.messages[self._counted:]
-        tokens = self._counted_tokens + (self._estimate.count(added, self.tools if not self._counted else None) if added else 0)
+        tokens = self._counted_tokens + (self._estimate.count(added) if added else 0)
+        if not self._counted and self.tools:  # nothing counted by the endpoint yet: the tool list is in the prompt too
+            tokens += int(len(json.dumps(self.tools)) / CHARS_PER_TOKEN)
         if tokens > self.max_context:
             self.stats["context_tokens"] = tokens
             raise ContextExceededError(f"the next request needs about {tokens} tokens, over --max-context {self.max_context}")
