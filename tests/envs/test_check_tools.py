@@ -55,8 +55,17 @@ def test_a_verifier_that_ignores_a_written_field_is_weak(tmp_path):
 
 def test_a_vacuous_verifier_is_a_lint(tmp_path):
     result, js = check(tmp_path, verifiers=[*CLOSE_VPN_VERIFIERS, _db("always", "SELECT 1", 1)])
-    assert result.verdict == "vacuous_verifier"
-    assert [(lint["code"], lint["verifier"]) for lint in js["lints"]] == [("vacuous_verifier", "always")]
+    assert result.verdict == "vacuous_verifier" and "reads no table" in result.reason
+    assert {(lint["code"], lint["verifier"], lint["severity"]) for lint in js["lints"]} == {
+        ("vacuous_verifier", "always", "error"), ("vacuous_verifier", "always", "warn")}
+
+
+def test_a_verifier_that_no_wrong_state_fails_is_reported_not_a_verdict(tmp_path):
+    # a guard on a record nothing touches passes everywhere: a warning in --json, the task stays ok
+    guard = _db("bo_exists", "SELECT COUNT(*) FROM users WHERE name = 'bo'", 1)
+    result, js = check(tmp_path, verifiers=[*CLOSE_VPN_VERIFIERS, guard])
+    assert result.verdict == "ok", result.reason
+    assert [(lint["verifier"], lint["severity"]) for lint in js["lints"]] == [("bo_exists", "warn")]
 
 
 def test_a_query_that_errors_is_a_lint(tmp_path):

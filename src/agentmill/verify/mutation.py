@@ -18,7 +18,6 @@ mutant (vacuous: it distinguishes nothing the task changes).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,19 +104,13 @@ async def _checks(task: Task, sb: Sandbox, db_dir: str, view: TrialView, judge) 
 
 
 async def _state_hash(sb: Sandbox, task: Task, db_dir: str) -> str:
-    """Content hash of every table of every gym (file bytes differ for equal content)."""
-    queries = []
-    for g in require_spec(task).gyms:
-        queries.append({"sql": "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-                        "gym": g.name})
+    """Content hash of every table of every gym, computed in the sandbox."""
     spec_path = await stage_query_runner(task, sb, db_dir=db_dir)
-    names = await run_queries(sb, spec_path, queries)
-    dumps = []
-    for g, res in zip(require_spec(task).gyms, names):
-        for row in res.get("rows", []):
-            dumps.append({"sql": f'SELECT * FROM "{row["name"]}" ORDER BY 1, 2', "gym": g.name})
-    data = await run_queries(sb, spec_path, dumps)
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    run = await sb.exec([*PYTHON, f"{PRIVATE}/toolhost.py", "hash", spec_path], timeout=300)
+    try:
+        return json.loads(run.stdout.strip().splitlines()[-1])["hash"]
+    except (json.JSONDecodeError, IndexError, KeyError):
+        raise RuntimeError(f"hashing {db_dir} failed (exit {run.returncode}): {run.stderr.strip()[-300:]}") from None
 
 
 async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
@@ -156,7 +149,8 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         await _replay(sb, task, undo, kept)
         states.append(("undo_last_write", f"all reference calls but #{writes[-1]} ({calls[writes[-1]]['tool']})", undo))
     request = {"gyms": gyms, "initial": initial, "final": final, "out": f"{AUDIT}/mutants",
-               "ignore": list(task.config.metadata.get("mutation_ignore", []))}
+               "ignore": list(task.config.metadata.get("mutation_ignore", [])),
+               "argument_values": sorted({json.dumps(v) for c in calls for v in _scalars(c["arguments"])})}
     await sb.write_file(f"{PRIVATE}/mutants.py", (Path(__file__).resolve().parent.parent / "envs" / "guest" / "mutants.py").read_bytes())
     await sb.write_file(f"{PRIVATE}/mutants.json", json.dumps(request).encode())
     run = await sb.exec([*PYTHON, f"{PRIVATE}/mutants.py", f"{PRIVATE}/mutants.json"], timeout=600)
@@ -177,4 +171,18 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         passes_everywhere &= {c.name for c in checks if c.passed}
     if audit.mutants:
         for name in sorted(passes_everywhere):
-            audit.lints.append(Lint("vacuous_verifier", "passes on the untouched state and on every mutant", name))
+            # a guard ("the other record stays untouched") passes on these states by design: reported, not a verdict
+            audit.lints.append(Lint("vacuous_verifier", "passes on the untouched state and on every mutant", name,
+                                    severity="warn"))
+
+
+def _scalars(value):
+    """Every scalar inside a call's arguments: the values the agent chose."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _scalars(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _scalars(v)
+    elif value is not None:
+        yield value

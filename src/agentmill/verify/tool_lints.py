@@ -57,6 +57,8 @@ def static_lints(task: Task) -> list[Lint]:
             problem = sql_problem(sql)
             if problem:
                 lints.append(Lint("query_error", problem, v.name))
+            elif reads_no_table(sql):
+                lints.append(Lint("vacuous_verifier", "its query reads no table: the state cannot change its result", v.name))
     return lints
 
 
@@ -81,3 +83,8 @@ def sql_problem(sql: str) -> str | None:
     if not isinstance(stmt, (exp.Select, exp.SetOperation)):
         return f"query must be a SELECT, got {stmt.key.upper()}"
     return None
+
+
+def reads_no_table(sql: str) -> bool:
+    stmt = sqlglot.parse_one(sql, read="sqlite")
+    return not any(True for _ in stmt.find_all(exp.Table))

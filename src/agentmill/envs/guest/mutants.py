@@ -122,7 +122,10 @@ def field_mutants(req, d, out_dir, limit):
     for gym, tabs in d.items():
         for table, entry in tabs.items():
             changes = [(k, {c: v[1] for c, v in ch.items()}) for k, ch in entry["updated"]]
-            changes += [(k, row) for k, row in entry["inserted"]]
+            # a new record's defaults and computed fields are the tool's doing: mutate only the
+            # fields that carry a value the reference calls chose
+            chosen = set(req.get("argument_values", []))
+            changes += [(k, {c: v for c, v in row.items() if json.dumps(v) in chosen}) for k, row in entry["inserted"]]
             for key, cols in changes:
                 for col, value in cols.items():
                     if len(made) >= limit:

@@ -411,6 +411,25 @@ def query(spec, req):
     return {"results": out}
 
 
+def state_hash(spec):
+    import hashlib
+
+    h = hashlib.sha256()
+    for gym in spec["gyms"]:
+        db = connect(gym["db"], readonly=True)
+        try:
+            names = [r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            for name in names:
+                rows = sorted(repr(tuple(r)) for r in db.execute(f'SELECT * FROM "{name}"'))
+                h.update(f"{gym['name']}.{name}:{len(rows)}\n".encode())
+                for row in rows:
+                    h.update(row.encode() + b"\n")
+        finally:
+            db.close()
+    return h.hexdigest()
+
+
 # -- entry points --------------------------------------------------------------------------------------
 
 
@@ -464,6 +483,8 @@ def main(argv):
             tools = load_all(spec)
             calls = json.loads(sys.stdin.read())["calls"]
             reply = {"results": [call(tools, spec, {"name": c["tool"], "arguments": c["arguments"]}) for c in calls]}
+        elif mode == "hash":  # content hash of every gym's tables (file bytes differ for equal content)
+            reply = {"hash": state_hash(spec)}
         elif mode == "schema":
             reply = handle(load_all(spec), spec, {"op": "list"})
         else:
