@@ -112,6 +112,7 @@ def test_a_failed_stage_is_not_marked_done_and_a_rerun_resumes(tmp_path):
     assert [(e["stage"], e["status"]) for e in log] == [("sources", "ran"), ("filter0-decontaminate", "failed")]
     assert "no-such-benchmark" in log[-1]["error"]
     assert not list((run / "stages" / "filter0-decontaminate").glob("*/done.json"))
+    assert [s["stage"] for s in json.loads((run / "funnel.json").read_text())] == ["sources"]  # what finished
 
     (tmp_path / "no-such-benchmark").mkdir()  # fix the cause: the rerun reuses sources and runs the rest
     r = agentmill("run", str(path), "--out", str(run))
@@ -164,6 +165,19 @@ def test_ablate_exits_non_zero_when_a_variant_is_left_out(tmp_path):
     assert "1 variant(s) left out: broken-eval" in r.stderr
     assert "fine" in r.stdout  # the table of the variants that succeeded is still printed
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == {"fine": {"bench": [1.0, 2.0]}}
+
+
+@sandbox
+def test_a_damaged_stage_cache_is_one_error_naming_the_file(tmp_path):
+    path = write_recipe(tmp_path / "r", NOP_RECIPE.replace("[rollout]", "[mix]\nbudget = 1\n\n[rollout]"))
+    run = tmp_path / "run"
+    assert agentmill("run", str(path), "--out", str(run)).returncode == 0
+    damaged = next((run / "stages" / "filter0-dedupe").glob("*/tasks.jsonl"))
+    damaged.write_text('{"name": "x"}\n')
+    (run / "stages" / "mix").rename(tmp_path / "old-mix")  # mix must run again and read the damaged file
+    r = agentmill("run", str(path), "--out", str(run))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{damaged}: line 1:" in r.stderr and "delete the stage's cache folder" in r.stderr
 
 
 @pytest.mark.parametrize("results, words", [

@@ -12,7 +12,6 @@ reports. Changing one line reruns only the stages at and after it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentmill.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model
@@ -124,19 +124,22 @@ class Pipeline:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         reports: list[StageReport] = []
         key_of = {p.stage: p.key for p in plan}
-        for step in plan:
-            out = self.cache.dir(step.stage, step.key)
-            report = self.cache.done(step.stage, step.key)
-            if report is not None:
-                self.say(f"stage {step.stage}: cached")
-                self.cache.record(step.stage, step.key, "cached")
-            else:
-                self.say(f"stage {step.stage}: running ({step.what})")
-                upstream = self.cache.dir(step.upstream, key_of[step.upstream]) if step.upstream else None
-                report = await self._run_stage(step, out, upstream, reports, progress)
-            step.obj.publish(out, self.run_dir)
-            reports.append(report)
-        self._publish(reports, plan, key_of)
+        try:
+            for step in plan:
+                out = self.cache.dir(step.stage, step.key)
+                report = self.cache.done(step.stage, step.key)
+                if report is not None:
+                    self.say(f"stage {step.stage}: cached")
+                    self.cache.record(step.stage, step.key, "cached")
+                else:
+                    self.say(f"stage {step.stage}: running ({step.what})")
+                    upstream = self.cache.dir(step.upstream, key_of[step.upstream]) if step.upstream else None
+                    report = await self._run_stage(step, out, upstream, reports, progress)
+                step.obj.publish(out, self.run_dir)
+                reports.append(report)
+        finally:  # a run that stopped still shows the funnel of the stages that finished (the report draws it)
+            self._write_funnel(reports)
+        self._publish(plan, key_of)
         return reports
 
     async def _run_stage(self, step: PlanStep, out: Path, upstream: Path | None, before: list[StageReport],
@@ -179,8 +182,10 @@ class Pipeline:
             finally:
                 cached.close()
 
-    def _publish(self, reports: list[StageReport], plan: list[PlanStep], key_of: dict[str, str]) -> None:
-        (self.run_dir / "funnel.json").write_text(json.dumps([rep.model_dump() for rep in reports], indent=2))
+    def _write_funnel(self, reports: list[StageReport]) -> None:
+        write_json_atomic(self.run_dir / "funnel.json", [rep.model_dump() for rep in reports])
+
+    def _publish(self, plan: list[PlanStep], key_of: dict[str, str]) -> None:
         last_tasks = next((p for p in reversed(plan) if p.obj.produces == "tasks"), None)
         if last_tasks is not None:
             shutil.copyfile(self.cache.dir(last_tasks.stage, key_of[last_tasks.stage]) / STORES["tasks"].file,

@@ -40,11 +40,16 @@ class Store:
         if not self.path.exists():
             raise AgentmillError(f"{self.path}: missing (the stage's cache folder is incomplete; delete it to rerun)")
         with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
                     rec = self.decode(line)
-                    if rec is not None:
-                        yield rec
+                except (ValueError, KeyError, TypeError) as e:  # a damaged cache file: say where, not a traceback
+                    raise AgentmillError(f"{self.path}: line {number}: {str(e).splitlines()[0][:200]} "
+                                         "(delete the stage's cache folder to rerun it)") from None
+                if rec is not None:
+                    yield rec
 
     def encode(self, record: Any) -> str:
         raise NotImplementedError
