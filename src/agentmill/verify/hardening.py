@@ -192,7 +192,7 @@ class Hardening:
         while todo:
             rel = todo.popleft()
             base = self.host(rel or "/")
-            for name in sorted(_listdir(base)):
+            for name in sorted(_listdir_unpinned(base)):
                 inside = f"{rel}/{name}"
                 if not rel and (name in _HOST_MOUNTS or name in {"logs", "tests", "solution", ".agentmill"}
                                 or name in ROOT_SYMLINKS):
@@ -206,10 +206,8 @@ class Hardening:
                 except OSError:
                     continue
                 if stat.S_ISDIR(st.st_mode):
-                    if self.from_agent(inside, st) or True:
-                        if self._check_dir(inside, name, rel or "/", ctx):
-                            continue
-                    todo.append(inside)
+                    if not self._check_dir(inside, name, rel or "/", ctx):
+                        todo.append(inside)
                 elif self.from_agent(inside, st):
                     self._check_entry(inside, name, rel or "/", st, ctx)
 
@@ -328,6 +326,17 @@ def _listdir(path: Path) -> list[str]:
         return os.listdir(path)
     except OSError:
         return []
+
+
+def _listdir_unpinned(path: Path) -> list[str]:
+    """A folder's entries; one the agent made unreadable (when we are not root) is opened up first."""
+    try:
+        return os.listdir(path)
+    except PermissionError:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            os.chmod(path, stat.S_IMODE(st.st_mode) | stat.S_IRWXU)
+        return _listdir(path)
 
 
 def _has_init(path: Path) -> bool:
