@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # guest's python3 with pip (image builds install into /usr/local), and what the sample tasks use.
 need=()
 for pair in bwrap:bubblewrap tmux:tmux setpriv:util-linux prlimit:util-linux /usr/bin/python3:python3 \
-            git:git sqlite3:sqlite3 jq:jq; do
+            git:git sqlite3:sqlite3 jq:jq mmdebstrap:mmdebstrap newuidmap:uidmap; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then need+=("$pkg"); fi
 done
@@ -21,6 +21,19 @@ if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Debian-built images (AGENTMILL_IMAGES=auto|debian, docs/images.md): builds run as the unprivileged
+# agentmill-build user, root of its own user namespace over 65536 subordinate ids.
+if [ "$(id -u)" -eq 0 ]; then
+  getent group agentmill-build >/dev/null || groupadd --system --gid 199999 agentmill-build \
+    || echo "setup: could not create group agentmill-build: Debian-built images unavailable" >&2
+  id agentmill-build >/dev/null 2>&1 || useradd --system --uid 199999 --gid 199999 --no-create-home \
+    --home-dir /nonexistent --shell /usr/sbin/nologin agentmill-build 2>/dev/null \
+    || echo "setup: could not create user agentmill-build: Debian-built images unavailable" >&2
+  for f in /etc/subuid /etc/subgid; do
+    grep -q '^agentmill-build:' "$f" 2>/dev/null || echo 'agentmill-build:1000000000:65536' >> "$f"
+  done
 fi
 
 # Python: agentmill needs 3.11+; use the first one found.

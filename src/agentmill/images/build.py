@@ -44,9 +44,12 @@ _NETWORK_ERRORS = ("Could not resolve host", "Temporary failure in name resoluti
 RETRY_DELAYS = (2.0, 8.0)  # seconds before the 2nd and 3rd attempt of a step that failed on the network
 
 
-class NetworkFetchError(NeedsContainerError):
-    """A RUN step's network fetch failed on every attempt. Kept for this process only, never on disk:
-    the next run tries again."""
+class TransientNeedsContainer(NeedsContainerError):
+    """A verdict that may change on the next run: kept for this process only, never cached on disk."""
+
+
+class NetworkFetchError(TransientNeedsContainer):
+    """A RUN step's network fetch failed on every attempt; the next run tries again."""
 
 
 class ImageBuildError(AgentmillError):
@@ -66,6 +69,9 @@ class Image:
     base: str = ""
     notes: list[str] = field(default_factory=list)
     build_seconds: float = 0.0
+    builder: str = "host"  # "host": the host's userland; "debian": built from Debian's archive
+    system: str = ""  # debian: the final layer's rootfs, whose /usr and /etc are mounted read-only
+    layers: list[str] = field(default_factory=list)  # debian: base first, then one per step
 
     @property
     def rootfs(self) -> Path:
@@ -81,14 +87,35 @@ class Image:
         return dest
 
     def spec(self, rootfs: Path, **kw) -> SandboxSpec:
+        if self.system:
+            return SandboxSpec(rootfs=rootfs, system_root=Path(self.system), env=dict(self.env), workdir=self.workdir, **kw)
         return SandboxSpec(rootfs=rootfs, usr_local=self.usr_local, env=dict(self.env), workdir=self.workdir, **kw)
 
+    def describe(self) -> str:
+        """One line for reports (`check --json` notes): which builder, base and layers."""
+        if self.builder != "debian":
+            return f"image {self.key[:12]}: host userland, base '{self.base}'"
+        return f"image {self.key[:12]}: Debian layers {' > '.join(k[:12] for k in self.layers)} for base '{self.base}'"
 
-def image_key(task: Task) -> str:
+
+MODES = ("host", "auto", "debian")
+MODE_ENV = "AGENTMILL_IMAGES"
+
+
+def builder_mode(mode: str | None = None) -> str:
+    """host (default): the host's userland only; debian: every image from Debian's archive; auto:
+    the host's userland when it suffices, else a Debian-built image."""
+    chosen = (mode or os.environ.get(MODE_ENV) or "host").strip().lower()
+    if chosen not in MODES:
+        raise AgentmillError(f"{MODE_ENV}={chosen!r}: expected one of {', '.join(MODES)}")
+    return chosen
+
+
+def image_key(task: Task, mode: str = "host") -> str:
     env_hash = hash_tree(task.environment_dir) if task.environment_dir else "none"
     dockerfile = str(task.dockerfile.relative_to(task.environment_dir)) if task.dockerfile and task.environment_dir else ""
     return hash_text("agentmill-image", BUILDER_VERSION, _host_fingerprint(), env_hash, dockerfile,
-                     task.config.environment.docker_image)
+                     task.config.environment.docker_image, *([mode] if mode != "host" else []))
 
 
 def _host_fingerprint() -> str:
@@ -105,17 +132,28 @@ class ImageBuilder:
     """Builds and caches images. Safe to share across concurrent trials and processes."""
 
     def __init__(self, cache: Path | None = None, *, backend: str | None = None,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS):
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS, mode: str | None = None, layers: Path | None = None):
         self.root = (cache or cache_dir()) / "images"
         self.root.mkdir(parents=True, exist_ok=True)
         ensure_traversable(self.root)
         self.backend = backend  # sandbox backend for RUN steps; None: the registry's default
         self.retry_delays = retry_delays
+        self.mode = builder_mode(mode)
+        self._layers_root = layers
+        self._store = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._unreachable: dict[str, NetworkFetchError] = {}
 
+    @property
+    def store(self):
+        from agentmill.images.layers import LayerStore
+
+        if self._store is None:
+            self._store = LayerStore(self._layers_root)
+        return self._store
+
     async def get(self, task: Task) -> Image:
-        key = image_key(task)
+        key = image_key(task, self.mode)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key in self._unreachable:
@@ -153,7 +191,9 @@ class ImageBuilder:
         image = Image(key=key, path=tmp)
         try:
             steps = parse_dockerfile(task.dockerfile) if task.dockerfile else []
-            if not steps:
+            if self.mode != "host":
+                await self._build_debian(task, image, steps, tmp)
+            elif not steps:
                 image.base = task.config.environment.docker_image
                 image.notes += check_base(image.base)
                 defaults = base_defaults(image.base)
@@ -161,16 +201,16 @@ class ImageBuilder:
                 (image.rootfs / image.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
             else:
                 await _Build(task, image, steps, self).run()
-        except NetworkFetchError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+        except TransientNeedsContainer as e:
+            await asyncio.to_thread(_remove, tmp)
             self._unreachable[key] = e
             raise
         except NeedsContainerError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+            await asyncio.to_thread(_remove, tmp)
             (self.root / f"{key}.needs-container").write_text(e.reason)
             raise
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            await asyncio.to_thread(_remove, tmp)
             raise
         _seal(tmp / "usr_local")
         image.build_seconds = round(time.monotonic() - started, 3)
@@ -179,6 +219,51 @@ class ImageBuilder:
         (tmp / "image.json").write_text(json.dumps(meta, indent=2))
         tmp.rename(self.root / key)
         return image
+
+
+    async def _build_debian(self, task: Task, image: Image, steps: list[Instruction], tmp: Path) -> None:
+        """auto: the host's userland first; what it cannot stand in for is built from Debian's archive."""
+        from agentmill.images.debian_build import DebianBuild
+        from agentmill.images.userns import BuilderUnavailable, build_identity
+
+        if self.mode == "auto":
+            try:
+                if steps:
+                    await _Build(task, image, steps, self).run()
+                else:
+                    image.base = task.config.environment.docker_image
+                    image.notes += check_base(image.base)
+                return
+            except TransientNeedsContainer:
+                raise
+            except NeedsContainerError as e:
+                if "not Debian-based" in e.reason:
+                    raise
+                image.notes.append(f"host userland insufficient ({e.reason}); built from Debian's archive")
+                for sub in ("rootfs", "usr_local"):
+                    shutil.rmtree(tmp / sub, ignore_errors=True)
+                (tmp / "rootfs").mkdir()
+                _make_usr_local(tmp / "usr_local")
+                prepare_root(tmp / "rootfs")
+                image.workdir, image.env, image.base = "/", {}, ""
+        try:
+            ident = build_identity()
+        except BuilderUnavailable as e:
+            raise TransientNeedsContainer(str(e)) from None
+        if not steps:
+            ref = task.config.environment.docker_image or "debian:bookworm"
+            steps = [Instruction("FROM", ref, 0)]
+        image.base = substitute(split_flags(next(s for s in steps if s.keyword == "FROM").args)[1][0], {}) \
+            if any(s.keyword == "FROM" for s in steps) else ""
+        build = DebianBuild(task, image, steps, self, self.store, ident)
+        await build.run()
+        image.notes.append(image.describe() + (f" ({len(build.built)} layer(s) built now)" if build.built else " (all cached)"))
+
+
+def _remove(path: Path) -> None:
+    from agentmill.images.layers import remove_tree
+
+    remove_tree(path)
 
 
 def _make_usr_local(path: Path) -> None:

@@ -139,10 +139,13 @@ class BwrapSandbox:
                  "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
         if spec.network:
             argv += ["--share-net"]
+        system = spec.system_root or Path("/")
         argv += ["--bind", str(spec.rootfs), "/",
-                 "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
-                 "--ro-bind-try", "/var/lib/dpkg", "/var/lib/dpkg"]
-        if spec.usr_local is not None:
+                 "--ro-bind", str(system / "usr"), "/usr", "--ro-bind", str(system / "etc"), "/etc",
+                 "--ro-bind-try", str(system / "var/lib/dpkg"), "/var/lib/dpkg"]
+        if spec.system_root is not None:
+            pass  # the image's own /usr/local is part of its read-only /usr
+        elif spec.usr_local is not None:
             argv += ["--bind" if spec.writable_usr_local else "--ro-bind", str(spec.usr_local), "/usr/local"]
         else:
             argv += ["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]

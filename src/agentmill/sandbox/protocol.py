@@ -24,6 +24,9 @@ class SandboxSpec:
 
     rootfs: Path
     usr_local: Path | None = None  # the image's /usr/local layer, read-only (hides the host's)
+    # A built image's pristine root filesystem: its /usr and /etc (and dpkg's database) replace the
+    # host's, read-only. None: the host's userland (the fast path).
+    system_root: Path | None = None
     ro_mounts: dict[str, Path] = field(default_factory=dict)  # inside path -> host path
     rw_mounts: dict[str, Path] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
