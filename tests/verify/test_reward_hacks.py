@@ -284,3 +284,31 @@ def test_honest_state_under_root_and_the_images_own_config_still_pass(tmp_path):
     assert honest.outcome is Outcome.PASSED and honest.tamper == [], _explain(honest)
     lazy = asyncio.run(run_trial(task, ShellAgent("echo 55 > /app/answer.txt"), builder))
     assert lazy.outcome is Outcome.FAILED and lazy.tamper == [], _explain(lazy)
+
+
+def test_export_cli_drops_tampered_trials_unless_kept(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.traces.builders import terminus_trajectory, write_trial
+
+    run_dir = tmp_path / "run"
+    for name in ("clean", "tampered"):
+        folder = write_trial(run_dir, name, terminus_trajectory([(f"echo {i}\n", str(i)) for i in range(5)]), task=name)
+        if name == "tampered":
+            result = json.loads((folder / "result.json").read_text())
+            result["tamper"] = [{"kind": "protected_link", "path": "/app/answer.txt", "detail": "link to /tests"}]
+            (folder / "result.json").write_text(json.dumps(result))
+
+    def export(*flags):
+        out = tmp_path / f"o{len(flags)}.jsonl"
+        r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run_dir), "--format", "trl", "--out", str(out),
+                            *flags], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return [json.loads(line) for line in out.read_text().splitlines()], r.stdout + r.stderr
+
+    rows, report = export()
+    assert len(rows) == 1 and "tamper" in report
+    rows, _ = export("--tamper", "keep")
+    assert len(rows) == 2

@@ -122,6 +122,9 @@ def status_table(s: dict) -> Table:
                       f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
                       f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
                       f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}")
+        if tele.get("tampered"):
+            table.add_row("tamper", f"{tele['tampered']} trials with verifier tamper evidence (reward withheld; "
+                          "dropped by export unless --tamper keep)")
     return table
 
 
