@@ -110,3 +110,17 @@ def test_contamination_by_identical_file_and_shared_ngrams(corpus, tmp_path):
     assert load_grounded_tasks(tmp_path / "store") == [task]
     with pytest.raises(AgentmillError, match="not a ground store"):
         load_grounded_tasks(tmp_path / "nowhere")
+
+
+def test_user_folders_are_searched_and_a_broken_file_is_reported_not_fatal(corpus, tmp_path):
+    mine = tmp_path / "mine"
+    (mine / "q3").mkdir(parents=True)
+    shutil.copyfile(corpus / "labor" / "us-employment.xlsx", mine / "q3" / "employment.xlsx")
+    (mine / "q3" / "broken.xlsx").write_bytes(b"not a zip")
+    (mine / "notes.bin").write_bytes(b"\0\1")  # not a readable format: ignored
+    sources = Sources({"mine": mine, "corpus": corpus})
+    assert len(sources.skipped["mine"]) == 1 and "broken.xlsx" in sources.skipped["mine"][0] and sources.counts["mine"] == 1
+    hits = sources.search("nonfarm manufacturing employment")
+    assert "mine/q3/employment.xlsx" in [h["path"] for h in hits]
+    assert sources.resolve("mine/q3/employment.xlsx") == mine / "q3" / "employment.xlsx"
+    assert sources.resolve("mine/../etc/passwd") is None and sources.resolve("other/x") is None

@@ -34,24 +34,11 @@ class Action(BaseModel):
     files: list[Pick] = Field(default_factory=list)
 
 
-class Sources:
+class Sources(FileIndex):
     """Named source folders; a file is addressed as `<name>/<path inside it>`."""
 
-    def __init__(self, roots: dict[str, Path]):
-        self.indexes = {name: FileIndex(root) for name, root in roots.items()}
-
-    def search(self, query: str, k: int = 8) -> list[dict]:
-        hits = []
-        for name, index in self.indexes.items():
-            hits += [{"path": f"{name}/{h.path}", "score": round(h.score, 3), "snippet": h.snippet} for h in index.search(query, k)]
-        return sorted(hits, key=lambda h: (-h["score"], h["path"]))[:k]
-
-    def resolve(self, path: str) -> Path | None:
-        name, _, rel = path.partition("/")
-        index = self.indexes.get(name)
-        if index is None or rel not in index.paths:
-            return None
-        return index.root / rel
+    def search(self, query: str, k: int = 8) -> list[dict]:  # the tool's reply to the model
+        return [{"path": h.path, "score": round(h.score, 3), "snippet": h.snippet} for h in super().search(query, k)]
 
 
 def seed_brief(seed: Seed) -> str:

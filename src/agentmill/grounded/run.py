@@ -85,6 +85,9 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
     seeds = choose_seeds(config)
     (store / "seeds.jsonl").write_text("".join(s.model_dump_json() + "\n" for s in seeds))
     srcs = sources(config)
+    (store / "sources.json").write_text(json.dumps(
+        {name: {"root": str(root), "files": srcs.counts[name], "skipped": srcs.skipped[name]} for name, root in srcs.roots.items()},
+        indent=1))
     builder = builder or ImageBuilder()
     results_dir = store / "results"
     results_dir.mkdir(exist_ok=True)

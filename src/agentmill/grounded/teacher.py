@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentmill.agents.base import AgentResult
+from agentmill.errors import SandboxError
 from agentmill.images import ImageBuilder
 from agentmill.rollout import TrialResult, run_trial
 from agentmill.sandbox.protocol import Sandbox
@@ -20,6 +21,7 @@ from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.telemetry import compute_telemetry
 
 MAX_DELIVERABLE = 20 << 20
+MAX_TOTAL = 100 << 20  # all deliverables of one run together
 
 
 class CollectingAgent:
@@ -44,13 +46,19 @@ class CollectingAgent:
         try:
             await self.inner.run(task, sandbox, result)
         finally:
-            await self._collect(sandbox)
+            try:
+                await self._collect(sandbox)
+            except SandboxError as e:  # the agent's own failure stays the trial's outcome
+                result.metadata["deliverables_error"] = str(e)
 
     async def _collect(self, sandbox: Sandbox) -> None:
         listing = await sandbox.exec(["find", "/app/output", "-maxdepth", "3", "-type", "f", "-size", f"-{MAX_DELIVERABLE // 1024}k"],
                                      timeout=30)
         self.dest.mkdir(parents=True, exist_ok=True)
+        total = 0
         for line in listing.stdout.splitlines()[: self.max_files]:
+            if total >= MAX_TOTAL:
+                break
             rel = line.removeprefix("/app/output/")
             if not line.startswith("/app/output/") or ".." in rel.split("/") or not rel:
                 continue
@@ -60,7 +68,8 @@ class CollectingAgent:
                 continue
             out = self.dest / rel
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(data)
+            out.write_bytes(data[: MAX_TOTAL - total])
+            total += len(data)
             self.collected.append(rel)
 
 
