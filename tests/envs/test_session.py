@@ -211,3 +211,27 @@ def test_a_broken_tools_py_is_one_clear_error(tmp_path):
 
     with pytest.raises(ToolEnvError, match=r"untyped: parameter 'ticket_id': has no type hint"):
         run(go())
+
+
+def test_a_link_planted_in_the_control_dir_is_never_followed(hostile, tmp_path):
+    host_socket = tmp_path / "host.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(host_socket))
+    listener.listen(1)
+    listener.settimeout(0.5)
+
+    async def go():
+        async with task_sandbox(hostile) as sb, open_tool_session(hostile, sb) as s:
+            planted = await s.call("hijack", {"target": str(host_socket)})
+            refused = await s.call("get_title", {"ticket_id": 1})
+            after = await s.call("get_title", {"ticket_id": 1})  # a fresh tool host
+            return planted, refused, after
+
+    try:
+        planted, refused, after = run(go())
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    assert not planted.is_error and refused.is_error and "not a socket" in refused.content
+    assert not after.is_error and after.content == "VPN drops every hour"

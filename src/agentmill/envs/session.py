@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import stat
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -149,6 +151,9 @@ class ToolSession:
             raise ToolEnvError(f"exit {run.returncode}: {run.stderr.strip()[-300:]}") from None
 
     async def _socket_request(self, request: dict, timeout: float) -> dict:
+        # The control directory is writable from inside: never follow a link planted there to a host socket.
+        if not stat.S_ISSOCK(os.lstat(self._socket).st_mode):
+            raise ConnectionError(f"{self._socket.name} is not a socket")
         reader, writer = await asyncio.open_unix_connection(str(self._socket), limit=8 << 20)
         try:
             writer.write(json.dumps(request).encode() + b"\n")
