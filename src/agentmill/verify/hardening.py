@@ -384,5 +384,5 @@ def known_commands(*dirs: Path) -> frozenset[str]:
 def harden(rootfs: Path, template: Path | None, quarantine: Path, *, workdir: str, env: dict[str, str],
            command_dirs: tuple[Path, ...] = ()) -> list[Tamper]:
     """Neutralise what the agent left that would steer verification; return the evidence."""
-    cmds = known_commands(Path("/usr/bin"), Path("/usr/sbin"), *command_dirs)
+    cmds = known_commands(*(command_dirs or (Path("/usr/bin"), Path("/usr/sbin"))))
     return Hardening(rootfs, template, quarantine, workdir=workdir, env=env, known_commands=cmds).run()

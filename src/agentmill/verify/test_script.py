@@ -52,13 +52,6 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     started = time.monotonic()
     tests = stage(task.tests_sources, scratch / "tests")
     toolkit = await asyncio.to_thread(ensure_toolkit, build=True)
-    command_dirs = (image.usr_local / "bin",) + ((toolkit / "bin",) if toolkit is not None else ())
-    try:
-        tamper = await asyncio.to_thread(harden, rootfs, image.rootfs, scratch / "quarantine", workdir=image.workdir,
-                                         env=dict(image.env), command_dirs=command_dirs)
-    except OSError as e:  # the pass itself failed: never judge an unvetted tree
-        return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
-                              seconds=time.monotonic() - started)
     logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
     await asyncio.to_thread(_seed_home, image, home)
     addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
@@ -67,6 +60,17 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         mounts[MOUNT] = toolkit
     spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs, HOME: home})
     spec.env = verifier_env(image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None)
+    # The commands a planted tool could shadow: the system tree the sandbox mounts (the host's, or a
+    # real image's own), the image's /usr/local, the toolkit.
+    system = Path(getattr(spec, "system_root", None) or "/")
+    command_dirs = (system / "usr/bin", system / "usr/sbin", image.usr_local / "bin") + \
+        ((toolkit / "bin",) if toolkit is not None else ())
+    try:
+        tamper = await asyncio.to_thread(harden, rootfs, image.rootfs, scratch / "quarantine", workdir=image.workdir,
+                                         env=dict(image.env), command_dirs=command_dirs)
+    except OSError as e:  # the pass itself failed: never judge an unvetted tree
+        return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
+                              seconds=time.monotonic() - started)
     try:
         async with BwrapSandbox(spec) as sb:
             run = await sb.exec(["/usr/bin/bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
