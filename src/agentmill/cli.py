@@ -40,6 +40,9 @@ def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: comman
 
 app.add_typer(_env_apps()[0], name="env")
 app.add_typer(_env_apps()[1], name="import")
+images_app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
+                         help="Cached images and Debian layers: list them; `prune` frees space.")
+app.add_typer(images_app, name="images")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = out_stdout = Console()
 
@@ -391,6 +394,34 @@ def toolkit() -> None:
     if path is None:
         _fail("could not build the verifier toolkit (pip install of pytest failed: is the package registry reachable?)", 1)
     out.print(str(path))
+
+
+@images_app.callback()
+def images(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")) -> None:
+    """List cached images and layers with sizes and last use."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from agentmill.images.inventory import list_entries, render_table
+
+    entries = list_entries()
+    if as_json:
+        for e in entries:
+            out.print(e.model_dump_json(), highlight=False, soft_wrap=True)
+    else:
+        out.print(render_table(entries))
+
+
+@images_app.command("prune")
+def images_prune(
+    older_than: float = typer.Option(7.0, "--older-than", min=0, help="Days without use before an entry goes."),
+    everything: bool = typer.Option(False, "--all", help="Remove every cached image and layer."),
+) -> None:
+    """Remove images and layers unused for --older-than days (all with --all)."""
+    from agentmill.images.inventory import prune
+
+    removed = prune(older_than_days=older_than, everything=everything)
+    freed = sum(e.size_bytes for e in removed)
+    out.print(f"removed {len(removed)} entries, freed {freed / (1 << 20):.1f} MiB", highlight=False)
 
 
 def _write_json(path: Path, data) -> None:

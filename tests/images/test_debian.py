@@ -133,6 +133,8 @@ def test_layer_cache_builds_a_shared_prefix_once(tmp_path):
     stamp_a = (builder.store.rootfs(shared) / "app/built-at").read_text()
     assert (Path(second.system) / "app/built-at").read_text() == stamp_a  # the prefix ran once
     assert (first.rootfs / "app/which").read_text() == "a\n" and (second.rootfs / "app/which").read_text() == "b\n"
+    for key in {*first.layers[1:], *second.layers[1:]}:  # this test's layers are unique: do not let them pile up
+        builder.store.remove(key)
 
 
 def test_agent_writes_never_reach_the_image_and_system_dirs_are_read_only(tmp_path):
@@ -159,9 +161,28 @@ def test_agent_writes_never_reach_the_image_and_system_dirs_are_read_only(tmp_pa
 
 
 def test_check_json_names_base_and_layers(tmp_path):
+    from agentmill.rollout.check import check_tasks
+
     task = task_at(tmp_path, "meta", "FROM debian:bookworm-slim\nWORKDIR /app\n", cond="test -f /app/x", solve="touch /app/x\n")
     builder = builder_for(tmp_path)
+    [row] = [r.to_json() for r in asyncio.run(check_tasks([task], builder=builder))]
     image = asyncio.run(builder.get(task))
     meta = json.loads((image.path / "image.json").read_text())
     assert meta["builder"] == "debian" and meta["layers"] == image.layers and meta["base"] == "debian:bookworm-slim"
-    assert image.describe().startswith(f"image {image.key[:12]}: Debian layers {image.layers[0][:12]}")
+    assert row["verdict"] == "ok" and row["image"].startswith(f"image {image.key[:12]}: Debian layers {image.layers[0][:12]}")
+    assert "for base 'debian:bookworm-slim'" in row["image"]
+
+
+def test_images_listing_and_prune(tmp_path):
+    from agentmill.images.inventory import list_entries, prune
+
+    task = task_at(tmp_path, "inv", "FROM debian:bookworm-slim\nWORKDIR /app\n", cond="true", solve="true\n")
+    builder = builder_for(tmp_path)
+    image = asyncio.run(builder.get(task))
+    cache = builder.root.parent
+    entries = list_entries(cache)  # this cache's images; no layers folder of its own
+    [entry] = [e for e in entries if e.kind == "image"]
+    assert entry.key == image.key and entry.what == "debian: debian:bookworm-slim" and entry.size_bytes > 0
+    assert prune(cache, older_than_days=1) == []  # just used: kept
+    removed = prune(cache, everything=True)
+    assert [e.key for e in removed] == [image.key] and not image.path.exists()

@@ -10,6 +10,7 @@ raises NeedsContainerError with the reason: the task is reported, never run half
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import glob
 import json
@@ -179,6 +180,8 @@ class ImageBuilder:
         if not meta.exists():
             return None
         data = json.loads(meta.read_text())
+        with contextlib.suppress(OSError):
+            os.utime(meta)  # last use, for `agentmill images` and prune
         return Image(path=self.root / key, **{k: v for k, v in data.items() if k != "path"})
 
     async def _build(self, task: Task, key: str) -> Image:

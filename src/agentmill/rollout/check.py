@@ -93,7 +93,12 @@ class CheckResult:
 
         return {"task": self.task.name, "task_hash": self.task.content_hash, "oracle": side(self.oracle),
                 "nop": side(self.nop), "verdict": self.verdict, "reason": self.reason,
-                **(self.audit.to_json() if self.audit is not None else {})}
+                **(self.audit.to_json() if self.audit is not None else {}), **self._image()}
+
+    def _image(self) -> dict:
+        """Debian-built images say which base and layers the task used (images/build.py's note)."""
+        line = next((n for n in self.nop.notes if n.startswith("image ") and "Debian layers" in n), None)
+        return {"image": line} if line else {}
 
 
 async def check_tasks(
