@@ -20,8 +20,10 @@ Adding a stage: subclass Stage, set `name`, `consumes`, `produces`, implement `s
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,4 +126,22 @@ def stage_class(name: str, *, where: str, kind: str | None = None) -> type[Stage
 async def aiter_of(items) -> AsyncIterator[Any]:
     """An async iterator over a plain iterable (records read from a store)."""
     for item in items:
+        yield item
+
+
+def in_thread_iter(records: AsyncIterator[Any], loop) -> Iterator[Any]:
+    """A plain iterator over `records` for code running in a worker thread (asyncio.to_thread), each
+    item fetched on `loop`: sync writers stream an async input without gathering it first."""
+    while True:
+        future = asyncio.run_coroutine_threadsafe(records.__anext__(), loop)
+        while True:
+            try:
+                item = future.result(timeout=1.0)
+                break
+            except StopAsyncIteration:
+                return
+            except concurrent.futures.TimeoutError:
+                if not loop.is_running():  # the run was interrupted: do not wait for ever
+                    future.cancel()
+                    raise RuntimeError("the event loop stopped while a stage was reading its input") from None
         yield item

@@ -7,13 +7,14 @@ Zero rows stops the run with the reason, unless the export says `allow_empty = t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.schema import Export, Recipe
-from agentmill.recipe.stage import Stage, StageContext, register_stage
+from agentmill.recipe.stage import Stage, StageContext, in_thread_iter, register_stage
 from agentmill.tasks.hashing import hash_file
 from agentmill.traces.export import write_records
 from agentmill.traces.filters import Funnel, TRACE_LENGTH_RULES, relax_hint, rules
@@ -45,9 +46,12 @@ class ExportStage(Stage):
         return f"export {self.spec.format} -> {self.spec.file}"
 
     async def run(self, records, ctx: StageContext):
-        kept = [r async for r in records] if not self.prompt_rows else await self._filtered(records, ctx)
-        report = write_records(kept, self.spec.format, ctx.out / self.spec.file, reasoning=self.spec.reasoning,
-                               allow_empty=True)
+        kept = self._filtered(records, ctx) if self.prompt_rows else records
+        # rendering and writing run in a worker thread, pulling one trace at a time: bounded memory,
+        # and the event loop stays free
+        rows = in_thread_iter(kept, asyncio.get_running_loop())
+        report = await asyncio.to_thread(write_records, rows, self.spec.format, ctx.out / self.spec.file,
+                                         reasoning=self.spec.reasoning, allow_empty=True)
         ctx.report.count_out = report.rows
         ctx.note(f"{report.rows} rows -> {self.spec.file}")
         ctx.note(f"{report.redactions} secrets redacted")
@@ -56,17 +60,15 @@ class ExportStage(Stage):
         return
         yield  # an async generator that yields nothing: a sink
 
-    async def _filtered(self, records, ctx: StageContext) -> list:
+    async def _filtered(self, records, ctx: StageContext):
         funnel = Funnel(rules(self.recipe.trace_filters, prompt_rows=True))
-        kept = []
         async for rec in records:
             rec.passed_filters = []
             failed = funnel.admit(rec)
             if failed is None:
-                kept.append(rec)
+                yield rec
             else:
                 ctx.drop(rec.trial_id, failed)
-        return kept
 
     def _why_empty(self, ctx: StageContext) -> str:
         here = ctx.report
