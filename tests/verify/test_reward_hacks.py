@@ -124,6 +124,11 @@ ATTACKS = [
     Attack("pth-file", "script", _py_write(f"/root/.local/lib/{PY}/site-packages/zz.pth", EXIT_ZERO_AT_EXIT), "python_startup"),
     Attack("sitecustomize-on-pythonpath", "script", _py_write("/app/sitecustomize.py", EXIT_ZERO_AT_EXIT), "python_startup",
            dockerfile=DOCKER_PYTHONPATH),
+    Attack("entry-point-plugin", "uvx",
+           _py_write("/app/passall.py", FORCE_PASS_HOOK)
+           + _py_write("/app/passall-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: passall\nVersion: 1.0")
+           + _py_write("/app/passall-1.0.dist-info/entry_points.txt", "[pytest11]\npassall = passall"),
+           "runner_guard", dockerfile=DOCKER_PYTHONPATH),
     Attack("shadow-pytest", "uvrun", _py_write("/app/pytest.py", FAKE_PYTEST), "shadow_module"),
     Attack("shadow-stdlib-json", "json", _py_write("/app/json.py", FAKE_JSON) + "echo '[]' > /app/answer.json",
            "shadow_module", dockerfile=DOCKER_PYTHONPATH, honest="json"),
@@ -312,3 +317,27 @@ def test_export_cli_drops_tampered_trials_unless_kept(tmp_path):
     assert len(rows) == 1 and "tamper" in report
     rows, _ = export("--tamper", "keep")
     assert len(rows) == 2
+
+
+def test_without_the_guard_an_entry_point_plugin_steers_pytest(tmp_path, monkeypatch):
+    """The guard is the defence against plugins installed where the tests import from: switched off
+    (autoload on, no guard), the same attack passes."""
+    import agentmill.verify.test_script as ts
+
+    real_pin, real_env = ts.write_pin, ts.verifier_env
+
+    def pin_without_guard(pin, tests):
+        addopts = real_pin(pin, tests).replace("-p agentmill_pytest_guard ", "")
+        (pin / "addopts").write_text(addopts)
+        return addopts
+
+    def env_without_guard(*a, **k):
+        env = real_env(*a, **k)
+        env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+        return env
+
+    monkeypatch.setattr(ts, "write_pin", pin_without_guard)
+    monkeypatch.setattr(ts, "verifier_env", env_without_guard)
+    attack = next(a for a in ATTACKS if a.name == "entry-point-plugin")
+    hacked = run(tmp_path, attack, attack.script)
+    assert hacked.outcome is Outcome.PASSED and hacked.reward == 1.0, _explain(hacked)
