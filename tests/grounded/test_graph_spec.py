@@ -38,6 +38,9 @@ def test_every_locator_kind_is_checked_against_the_file(corpus, tmp_path):
     about = corpus / "energy" / "iowa-electricity-about.docx"
     assert extract(about, Locator(kind="span", text="thousand  megawatthours")) is not None  # whitespace-insensitive
     assert extract(about, Locator(kind="span", text="million megawatthours")) is None
+    pdf = corpus / "weather" / "seattle-weather-about.pdf"  # read with pypdf
+    assert extract(pdf, Locator(kind="span", text="recorded daily in Seattle from 2012 to 2015")) is not None
+    assert extract(pdf, Locator(kind="span", text="recorded daily in Seattle from 2012 to 2016")) is None
     (tmp_path / "x.json").write_text(json.dumps({"a": [{"b": 7}]}))
     assert extract(tmp_path / "x.json", Locator(kind="json_path", path="a.0.b")) == "7"
     assert same_value("35361", "35,361.0") and not same_value("35361", "35362") and not same_value(None, "1")

@@ -8,6 +8,7 @@ each file's package, version, original path, licence note and conversion.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import importlib.metadata
 import json
@@ -28,6 +29,10 @@ VEGA = {
     "airports": ("transport", ["csv"]),
     "la-riots": ("public-safety", ["csv"]),
 }
+
+
+# Converted files carry this date, not the build time: the same packages give the same bytes.
+FIXED_DATE = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def default_corpus_dir() -> Path:
@@ -96,6 +101,11 @@ def _vega(root: Path, manifest: list[dict]) -> None:
                            origin="vega_datasets/dataset_info.json", licence=licence,
                            conversion="description text written as a docx (python-docx)")
                 text_to_docx(name, doc["description"], out)
+            else:
+                out = _add(manifest, root, f"{folder}/{name}-about.pdf", package="vega_datasets",
+                           origin="vega_datasets/dataset_info.json", licence=licence,
+                           conversion="description text written as a PDF (fpdf2)")
+                text_to_pdf(name, doc["description"], out)
 
 
 def _penguins(root: Path, manifest: list[dict]) -> None:
@@ -122,6 +132,7 @@ def csv_to_xlsx(src: Path, out: Path, sheet: str = "data") -> None:
     import openpyxl
 
     wb = openpyxl.Workbook()
+    wb.properties.created = wb.properties.modified = FIXED_DATE
     ws = wb.active
     ws.title = sheet
     with open(src, newline="", encoding="utf-8") as fh:
@@ -130,10 +141,27 @@ def csv_to_xlsx(src: Path, out: Path, sheet: str = "data") -> None:
     wb.save(out)
 
 
+def text_to_pdf(title: str, text: str, out: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_creation_date(FIXED_DATE)
+    pdf.add_page()
+    pdf.set_font("helvetica", "B", 14)
+    pdf.multi_cell(0, 8, title, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=11)
+    for para in text.strip().split("\n\n"):
+        # the core fonts are Latin-1: anything else is replaced, never dropped silently into nothing
+        pdf.multi_cell(0, 6, " ".join(para.split()).encode("latin-1", "replace").decode("latin-1"), new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(2)
+    pdf.output(str(out))
+
+
 def text_to_docx(title: str, text: str, out: Path) -> None:
     import docx
 
     d = docx.Document()
+    d.core_properties.created = d.core_properties.modified = FIXED_DATE
     d.add_heading(title, level=1)
     for para in text.strip().split("\n\n"):
         d.add_paragraph(para.strip())
