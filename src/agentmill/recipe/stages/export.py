@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.recipe.schema import Export, Recipe
+from agentmill.recipe.schema import Recipe
 from agentmill.recipe.stage import Stage, StageContext, in_thread_iter, register_stage
 from agentmill.tasks.hashing import hash_file
 from agentmill.traces.export import write_records
