@@ -164,7 +164,7 @@ def emptied_by(funnel: list[FunnelStep]) -> FunnelStep | None:
 
 # How to keep more records when a rule removes them all: (with `agentmill export` flags, in a recipe).
 RELAX = {
-    "tamper": ("keep them only on purpose: tamper = \"keep\" in a --filters file (these trials carry tamper evidence)",
+    "tamper": ("pass --tamper keep, only on purpose (these trials carry tamper evidence)",
                'set [trace_filters] tamper = "keep" only on purpose (these trials carry tamper evidence)'),
     "subagents": ("pass --subagents keep", 'set [trace_filters] subagents = "keep"'),
     "outcome": ("pass --keep-all-outcomes or fewer --drop-outcome", "drop fewer outcomes in [trace_filters] drop_outcomes"),
