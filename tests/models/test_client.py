@@ -172,3 +172,17 @@ def test_tools_sent_and_tool_calls_parsed():
     with ChatServer(queue(Reply("plain"))) as srv:
         r = chat(client(srv.base_url))
     assert "tools" not in srv.requests[0] and r.tool_calls == []
+
+
+def test_a_lone_surrogate_from_a_careless_caller_never_breaks_the_request():
+    with ChatServer(queue(Reply("ok"))) as srv:
+        c = client(srv.base_url)
+
+        async def go():
+            try:
+                return await c.chat([{"role": "user", "content": "half \ud83d of an emoji"}])
+            finally:
+                await c.close()
+
+        r = asyncio.run(go())
+    assert r.content == "ok" and srv.requests[0]["messages"][0]["content"] == "half \ufffd of an emoji"

@@ -165,7 +165,7 @@ class ModelClient:
 
         `tools`: OpenAI function schemas; the reply's `tool_calls` holds the calls the model made."""
         kwargs: dict[str, Any] = dict(
-            model=self.model, messages=messages, temperature=self.sampling.temperature,
+            model=self.model, messages=_encodable(messages), temperature=self.sampling.temperature,
             top_p=self.sampling.top_p, max_tokens=self.sampling.max_tokens,
         )
         if tools:
@@ -249,6 +249,22 @@ class ModelClient:
         cached_price = p.cached_input if p.cached_input is not None else p.input
         fresh = usage.prompt_tokens - usage.cached_tokens
         return (fresh * p.input + usage.cached_tokens * cached_price + usage.completion_tokens * p.output) / 1e6
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(value: Any) -> Any:
+    """A safety net for callers that did not clean their text: a lone surrogate cannot be encoded
+    into a request body at all (every retry would fail), so it becomes U+FFFD. Agents scrub their
+    messages before this point (agents/conversation.py), so for them this changes nothing."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encodable(v) for k, v in value.items()}
+    return value
 
 
 def _response_format(mode: str, schema: dict) -> dict:
