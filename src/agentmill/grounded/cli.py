@@ -79,11 +79,15 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
             update["seeds"] = seeds
         cfg = cfg.model_copy(update=update)
 
-        def done(o):
-            status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
-            err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
+        from agentmill.progress import TrialProgress
 
-        outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
+        with TrialProgress(cfg.seeds, what="seeds (ok = admitted)", console=err) as bar:
+            def done(o):
+                status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
+                err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
+                bar.advance(o.task is not None)
+
+            outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
     except AgentmillError as e:
         _fail(str(e))
     report = write_report(store)
