@@ -49,6 +49,11 @@ def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 1 and "Iowa" in json.dumps(rows[0]["messages"])
+    # the admitted task passes agentmill's own task check: the oracle (reference deliverables) passes
+    # the artifact checks, the nop agent does not
+    res = runner.invoke(app, ["check", str(store / "tasks"), "--json", str(tmp_path / "check.json")])
+    verdicts = json.loads((tmp_path / "check.json").read_text())
+    assert res.exit_code == 0 and [v["verdict"] for v in verdicts] == ["ok"], res.output
     bench = tmp_path / "bench"
     (bench / "b1" / "tests").mkdir(parents=True)
     (bench / "b1" / "instruction.md").write_text("Reverse a linked list in C and print it.")

@@ -117,10 +117,13 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
             decision = await admit(run, spec, graph, task_dir / "environment" / "workspace", client("judge"),
                                    policy=settings.admission, prompts_dir=pdir)
             out.attempts.append(AttemptOutcome(attempt=attempt, run=str(run.folder), reused=run.reused, admission=decision))
-        if any(a.admission.admitted for a in out.attempts):
+        admitted = [a for a in out.attempts if a.admission.admitted]
+        if admitted:
             dest = store / "tasks" / task_name(seed)
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(task_dir, dest)
+            best = max(admitted, key=lambda a: (a.admission.quality or 0.0, -a.attempt))
+            add_reference_solution(dest, Path(best.run) / "deliverables")
             out.task = str(dest)
         out.stage = "done"
     except ModelReplyError as e:
@@ -130,6 +133,23 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
     except AgentmillError as e:
         out.error, out.fault = str(e), "input"
     return out
+
+
+SOLVE_SH = """#!/bin/bash
+# Reference solution: the deliverables of the teacher's best admitted run.
+mkdir -p /app/output
+cp -r /solution/deliverables/. /app/output/
+"""
+
+
+def add_reference_solution(task_dir: Path, deliverables: Path) -> None:
+    """solution/solve.sh restoring an admitted run's deliverables, so `agentmill check` can show
+    the task is solvable (oracle passes the artifact checks) and not vacuous (nop fails them)."""
+    sol = task_dir / "solution"
+    shutil.rmtree(sol, ignore_errors=True)
+    shutil.copytree(deliverables, sol / "deliverables", symlinks=False)
+    (sol / "solve.sh").write_text(SOLVE_SH)
+    (sol / "solve.sh").chmod(0o755)
 
 
 def admitted_runs(outcome: SeedOutcome) -> list[TeacherRun]:

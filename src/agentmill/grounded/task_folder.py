@@ -9,6 +9,7 @@
     tests/checks.json         the deliverables and their checks
     tests/rubric.json         criteria, negatives, verification instructions
     tests/anchors.json        the evidence graph (nodes with roles, edges) and the file roles
+    solution/                 added on admission: the best admitted run's deliverables (pipeline.py)
 """
 
 from __future__ import annotations
