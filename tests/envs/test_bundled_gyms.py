@@ -173,6 +173,44 @@ def apply_mutant(dbs, gym, edits):
     finally:
         db.close()
 
+def contract(gyms):
+    """Problems with the tool contract: a docstring, a type hint on every parameter after db."""
+    import typing
+    problems = []
+    for g in gyms:
+        for name, (fn, _) in load_tools([g]).items():
+            doc = (inspect.getdoc(fn) or "").strip()
+            if not doc:
+                problems.append(f"{g}.{name}: no docstring")
+            hints = typing.get_type_hints(fn)
+            for p in list(inspect.signature(fn).parameters)[1:]:
+                if p not in hints:
+                    problems.append(f"{g}.{name}: parameter {p} has no type hint")
+    return problems
+
+def scenario(sc):
+    work = tempfile.mkdtemp()
+    try:
+        seed = os.path.join(work, "seed.sql")
+        with open(seed, "w") as f:
+            f.write(sc["seed"])
+        dbs = build(sc["gyms"], seed, work)
+        tools = load_tools(sc["gyms"])
+        out = []
+        for st in sc["steps"]:
+            if "sql" in st:
+                out.append(query(dbs, sc["gyms"], st["sql"], st.get("gym")))
+            else:
+                out.append(call(tools, dbs, st["tool"], st.get("args", {})))
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+if "scenarios" in req:
+    print(json.dumps({"contract": contract(req["contract_gyms"]),
+                      "scenarios": {sc["name"]: scenario(sc) for sc in req["scenarios"]}}))
+    sys.exit(0)
+
 report = {}
 for task in req["tasks"]:
     work = tempfile.mkdtemp()
@@ -252,13 +290,14 @@ def read_task(path: Path) -> dict:
 TASK_RECORDS = {p.name: read_task(p) for p in task_dirs()}
 
 
-def run_guest(tasks: list[dict]) -> dict:
+def run_guest(tasks: list[dict], *, tasks_root: Path = TASKS, payload: dict | None = None) -> dict:
     """Run GUEST in one sandbox over the gyms and tasks (read-only) and return its report."""
-    spec = fresh_spec(ro_mounts={"/gyms": GYMS, "/tasks": TASKS})
-    payload = {"gyms_root": "/gyms", "tasks_root": "/tasks", "tasks": [
+    spec = fresh_spec(ro_mounts={"/gyms": GYMS, "/tasks": tasks_root})
+    payload = payload or {"tasks": [
         {"name": t["name"], "gyms": t["toml"]["environment"]["gyms"],
          "seed": f"/tasks/{t['name']}/environment/seed.sql" if t["seed"] else None,
          "calls": t["calls"], "queries": t["queries"]} for t in tasks]}
+    payload.update(gyms_root="/gyms", tasks_root="/tasks")
 
     async def go():
         async with BwrapSandbox(spec) as sb:
@@ -281,6 +320,16 @@ def is_refusal(task: dict) -> bool:
 
 def failing(task: dict, results: list[dict]) -> list[str]:
     return [v["name"] for i, v in task["db_verifiers"] if not passes(results[i], v["validation_config"])]
+
+
+def survivors(task: dict, rep: dict) -> list[str]:
+    return [m["label"] for m in rep["mutants"] if not failing(task, m["results"])]
+
+
+def vacuous(task: dict, rep: dict) -> list[str]:
+    """database_state verifiers that no wrong state fails (untouched, short of a write, or a mutant)."""
+    wrong = [rep["untouched"], *rep["states"][:-1], *(m["results"] for m in rep["mutants"])]
+    return [v["name"] for i, v in task["db_verifiers"] if all(passes(r[i], v["validation_config"]) for r in wrong)]
 
 
 # -- the collection ------------------------------------------------------------------------------------------
@@ -337,5 +386,207 @@ def test_every_mutant_of_the_oracle_end_state_fails(name, report):
         assert rep["mutants"] == []  # nothing written, nothing to mutate
         return
     assert rep["mutants"], "the oracle wrote nothing"
-    survivors = [m["label"] for m in rep["mutants"] if not failing(task, m["results"])]
-    assert not survivors, f"{len(survivors)} of {len(rep['mutants'])} mutants pass every verifier: {survivors[:12]}"
+    alive = survivors(task, rep)
+    assert not alive, f"{len(alive)} of {len(rep['mutants'])} mutants pass every verifier: {alive[:12]}"
+    assert not vacuous(task, rep), "verifiers that pass on every wrong state check nothing"
+
+
+def test_refusals_fail_for_an_agent_that_does_nothing():
+    # The end state of a refusal is the untouched state, so the database verifiers cannot tell a
+    # do-nothing agent apart: a tool_execution verifier (a look-up call) and the response_check do.
+    for t in TASK_RECORDS.values():
+        if is_refusal(t):
+            te = [v for v in t["verifiers"] if v["verifier_type"] == "tool_execution"]
+            assert te and te[0]["validation_config"]["minimum_tool_calls"] >= 1 and len(t["calls"]) >= 1, t["name"]
+
+
+# -- planted defects: the gates above must fire ---------------------------------------------------------------
+
+def test_a_planted_weak_verifier_set_lets_mutants_survive(report):
+    task = TASK_RECORDS["itsm-resolve-printer-incident"]
+    weak = {**task, "db_verifiers": [(i, v) for i, v in task["db_verifiers"] if v["name"] == "notes_mention_the_roller"]}
+    assert weak["db_verifiers"]
+    alive = survivors(weak, report[task["name"]])
+    assert any("resolution_code" in label for label in alive), alive  # a wrong code goes unnoticed
+    assert survivors(task, report[task["name"]]) == []
+
+
+def test_planted_vacuous_and_broken_verifiers_are_caught(tmp_path):
+    import shutil
+
+    from agentmill.paths import scratch_temp
+
+    root = scratch_temp("planted")
+    name = "itsm-resolve-printer-incident"
+    shutil.copytree(TASKS / name, root / name)
+    verifiers = json.loads((root / name / "tests" / "verifiers.json").read_text())
+    verifiers.append({"name": "planted_vacuous", "verifier_type": "database_state", "gym_name": "itsm",
+                      "validation_config": {"query": "SELECT COUNT(*) FROM slas", "expected_value": 5, "comparison_type": "equals"}})
+    verifiers.append({"name": "planted_broken", "verifier_type": "database_state", "gym_name": "itsm",
+                      "validation_config": {"query": "SELECT nope FROM incidents", "expected_value": 1, "comparison_type": "equals"}})
+    (root / name / "tests" / "verifiers.json").write_text(json.dumps(verifiers))
+    (root / name / "solution" / "calls.json").write_text(json.dumps(TASK_RECORDS[name]["calls"][:2]))  # the write is gone
+    try:
+        task = read_task(root / name)
+        rep = run_guest([task], tasks_root=root)[name]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert "planted_vacuous" in vacuous(task, rep)
+    final = rep["states"][-1]
+    assert "planted_broken" in failing(task, final) and "error" in final[[q["sql"] for q in task["queries"]].index("SELECT nope FROM incidents")]
+    assert "incident_resolved_as_fixed" in failing(task, final)  # a reference without its write does not pass
+    assert rep["mutants"] == []
+
+
+# -- business rules, tool by tool -----------------------------------------------------------------------------
+
+NOW = "2026-03-16T09:30:00Z"
+_INC = ("INSERT INTO incidents (number, short_description, category, caller_id, opened_by, impact, urgency, priority, state, "
+        "assignment_group_id, assigned_to, sla_id, resolve_by, opened_at, updated_at) VALUES ('INC0090001', 'Slow queries', "
+        "'database', 'USR0060', 'USR0060', 'medium', 'medium', 3, 'in_progress', 'GRP003', 'USR0012', 'SLA-P3', "
+        "'2026-03-17T09:00:00Z', '2026-03-16T09:00:00Z', '2026-03-16T09:00:00Z');\n")
+_CHG = ("INSERT INTO change_requests (number, short_description, type, state, risk, assignment_group_id, requested_by, approval, "
+        "planned_start, planned_end, implementation_plan, backout_plan, created_at, updated_at) VALUES ('CHG0090001', 'Kernel', "
+        "'normal', 'assess', 'low', 'GRP005', 'USR0017', 'requested', '2026-03-18T19:00:00Z', '2026-03-18T20:00:00Z', "
+        "'Upgrade the kernel', 'Boot the old kernel', '2026-03-10T09:00:00Z', '2026-03-10T09:00:00Z');\n")
+_KB = ("INSERT INTO kb_articles (number, title, body, category, state, visibility, author_id, updated_at) VALUES "
+       "('KB0090001', 'Draft', 'A body that is long enough.', 'software', 'review', 'internal', 'USR0029', '2026-03-10T09:00:00Z');\n")
+
+
+def _as(uid: str) -> str:
+    return f"UPDATE itsm_context SET value = '{uid}' WHERE key = 'current_user';\n"
+
+
+def _me(address: str) -> str:
+    return f"UPDATE collab_context SET value = '{address}' WHERE key = 'current_user';\n"
+
+
+def _err(tool, args, text):
+    return {"tool": tool, "args": args, "error": text}
+
+
+def _ok(tool, args):
+    return {"tool": tool, "args": args, "error": None}
+
+
+def _sql(sql, expect, gym=None):
+    return {"sql": sql, "expect": expect, "gym": gym}
+
+
+RESOLVE = {"number": "INC0090001", "resolution_code": "fixed", "resolution_notes": "Added the missing index."}
+MARCUS, PRIYA = "marcus.lindqvist@corvid-logistics.com", "priya.raman@corvid-logistics.com"
+SCENARIOS = {
+    "only_the_assignment_group_resolves": (["itsm"], _as("USR0004") + _INC, [
+        _err("resolve_incident", RESOLVE, "only members of the assignment group"),
+        _sql("SELECT state FROM incidents WHERE number = 'INC0090001'", "in_progress"),
+        _sql(f"SELECT COUNT(*) FROM audit_log WHERE at = '{NOW}'", 0)]),
+    "resolution_needs_notes_then_closed_is_final": (["itsm"], _as("USR0012") + _INC, [
+        _err("resolve_incident", {**RESOLVE, "resolution_notes": "  "}, "resolution_notes is required"),
+        _ok("resolve_incident", RESOLVE),
+        _ok("close_incident", {"number": "INC0090001"}),
+        _err("update_incident", {"number": "INC0090001", "impact": "high"}, "closed records cannot be changed"),
+        _err("add_work_note", {"record": "INC0090001", "body": "late note"}, "closed records cannot be changed"),
+        _err("reopen_incident", {"number": "INC0090001", "reason": "again"}, "only resolved incidents can be reopened"),
+        _sql(f"SELECT group_concat(field || '>' || ifnull(new_value, ''), ',') FROM (SELECT * FROM audit_log WHERE at = '{NOW}' "
+             "AND field IN ('state', 'closed_at') ORDER BY id)", f"state>resolved,state>closed,closed_at>{NOW}")]),
+    "state_transitions_are_checked": (["itsm"], _as("USR0012") + _INC, [
+        _err("set_incident_state", {"number": "INC0090001", "state": "on_hold"}, "on_hold_reason is required"),
+        _ok("set_incident_state", {"number": "INC0090001", "state": "on_hold", "on_hold_reason": "awaiting_caller"}),
+        _err("set_incident_state", {"number": "INC0090001", "state": "on_hold", "on_hold_reason": "awaiting_vendor"}, "cannot move from on_hold to on_hold"),
+        _err("close_incident", {"number": "INC0090001"}, "only resolved incidents can be closed")]),
+    "assignees_are_active_group_members": (["itsm"], _as("USR0003") + _INC, [
+        _err("assign_incident", {"number": "INC0090001", "assignment_group_id": "GRP003", "assigned_to": "USR0003"}, "is not a member of group GRP003"),
+        _err("assign_incident", {"number": "INC0090001", "assignment_group_id": "GRP002", "assigned_to": "USR0038"}, "is not an active user"),
+        _err("assign_incident", {"number": "INC0090001", "assignment_group_id": "GRP003", "assigned_to": "USR0060"}, "is a requester"),
+        _sql("SELECT assigned_to FROM incidents WHERE number = 'INC0090001'", "USR0012")]),
+    "references_must_exist": (["itsm"], _as("USR0003"), [
+        _err("create_incident", {"short_description": "x", "caller_id": "USR9999", "impact": "low", "urgency": "low", "category": "other"}, "is not an active user"),
+        _err("create_incident", {"short_description": "x", "caller_id": "USR0060", "impact": "low", "urgency": "low", "category": "other",
+                                 "ci_id": "CI99999"}, "no configuration item CI99999"),
+        _err("link_incident_to_problem", {"number": "INC0010001", "problem_number": "PRB0999999"}, "no problem PRB0999999"),
+        _sql("SELECT COUNT(*) FROM incidents", 420)]),
+    "priority_follows_impact_and_urgency": (["itsm"], _as("USR0003"), [
+        _ok("create_incident", {"short_description": "x", "caller_id": "USR0060", "impact": "high", "urgency": "low", "category": "other"}),
+        _sql("SELECT priority || '|' || sla_id || '|' || resolve_by FROM incidents WHERE number = 'INC0010421'", "3|SLA-P3|2026-03-17T09:30:00Z")]),
+    "changes_respect_freezes_and_plans": (["itsm"], _as("USR0018"), [
+        _err("create_change", {"short_description": "Deploy", "type": "normal", "risk": "low", "assignment_group_id": "GRP005",
+                               "planned_start": "2026-03-30T19:00:00Z", "planned_end": "2026-03-30T20:00:00Z",
+                               "implementation_plan": "Deploy the release", "backout_plan": "Redeploy the old one"}, "change freeze FRZ001"),
+        _err("create_change", {"short_description": "Deploy", "type": "normal", "risk": "low", "assignment_group_id": "GRP005",
+                               "planned_start": "2026-03-20T19:00:00Z", "planned_end": "2026-03-20T20:00:00Z",
+                               "implementation_plan": "Deploy the release", "backout_plan": ""}, "backout_plan is required"),
+        _ok("create_change", {"short_description": "Hotfix", "type": "emergency", "risk": "high", "assignment_group_id": "GRP005",
+                              "planned_start": "2026-03-30T19:00:00Z", "planned_end": "2026-03-30T20:00:00Z",
+                              "implementation_plan": "Apply the hotfix", "backout_plan": "Remove the hotfix"}),
+        _ok("submit_change_for_approval", {"number": "CHG0003047"}),
+        _sql("SELECT state || '|' || approval FROM change_requests WHERE number = 'CHG0003047'", "assess|requested"),
+        _sql("SELECT COUNT(*) FROM change_requests", 161)]),
+    "nobody_approves_their_own_change": (["itsm"], _as("USR0017") + _CHG, [
+        _err("decide_change_approval", {"number": "CHG0090001", "decision": "approved", "comment": "ok"}, "you requested this change"),
+        _sql("SELECT approval FROM change_requests WHERE number = 'CHG0090001'", "requested")]),
+    "only_cab_managers_approve": (["itsm"], _as("USR0018") + _CHG, [
+        _err("decide_change_approval", {"number": "CHG0090001", "decision": "approved", "comment": "ok"}, "only managers or admins on the Change Advisory Board")]),
+    "authors_do_not_publish_their_own_articles": (["itsm"], _as("USR0029") + _KB, [
+        _err("publish_kb_article", {"number": "KB0090001"}, "authors may not publish their own articles")]),
+    "requesters_see_only_their_own_records": (["itsm"], _as("USR0060") + _INC, [
+        _ok("get_incident", {"number": "INC0090001"}),
+        _err("get_incident", {"number": "INC0010001"}, "is not one of your incidents"),
+        _err("search_problems", {}, "only IT staff"),
+        _err("add_work_note", {"record": "INC0090001", "body": "internal?", "kind": "work_note"}, "requesters may only add comments")]),
+    "a_failing_call_writes_nothing": (["itsm"], _as("USR0012") + _INC, [
+        _err("resolve_incident", {**RESOLVE, "resolution_code": "bogus"}, "CHECK constraint failed"),
+        _sql("SELECT state || '|' || ifnull(resolution_code, '') FROM incidents WHERE number = 'INC0090001'", "in_progress|"),
+        _sql(f"SELECT COUNT(*) FROM audit_log WHERE at = '{NOW}'", 0)]),
+    "mail_is_delivered_and_private": (["collab"], _me(PRIYA), [
+        _ok("send_message", {"to": [MARCUS], "subject": "Hello", "body": "Hi Marcus"}),
+        _sql(f"SELECT COUNT(*) FROM messages WHERE sent_at = '{NOW}' AND mailbox = '{MARCUS}' AND folder_id = "
+             f"(SELECT id FROM mail_folders WHERE mailbox = '{MARCUS}' AND name = 'inbox')", 1),
+        _err("read_message", {"message_id": "MSG000002"}, "no message MSG000002 in your mailbox"),
+        _err("send_message", {"to": ["nobody@corvid-logistics.com"], "subject": "x", "body": "y"}, "not an active mailbox"),
+        _err("move_message", {"message_id": "MSG000893", "folder": "inbox"}, "cannot be moved into or out of sent")]),
+    "calendar_rules": (["collab"], _me(PRIYA), [
+        _err("create_event", {"title": "Past", "starts_at": "2026-03-16T08:00:00Z", "ends_at": "2026-03-16T08:30:00Z", "attendees": [MARCUS]}, "in the past"),
+        _err("create_event", {"title": "Vendor", "starts_at": "2026-03-18T08:00:00Z", "ends_at": "2026-03-18T08:30:00Z",
+                              "attendees": ["support@printfleet-services.com"]}, "not an internal colleague"),
+        _err("create_event", {"title": "Big", "starts_at": "2026-03-18T08:00:00Z", "ends_at": "2026-03-18T08:30:00Z",
+                              "attendees": [MARCUS, "sofia.marin@corvid-logistics.com"], "room_id": "RM-RTM-05"}, "seats 2"),
+        _ok("create_event", {"title": "Sync", "starts_at": "2026-03-18T08:00:00Z", "ends_at": "2026-03-18T08:30:00Z",
+                             "attendees": [MARCUS], "room_id": "RM-RTM-01"}),
+        _err("create_event", {"title": "Clash", "starts_at": "2026-03-18T08:15:00Z", "ends_at": "2026-03-18T08:45:00Z",
+                              "attendees": [MARCUS], "room_id": "RM-RTM-01"}, "already booked"),
+        _ok("cancel_event", {"event_id": "EVT000421"}),
+        _err("update_event", {"event_id": "EVT000421", "title": "Again"}, "cancelled events cannot be changed"),
+        _sql("SELECT status FROM events WHERE id = 'EVT000421'", "cancelled")]),
+    "only_the_organizer_changes_a_meeting": (["collab"], _me(PRIYA) + (
+        "INSERT INTO events (id, calendar_id, organizer, title, starts_at, ends_at, status, created_at, updated_at) VALUES "
+        f"('EVT900001', (SELECT id FROM calendars WHERE owner = '{MARCUS}'), '{MARCUS}', 'Sync', '2026-03-18T10:00:00Z', "
+        "'2026-03-18T10:30:00Z', 'confirmed', '2026-03-10T09:00:00Z', '2026-03-10T09:00:00Z');\n"
+        f"INSERT INTO event_attendees (event_id, address, response) VALUES ('EVT900001', '{PRIYA}', 'needs_action');\n"), [
+        _err("update_event", {"event_id": "EVT900001", "title": "Mine now"}, "only the organizer"),
+        _err("cancel_event", {"event_id": "EVT900001"}, "only the organizer"),
+        _ok("respond_to_event", {"event_id": "EVT900001", "response": "accepted"}),
+        _sql(f"SELECT response FROM event_attendees WHERE event_id = 'EVT900001' AND address = '{PRIYA}'", "accepted")]),
+}
+
+
+@pytest.fixture(scope="module")
+def rules() -> dict:
+    payload = {"contract_gyms": list(BUNDLED), "scenarios": [
+        {"name": n, "gyms": g, "seed": seed, "steps": steps} for n, (g, seed, steps) in SCENARIOS.items()]}
+    return run_guest([], payload=payload)
+
+
+def test_every_tool_keeps_the_contract(rules):
+    assert rules["contract"] == []
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_business_rules_are_enforced_by_the_tools(name, rules):
+    steps, results = SCENARIOS[name][2], rules["scenarios"][name]
+    for i, (step, res) in enumerate(zip(steps, results)):
+        if "sql" in step:
+            assert "error" not in res and extract(res["rows"]) == step["expect"], (i, step["sql"], res)
+        elif step["error"] is None:
+            assert not res["is_error"], (i, step["tool"], res["content"])
+        else:
+            assert res["is_error"] and step["error"] in res["content"], (i, step["tool"], res["content"])
