@@ -92,8 +92,9 @@ class Conversation:
                                      for c in calls]
         self.result.steps.append(step)
         self.messages.append(message)
-        if reply.usage.prompt_tokens:
-            self._counted, self._counted_tokens = len(self.messages), reply.usage.prompt_tokens + reply.usage.completion_tokens
+        if reply.usage.prompt_tokens:  # the endpoint's own count; reasoning is not sent back
+            self._counted = len(self.messages)
+            self._counted_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens - reply.usage.reasoning_tokens
         return Turn(reply, step, calls)
 
     def tell(self, step: Step, text: str, *, call_id: str | None = None) -> str:
