@@ -164,3 +164,17 @@ def test_a_broken_seed_is_a_typed_failure_not_a_crash(tmp_path):
     task = load_task(make_tool_task(tmp_path / "t", seed_sql="INSERT INTO nowhere VALUES (1);"))
     result = run(run_trial(task, NopAgent(), ImageBuilder()))
     assert result.outcome is Outcome.SANDBOX_ERROR and "seed.sql" in result.exception and "nowhere" in result.exception
+
+
+def test_no_final_answer_fails_a_response_check_without_any_judge(tmp_path):
+    # a refusal task's right end state is the untouched one: the answer is what nop lacks
+    verifiers = [{"name": "nothing_closed", "verifier_type": "database_state",
+                  "validation_config": {"query": "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", "expected_value": 0}},
+                 {"name": "explains", "verifier_type": "response_check",
+                  "validation_config": {"sql_query": "SELECT status FROM tickets WHERE id = 3",
+                                        "comparison_prompt": "Does the answer refuse and say why?"}}]
+    task = load_task(make_tool_task(tmp_path / "t", verifiers=verifiers, calls=[], answer="I can't close it: pending."))
+    silent, _ = _verify(task, [], None)
+    assert silent.outcome is Outcome.FAILED and silent.rewards["explains"] == 0.0
+    answered, files = _verify(task, [Step(step_id=1, source="agent", message="I can't close it: pending.")], None)
+    assert answered.outcome is Outcome.PASSED and "explains" not in answered.rewards  # not evaluated, not counted

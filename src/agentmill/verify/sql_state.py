@@ -169,10 +169,10 @@ async def _response_check(v: ResponseCheckVerifier, res: dict, view: TrialView, 
     cfg = v.validation_config
     if "error" in res:
         return Check(v.name, v.verifier_type, False, error=f"query failed: {res['error']}")
+    if not view.final_answer.strip():  # no answer satisfies a response check: no judge needed to say so
+        return Check(v.name, v.verifier_type, False, details="the agent gave no final answer")
     if judge is None:
         return Check(v.name, v.verifier_type, None, details="no judge configured (AGENTMILL_JUDGE_MODEL): not evaluated")
-    if not view.final_answer.strip():
-        return Check(v.name, v.verifier_type, False, details="the agent gave no final answer")
     try:
         score, reasoning = await judge.score(res["rows"], view.final_answer, cfg.comparison_prompt)
     except JudgeError as e:
