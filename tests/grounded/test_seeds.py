@@ -1,7 +1,7 @@
 """Seeds: the digital proxy, the pattern vocabulary, support of requirements, greedy coverage."""
 
 from agentmill.grounded import onet
-from agentmill.grounded.patterns import FORMAT_FAMILY, PATTERN_NAMES, classify
+from agentmill.grounded.patterns import PATTERN_NAMES, classify
 from agentmill.grounded.seeds import candidate_seeds, greedy_cover, real_family_keys, select_seeds, supported
 
 

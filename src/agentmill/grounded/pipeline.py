@@ -24,7 +24,7 @@ from agentmill.grounded.revise import revise
 from agentmill.grounded.roles import Roles
 from agentmill.grounded.spec import compile_spec, statement_hash
 from agentmill.grounded.task_folder import write_grounded_task
-from agentmill.grounded.teacher import TeacherRun, run_teacher
+from agentmill.grounded.teacher import run_teacher
 from agentmill.images import ImageBuilder
 from agentmill.models.client import EndpointError
 
@@ -150,9 +150,3 @@ def add_reference_solution(task_dir: Path, deliverables: Path) -> None:
     shutil.copytree(deliverables, sol / "deliverables", symlinks=False)
     (sol / "solve.sh").write_text(SOLVE_SH)
     (sol / "solve.sh").chmod(0o755)
-
-
-def admitted_runs(outcome: SeedOutcome) -> list[TeacherRun]:
-    from agentmill.grounded.teacher import load_run
-
-    return [r for a in outcome.attempts if a.admission.admitted and (r := load_run(Path(a.run))) is not None]

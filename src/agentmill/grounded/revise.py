@@ -5,7 +5,6 @@ rest and validates the merged spec like any other."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,7 +61,3 @@ async def revise(ws: Workspace, ws_dir: Path, graph: Graph, spec: Spec, run: Tea
     revision = await ask_json(client, [{"role": "user", "content": text}], Revision, role="reviser", check=check)
     merged, changed = merge(spec, revision.changes)
     return merged, changed, revision.notes
-
-
-def dump(obj) -> str:
-    return json.dumps(obj, indent=1)
