@@ -156,7 +156,12 @@ def get_my_profile(db: sqlite3.Connection) -> dict:
 
 
 def search_directory(db: sqlite3.Connection, query: str, include_external: bool = True, limit: int = 20) -> list[dict]:
-    """Find people and external contacts by name, address, department or title."""
+    """Find people and external contacts by name, address, department or title.
+
+    Args:
+        query: words to look for (empty matches everything)
+        limit: the most results to return (1-100)
+    """
     q = f"%{query.strip().lower()}%"
     sql = ("SELECT address, display_name, department, title, is_external, active FROM mailboxes WHERE (lower(address) LIKE ? "
            "OR lower(display_name) LIKE ? OR lower(department) LIKE ? OR lower(title) LIKE ?)")
@@ -189,7 +194,14 @@ def create_mail_folder(db: sqlite3.Connection, name: str) -> dict:
 
 def search_messages(db: sqlite3.Connection, query: str = "", folder: Optional[str] = None, sender: Optional[str] = None,
                     unread_only: bool = False, flagged_only: bool = False, limit: int = 20) -> list[dict]:
-    """Search your mailbox by text (subject and body), folder, sender, unread or flagged; newest first."""
+    """Search your mailbox by text (subject and body), folder, sender, unread or flagged; newest first.
+
+    Args:
+        query: words to look for (empty matches everything)
+        folder: a folder name: inbox, archive, trash or one you created
+        sender: the sender's email address
+        limit: the most results to return (1-100)
+    """
     me = _me(db)
     q = f"%{query.strip().lower()}%"
     sql = ("SELECT m.id, m.thread_id, m.sender, m.subject, m.sent_at, m.is_read, m.is_flagged, f.name AS folder FROM messages m "
@@ -207,12 +219,21 @@ def search_messages(db: sqlite3.Connection, query: str = "", folder: Optional[st
 
 
 def read_message(db: sqlite3.Connection, message_id: str) -> dict:
-    """One message in your mailbox with its recipients and body (reading does not change its read flag)."""
+    """One message in your mailbox with its recipients and body (reading does not change its read flag).
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+    """
     return _message_view(db, _my_message(db, message_id))
 
 
 def send_message(db: sqlite3.Connection, to: list[str], subject: str, body: str, cc: Optional[list[str]] = None) -> dict:
-    """Send a new email. Internal recipients must exist in the directory; external addresses are delivered outside."""
+    """Send a new email. Internal recipients must exist in the directory; external addresses are delivered outside.
+
+    Args:
+        to: recipient email addresses
+        cc: copy recipient email addresses
+    """
     me = _me(db)
     to_ = _addresses(db, to, "to")
     if not to_:
@@ -226,7 +247,11 @@ def send_message(db: sqlite3.Connection, to: list[str], subject: str, body: str,
 
 
 def reply_to_message(db: sqlite3.Connection, message_id: str, body: str, reply_all: bool = False) -> dict:
-    """Reply to a message in your mailbox (to its sender; with reply_all also to its other recipients)."""
+    """Reply to a message in your mailbox (to its sender; with reply_all also to its other recipients).
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+    """
     me = _me(db)
     msg = _my_message(db, message_id)
     if not body.strip():
@@ -241,7 +266,12 @@ def reply_to_message(db: sqlite3.Connection, message_id: str, body: str, reply_a
 
 
 def forward_message(db: sqlite3.Connection, message_id: str, to: list[str], note: str = "") -> dict:
-    """Forward a message in your mailbox to new recipients, with an optional note above the original."""
+    """Forward a message in your mailbox to new recipients, with an optional note above the original.
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+        to: recipient email addresses
+    """
     me = _me(db)
     msg = _my_message(db, message_id)
     to_ = _addresses(db, to, "to")
@@ -255,7 +285,12 @@ def forward_message(db: sqlite3.Connection, message_id: str, to: list[str], note
 
 
 def move_message(db: sqlite3.Connection, message_id: str, folder: str) -> dict:
-    """Move a message of yours to another of your folders (inbox, archive, trash or one you created)."""
+    """Move a message of yours to another of your folders (inbox, archive, trash or one you created).
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+        folder: a folder name: inbox, archive, trash or one you created
+    """
     me = _me(db)
     msg = _my_message(db, message_id)
     target = _folder(db, me["address"], folder)
@@ -268,7 +303,11 @@ def move_message(db: sqlite3.Connection, message_id: str, folder: str) -> dict:
 
 
 def flag_message(db: sqlite3.Connection, message_id: str, flagged: bool = True) -> dict:
-    """Flag (or unflag) a message of yours for follow-up."""
+    """Flag (or unflag) a message of yours for follow-up.
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+    """
     me = _me(db)
     _my_message(db, message_id)
     with _tx(db):
@@ -278,7 +317,11 @@ def flag_message(db: sqlite3.Connection, message_id: str, flagged: bool = True) 
 
 
 def mark_message_read(db: sqlite3.Connection, message_id: str, is_read: bool = True) -> dict:
-    """Mark a message of yours as read (or unread)."""
+    """Mark a message of yours as read (or unread).
+
+    Args:
+        message_id: id of a message in your mailbox, such as MSG000123
+    """
     me = _me(db)
     _my_message(db, message_id)
     with _tx(db):
@@ -346,7 +389,12 @@ def _check_slot(db, start: str, end: str, room_id: Optional[str], people: int, s
 
 
 def list_events(db: sqlite3.Connection, start: str, end: str, include_cancelled: bool = False) -> list[dict]:
-    """Events on your calendar (you organize or attend) that overlap [start, end), in time order."""
+    """Events on your calendar (you organize or attend) that overlap [start, end), in time order.
+
+    Args:
+        start: UTC time like 2026-03-18T00:00:00Z
+        end: UTC time like 2026-03-19T00:00:00Z
+    """
     me = _me(db)
     _time(start, "start")
     _time(end, "end")
@@ -358,7 +406,11 @@ def list_events(db: sqlite3.Connection, start: str, end: str, include_cancelled:
 
 
 def get_event(db: sqlite3.Connection, event_id: str) -> dict:
-    """One event on your calendar with its attendees and their responses."""
+    """One event on your calendar with its attendees and their responses.
+
+    Args:
+        event_id: event id such as EVT000123
+    """
     return _event_view(db, _visible_event(db, event_id))
 
 
@@ -368,6 +420,12 @@ def create_event(db: sqlite3.Connection, title: str, starts_at: str, ends_at: st
 
     Times are UTC like 2026-03-20T14:00:00Z and must be in the future. A room must be free and big enough
     for the attendees plus you.
+
+    Args:
+        starts_at: UTC start like 2026-03-18T14:00:00Z
+        ends_at: UTC end like 2026-03-18T15:00:00Z
+        attendees: email addresses of internal colleagues
+        room_id: room id such as RM-RTM-02 (find_available_rooms lists free ones)
     """
     me = _me(db)
     people = [a for a in _addresses(db, attendees, "attendees", internal_only=True) if a != me["address"]]
@@ -391,7 +449,14 @@ def create_event(db: sqlite3.Connection, title: str, starts_at: str, ends_at: st
 def update_event(db: sqlite3.Connection, event_id: str, title: Optional[str] = None, starts_at: Optional[str] = None,
                  ends_at: Optional[str] = None, description: Optional[str] = None, room_id: Optional[str] = None,
                  location: Optional[str] = None) -> dict:
-    """Change an event you organize. Moving it in time resets every attendee's response to needs_action."""
+    """Change an event you organize. Moving it in time resets every attendee's response to needs_action.
+
+    Args:
+        event_id: event id such as EVT000123
+        starts_at: UTC start like 2026-03-18T14:00:00Z
+        ends_at: UTC end like 2026-03-18T15:00:00Z
+        room_id: room id such as RM-RTM-02 (find_available_rooms lists free ones)
+    """
     me, ev = _organized(db, event_id)
     changes = {k: v for k, v in dict(title=title, starts_at=starts_at, ends_at=ends_at, description=description, room_id=room_id,
                                      location=location).items() if v is not None}
@@ -411,7 +476,12 @@ def update_event(db: sqlite3.Connection, event_id: str, title: Optional[str] = N
 
 
 def add_event_attendees(db: sqlite3.Connection, event_id: str, attendees: list[str]) -> dict:
-    """Invite more internal people to an event you organize."""
+    """Invite more internal people to an event you organize.
+
+    Args:
+        event_id: event id such as EVT000123
+        attendees: email addresses of internal colleagues
+    """
     me, ev = _organized(db, event_id)
     new = [a for a in _addresses(db, attendees, "attendees", internal_only=True) if a != me["address"]]
     have = {r["address"] for r in _rows(db, "SELECT address FROM event_attendees WHERE event_id = ?", (event_id,))}
@@ -428,7 +498,12 @@ def add_event_attendees(db: sqlite3.Connection, event_id: str, attendees: list[s
 
 
 def remove_event_attendee(db: sqlite3.Connection, event_id: str, address: str) -> dict:
-    """Remove one attendee from an event you organize."""
+    """Remove one attendee from an event you organize.
+
+    Args:
+        event_id: event id such as EVT000123
+        address: an attendee's email address
+    """
     me, _ev = _organized(db, event_id)
     address = address.strip().lower()
     if not _one(db, "SELECT 1 AS x FROM event_attendees WHERE event_id = ? AND address = ?", (event_id, address)):
@@ -441,7 +516,11 @@ def remove_event_attendee(db: sqlite3.Connection, event_id: str, address: str) -
 
 
 def cancel_event(db: sqlite3.Connection, event_id: str, note: str = "") -> dict:
-    """Cancel an event you organize (it stays on calendars as cancelled and frees its room)."""
+    """Cancel an event you organize (it stays on calendars as cancelled and frees its room).
+
+    Args:
+        event_id: event id such as EVT000123
+    """
     me, ev = _organized(db, event_id)
     if ev["ends_at"] <= _now(db):
         raise ValueError(f"{event_id} is already over")
@@ -452,7 +531,11 @@ def cancel_event(db: sqlite3.Connection, event_id: str, note: str = "") -> dict:
 
 
 def respond_to_event(db: sqlite3.Connection, event_id: str, response: Literal["accepted", "declined", "tentative"]) -> dict:
-    """Answer an invitation you received."""
+    """Answer an invitation you received.
+
+    Args:
+        event_id: event id such as EVT000123
+    """
     me = _me(db)
     ev = _visible_event(db, event_id)
     if ev["organizer"] == me["address"]:
@@ -466,7 +549,13 @@ def respond_to_event(db: sqlite3.Connection, event_id: str, response: Literal["a
 
 
 def get_free_busy(db: sqlite3.Connection, addresses: list[str], start: str, end: str) -> dict:
-    """Busy intervals of internal people between start and end (no titles: other calendars are private)."""
+    """Busy intervals of internal people between start and end (no titles: other calendars are private).
+
+    Args:
+        addresses: email addresses of internal colleagues
+        start: UTC time like 2026-03-18T00:00:00Z
+        end: UTC time like 2026-03-19T00:00:00Z
+    """
     _me(db)
     _time(start, "start")
     _time(end, "end")
@@ -476,7 +565,14 @@ def get_free_busy(db: sqlite3.Connection, addresses: list[str], start: str, end:
 
 def find_free_slots(db: sqlite3.Connection, attendees: list[str], duration_minutes: int, window_start: str, window_end: str,
                     limit: int = 10) -> list[dict]:
-    """Times when you and every attendee are free for duration_minutes, inside working hours, on the half hour, earliest first."""
+    """Times when you and every attendee are free for duration_minutes, inside working hours, on the half hour, earliest first.
+
+    Args:
+        attendees: email addresses of internal colleagues
+        window_start: earliest UTC start to consider, like 2026-03-18T08:00:00Z
+        window_end: latest UTC end to consider, like 2026-03-18T18:00:00Z
+        limit: the most slots to return (1-50)
+    """
     me = _me(db)
     people = list(dict.fromkeys([me["address"], *_addresses(db, attendees, "attendees", internal_only=True)]))
     if not 15 <= duration_minutes <= 480:
@@ -500,7 +596,12 @@ def find_free_slots(db: sqlite3.Connection, attendees: list[str], duration_minut
 
 def find_available_rooms(db: sqlite3.Connection, starts_at: str, ends_at: str, min_capacity: int = 1,
                          building: Optional[str] = None) -> list[dict]:
-    """Meeting rooms that are free for the whole interval and seat at least min_capacity people."""
+    """Meeting rooms that are free for the whole interval and seat at least min_capacity people.
+
+    Args:
+        starts_at: UTC start like 2026-03-18T14:00:00Z
+        ends_at: UTC end like 2026-03-18T15:00:00Z
+    """
     _me(db)
     _time(starts_at, "starts_at")
     _time(ends_at, "ends_at")

@@ -191,7 +191,12 @@ def get_current_user(db: sqlite3.Connection) -> dict:
 
 def search_users(db: sqlite3.Connection, query: str = "", department: Optional[str] = None,
                  role: Optional[Literal["admin", "manager", "agent", "requester"]] = None, limit: int = 20) -> list[dict]:
-    """Find users by name, email or id, optionally filtered by department or role."""
+    """Find users by name, email or id, optionally filtered by department or role.
+
+    Args:
+        query: words to look for (empty matches everything)
+        limit: the most results to return (1-100)
+    """
     sql = "SELECT id, name, email, department, title, role, location, active FROM users WHERE (lower(name) LIKE ? OR lower(email) LIKE ? OR lower(id) LIKE ?)"
     args: list = [_like(query)] * 3
     if department:
@@ -202,7 +207,11 @@ def search_users(db: sqlite3.Connection, query: str = "", department: Optional[s
 
 
 def get_user(db: sqlite3.Connection, user_id: str) -> dict:
-    """A user's full record, their manager and their groups."""
+    """A user's full record, their manager and their groups.
+
+    Args:
+        user_id: a user id such as USR0042 (search_users finds it)
+    """
     user = _get(db, "users", user_id, "user")
     user["groups"] = _rows(db, "SELECT g.id, g.name FROM groups g JOIN group_members m ON m.group_id = g.id WHERE m.user_id = ? ORDER BY g.id",
                            (user_id,))
@@ -210,13 +219,21 @@ def get_user(db: sqlite3.Connection, user_id: str) -> dict:
 
 
 def search_groups(db: sqlite3.Connection, query: str = "") -> list[dict]:
-    """List assignment groups whose name or description matches the query (all groups when empty)."""
+    """List assignment groups whose name or description matches the query (all groups when empty).
+
+    Args:
+        query: words to look for (empty matches everything)
+    """
     return _rows(db, "SELECT id, name, description, email, manager_id, active FROM groups WHERE lower(name) LIKE ? OR lower(description) LIKE ? ORDER BY id",
                  (_like(query), _like(query)))
 
 
 def get_group(db: sqlite3.Connection, group_id: str) -> dict:
-    """A group with its manager and members (id, name, role, active)."""
+    """A group with its manager and members (id, name, role, active).
+
+    Args:
+        group_id: a group id such as GRP003 (search_groups lists them)
+    """
     g = _get(db, "groups", group_id, "group")
     g["members"] = _rows(db, "SELECT u.id, u.name, u.title, u.role, u.active FROM users u JOIN group_members m ON m.user_id = u.id WHERE m.group_id = ? ORDER BY u.id",
                          (group_id,))
@@ -238,7 +255,17 @@ def search_incidents(db: sqlite3.Connection, query: str = "",
                      priority: Optional[int] = None, assignment_group_id: Optional[str] = None,
                      assigned_to: Optional[str] = None, caller_id: Optional[str] = None, ci_id: Optional[str] = None,
                      limit: int = 20) -> list[dict]:
-    """Search incidents by text (number, short description, description) and filters; newest first."""
+    """Search incidents by text (number, short description, description) and filters; newest first.
+
+    Args:
+        query: words to look for (empty matches everything)
+        priority: 1 (critical) to 5 (planning)
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        assigned_to: user id of an active IT staff member of the assignment group
+        caller_id: user id of the person affected (search_users finds it)
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        limit: the most results to return (1-100)
+    """
     sql = ("SELECT number, short_description, state, priority, caller_id, assignment_group_id, assigned_to, ci_id, opened_at "
            "FROM incidents WHERE (lower(number) LIKE ? OR lower(short_description) LIKE ? OR lower(description) LIKE ?)")
     args: list = [_like(query)] * 3
@@ -253,7 +280,11 @@ def search_incidents(db: sqlite3.Connection, query: str = "",
 
 
 def get_incident(db: sqlite3.Connection, number: str) -> dict:
-    """An incident with its work notes and comments (requesters see only comments on their own incidents)."""
+    """An incident with its work notes and comments (requesters see only comments on their own incidents).
+
+    Args:
+        number: incident number such as INC0010042
+    """
     inc = _visible_incident(db, number)
     kinds = ("comment",) if _actor(db)["role"] == "requester" else ("comment", "work_note")
     inc["notes"] = _rows(db, f"SELECT author_id, kind, body, created_at FROM work_notes WHERE record = ? AND kind IN ({','.join('?' * len(kinds))}) ORDER BY id",
@@ -268,6 +299,12 @@ def create_incident(db: sqlite3.Connection, short_description: str, caller_id: s
     """Log a new incident for a caller. Priority and the SLA follow from impact x urgency; the state starts as new.
 
     Requesters may only log incidents for themselves and cannot assign them.
+
+    Args:
+        caller_id: user id of the person affected (search_users finds it)
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        assigned_to: user id of an active IT staff member of the assignment group
     """
     me = _actor(db)
     caller = _one(db, "SELECT * FROM users WHERE id = ?", (caller_id,))
@@ -305,7 +342,12 @@ def create_incident(db: sqlite3.Connection, short_description: str, caller_id: s
 def update_incident(db: sqlite3.Connection, number: str, short_description: Optional[str] = None,
                     description: Optional[str] = None, category: Optional[Category] = None,
                     impact: Optional[Impact] = None, urgency: Optional[Impact] = None, ci_id: Optional[str] = None) -> dict:
-    """Change an open incident's details. A new impact or urgency recomputes the priority, SLA and resolve-by time."""
+    """Change an open incident's details. A new impact or urgency recomputes the priority, SLA and resolve-by time.
+
+    Args:
+        number: incident number such as INC0010042
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+    """
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
     _open(inc, number)
@@ -323,7 +365,13 @@ def update_incident(db: sqlite3.Connection, number: str, short_description: Opti
 
 
 def assign_incident(db: sqlite3.Connection, number: str, assignment_group_id: str, assigned_to: Optional[str] = None) -> dict:
-    """Assign an open incident to a group and optionally to one of the group's active agents (assigned_to is cleared otherwise)."""
+    """Assign an open incident to a group and optionally to one of the group's active agents (assigned_to is cleared otherwise).
+
+    Args:
+        number: incident number such as INC0010042
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        assigned_to: user id of an active IT staff member of the assignment group
+    """
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
     _open(inc, number)
@@ -343,6 +391,9 @@ def set_incident_state(db: sqlite3.Connection, number: str, state: Literal["in_p
     """Move an incident between new, in_progress, on_hold and canceled (use resolve_incident to resolve).
 
     in_progress needs an assignee; on_hold needs an on_hold_reason.
+
+    Args:
+        number: incident number such as INC0010042
     """
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
@@ -362,7 +413,12 @@ def set_incident_state(db: sqlite3.Connection, number: str, state: Literal["in_p
 def resolve_incident(db: sqlite3.Connection, number: str,
                      resolution_code: Literal["fixed", "workaround", "user_error", "duplicate", "no_fault_found", "known_error"],
                      resolution_notes: str) -> dict:
-    """Resolve an incident. Only a member of its assignment group may resolve, and resolution notes are mandatory."""
+    """Resolve an incident. Only a member of its assignment group may resolve, and resolution notes are mandatory.
+
+    Args:
+        number: incident number such as INC0010042
+        resolution_notes: what was done (at least 10 characters)
+    """
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
     _open(inc, number)
@@ -379,7 +435,11 @@ def resolve_incident(db: sqlite3.Connection, number: str,
 
 
 def close_incident(db: sqlite3.Connection, number: str) -> dict:
-    """Close a resolved incident. Closed incidents are immutable. The caller or an assignment-group member may close."""
+    """Close a resolved incident. Closed incidents are immutable. The caller or an assignment-group member may close.
+
+    Args:
+        number: incident number such as INC0010042
+    """
     me = _actor(db)
     inc = _get(db, "incidents", number, "incident")
     if inc["state"] != "resolved":
@@ -392,7 +452,11 @@ def close_incident(db: sqlite3.Connection, number: str) -> dict:
 
 
 def reopen_incident(db: sqlite3.Connection, number: str, reason: str) -> dict:
-    """Reopen a resolved (not closed) incident: back to in_progress, resolution cleared, the reason logged as a comment."""
+    """Reopen a resolved (not closed) incident: back to in_progress, resolution cleared, the reason logged as a comment.
+
+    Args:
+        number: incident number such as INC0010042
+    """
     me = _actor(db)
     inc = _visible_incident(db, number)
     if inc["state"] != "resolved":
@@ -406,7 +470,12 @@ def reopen_incident(db: sqlite3.Connection, number: str, reason: str) -> dict:
 
 
 def link_incident_to_problem(db: sqlite3.Connection, number: str, problem_number: str) -> dict:
-    """Record that an open incident is caused by a problem (sets the incident's problem)."""
+    """Record that an open incident is caused by a problem (sets the incident's problem).
+
+    Args:
+        number: incident number such as INC0010042
+        problem_number: problem number such as PRB0001042
+    """
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
     _open(inc, number)
@@ -418,7 +487,11 @@ def link_incident_to_problem(db: sqlite3.Connection, number: str, problem_number
 
 
 def get_incident_sla(db: sqlite3.Connection, number: str) -> dict:
-    """The SLA of an incident: target times, resolve-by, minutes left (negative when late) and whether it is breached."""
+    """The SLA of an incident: target times, resolve-by, minutes left (negative when late) and whether it is breached.
+
+    Args:
+        number: incident number such as INC0010042
+    """
     inc = _visible_incident(db, number)
     sla = _one(db, "SELECT * FROM slas WHERE id = ?", (inc["sla_id"],))
     end = inc["resolved_at"] or _now(db)
@@ -433,6 +506,10 @@ def add_work_note(db: sqlite3.Connection, record: str, body: str, kind: Literal[
     """Add an internal work note or a caller-visible comment to an incident, problem or change that is not closed.
 
     Requesters may only comment on their own incidents.
+
+    Args:
+        record: an incident, problem or change number (INC..., PRB..., CHG...)
+        body: the text
     """
     me = _actor(db)
     table, row = _record(db, record)
@@ -454,6 +531,10 @@ def link_records(db: sqlite3.Connection, source: str, target: str,
     """Link two records (INC/PRB/CHG/KB numbers), e.g. an incident fixed_by a change or documented_in a KB article.
 
     The source must not be closed; duplicate_of links two incidents.
+
+    Args:
+        source: the record the link starts from (INC..., PRB..., CHG... or KB... number)
+        target: the record it points to (INC..., PRB..., CHG... or KB... number)
     """
     me = _staff(db)
     stable, srow = _record(db, source)
@@ -473,7 +554,11 @@ def link_records(db: sqlite3.Connection, source: str, target: str,
 
 
 def get_audit_trail(db: sqlite3.Connection, record: str) -> list[dict]:
-    """The audit log of one record: who changed which field from what to what, and when."""
+    """The audit log of one record: who changed which field from what to what, and when.
+
+    Args:
+        record: an incident, problem or change number (INC..., PRB..., CHG...)
+    """
     _staff(db)
     _record(db, record)
     return _rows(db, "SELECT at, actor_id, action, field, old_value, new_value FROM audit_log WHERE record = ? ORDER BY id", (record,))
@@ -484,7 +569,13 @@ def get_audit_trail(db: sqlite3.Connection, record: str) -> list[dict]:
 def search_problems(db: sqlite3.Connection, query: str = "",
                     state: Optional[Literal["new", "root_cause_analysis", "fix_in_progress", "resolved", "closed"]] = None,
                     ci_id: Optional[str] = None, known_error: Optional[bool] = None, limit: int = 20) -> list[dict]:
-    """Search problems by text and filters; newest first."""
+    """Search problems by text and filters; newest first.
+
+    Args:
+        query: words to look for (empty matches everything)
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        limit: the most results to return (1-100)
+    """
     _staff(db)
     sql = ("SELECT number, short_description, state, priority, ci_id, assignment_group_id, assigned_to, known_error, opened_at "
            "FROM problems WHERE (lower(number) LIKE ? OR lower(short_description) LIKE ? OR lower(description) LIKE ?)")
@@ -496,7 +587,11 @@ def search_problems(db: sqlite3.Connection, query: str = "",
 
 
 def get_problem(db: sqlite3.Connection, number: str) -> dict:
-    """A problem with its linked incidents, notes and links."""
+    """A problem with its linked incidents, notes and links.
+
+    Args:
+        number: problem number such as PRB0001042
+    """
     _staff(db)
     prb = _get(db, "problems", number, "problem")
     prb["incidents"] = _rows(db, "SELECT number, short_description, state FROM incidents WHERE problem_id = ? ORDER BY number", (number,))
@@ -507,7 +602,14 @@ def get_problem(db: sqlite3.Connection, number: str) -> dict:
 
 def create_problem(db: sqlite3.Connection, short_description: str, assignment_group_id: str, priority: int,
                    description: str = "", ci_id: Optional[str] = None, assigned_to: Optional[str] = None) -> dict:
-    """Open a problem record (state new) for a recurring or underlying cause. Priority is 1 (critical) to 5 (planning)."""
+    """Open a problem record (state new) for a recurring or underlying cause. Priority is 1 (critical) to 5 (planning).
+
+    Args:
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        priority: 1 (critical) to 5 (planning)
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        assigned_to: user id of an active IT staff member of the assignment group
+    """
     me = _staff(db)
     if not 1 <= priority <= 5:
         raise ValueError("priority must be 1..5")
@@ -528,7 +630,13 @@ def create_problem(db: sqlite3.Connection, short_description: str, assignment_gr
 
 
 def assign_problem(db: sqlite3.Connection, number: str, assignment_group_id: str, assigned_to: Optional[str] = None) -> dict:
-    """Assign an open problem to a group and optionally one of its active members."""
+    """Assign an open problem to a group and optionally one of its active members.
+
+    Args:
+        number: problem number such as PRB0001042
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        assigned_to: user id of an active IT staff member of the assignment group
+    """
     me = _staff(db)
     prb = _get(db, "problems", number, "problem")
     _open(prb, number)
@@ -542,7 +650,11 @@ def assign_problem(db: sqlite3.Connection, number: str, assignment_group_id: str
 
 
 def set_problem_state(db: sqlite3.Connection, number: str, state: Literal["root_cause_analysis", "fix_in_progress"]) -> dict:
-    """Advance a problem: new -> root_cause_analysis -> fix_in_progress (use resolve_problem after that)."""
+    """Advance a problem: new -> root_cause_analysis -> fix_in_progress (use resolve_problem after that).
+
+    Args:
+        number: problem number such as PRB0001042
+    """
     me = _staff(db)
     prb = _get(db, "problems", number, "problem")
     _open(prb, number)
@@ -567,7 +679,12 @@ def mark_known_error(db: sqlite3.Connection, number: str, workaround: str) -> di
 
 
 def resolve_problem(db: sqlite3.Connection, number: str, root_cause: str, resolution_notes: str) -> dict:
-    """Resolve a problem in fix_in_progress. Needs the root cause and resolution notes; only its assignment group may resolve."""
+    """Resolve a problem in fix_in_progress. Needs the root cause and resolution notes; only its assignment group may resolve.
+
+    Args:
+        number: problem number such as PRB0001042
+        resolution_notes: what was done (at least 10 characters)
+    """
     me = _staff(db)
     prb = _get(db, "problems", number, "problem")
     _open(prb, number)
@@ -583,7 +700,11 @@ def resolve_problem(db: sqlite3.Connection, number: str, root_cause: str, resolu
 
 
 def close_problem(db: sqlite3.Connection, number: str) -> dict:
-    """Close a resolved problem. Every linked incident must be resolved, closed or canceled first."""
+    """Close a resolved problem. Every linked incident must be resolved, closed or canceled first.
+
+    Args:
+        number: problem number such as PRB0001042
+    """
     me = _staff(db)
     prb = _get(db, "problems", number, "problem")
     if prb["state"] != "resolved":
@@ -601,7 +722,14 @@ def close_problem(db: sqlite3.Connection, number: str) -> dict:
 def search_changes(db: sqlite3.Connection, query: str = "",
                    state: Optional[Literal["new", "assess", "scheduled", "implement", "review", "closed", "canceled"]] = None,
                    ci_id: Optional[str] = None, assignment_group_id: Optional[str] = None, limit: int = 20) -> list[dict]:
-    """Search change requests by text and filters; newest first."""
+    """Search change requests by text and filters; newest first.
+
+    Args:
+        query: words to look for (empty matches everything)
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        limit: the most results to return (1-100)
+    """
     _staff(db)
     sql = ("SELECT number, short_description, type, state, risk, approval, ci_id, assignment_group_id, planned_start, planned_end "
            "FROM change_requests WHERE (lower(number) LIKE ? OR lower(short_description) LIKE ? OR lower(description) LIKE ?)")
@@ -613,7 +741,11 @@ def search_changes(db: sqlite3.Connection, query: str = "",
 
 
 def get_change(db: sqlite3.Connection, number: str) -> dict:
-    """A change request with its notes and links."""
+    """A change request with its notes and links.
+
+    Args:
+        number: change number such as CHG0003042
+    """
     _staff(db)
     chg = _get(db, "change_requests", number, "change")
     chg["notes"] = _rows(db, "SELECT author_id, kind, body, created_at FROM work_notes WHERE record = ? ORDER BY id", (number,))
@@ -646,6 +778,13 @@ def create_change(db: sqlite3.Connection, short_description: str, type: Literal[
 
     Times are UTC like 2026-03-20T18:00:00Z. The window must be in the future and, unless the change is an emergency,
     outside every change freeze. Implementation and backout plans are mandatory.
+
+    Args:
+        assignment_group_id: group id such as GRP003 (search_groups lists them)
+        planned_start: UTC start like 2026-03-20T18:00:00Z
+        planned_end: UTC end like 2026-03-20T20:00:00Z, after planned_start
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+        assigned_to: user id of an active IT staff member of the assignment group
     """
     me = _staff(db)
     _group(db, assignment_group_id)
@@ -673,7 +812,14 @@ def update_change(db: sqlite3.Connection, number: str, short_description: Option
                   risk: Optional[Literal["low", "moderate", "high"]] = None, planned_start: Optional[str] = None,
                   planned_end: Optional[str] = None, implementation_plan: Optional[str] = None,
                   backout_plan: Optional[str] = None, ci_id: Optional[str] = None) -> dict:
-    """Edit a change that is still new (not yet submitted or approved). A new window is checked against the freezes."""
+    """Edit a change that is still new (not yet submitted or approved). A new window is checked against the freezes.
+
+    Args:
+        number: change number such as CHG0003042
+        planned_start: UTC start like 2026-03-20T18:00:00Z
+        planned_end: UTC end like 2026-03-20T20:00:00Z, after planned_start
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+    """
     me = _staff(db)
     chg = _get(db, "change_requests", number, "change")
     if chg["state"] != "new":
@@ -691,7 +837,11 @@ def update_change(db: sqlite3.Connection, number: str, short_description: Option
 
 
 def submit_change_for_approval(db: sqlite3.Connection, number: str) -> dict:
-    """Send a new normal or emergency change to the Change Advisory Board (state assess, approval requested)."""
+    """Send a new normal or emergency change to the Change Advisory Board (state assess, approval requested).
+
+    Args:
+        number: change number such as CHG0003042
+    """
     me = _staff(db)
     chg = _get(db, "change_requests", number, "change")
     if chg["type"] == "standard":
@@ -707,6 +857,9 @@ def submit_change_for_approval(db: sqlite3.Connection, number: str) -> dict:
 def decide_change_approval(db: sqlite3.Connection, number: str, decision: Literal["approved", "rejected"], comment: str) -> dict:
     """Approve or reject a change awaiting CAB approval. Only a manager or admin on the Change Advisory Board may decide,
     never on a change they requested. Approval schedules the change; rejection sends it back to new.
+
+    Args:
+        number: change number such as CHG0003042
     """
     me = _staff(db)
     chg = _get(db, "change_requests", number, "change")
@@ -728,6 +881,9 @@ def set_change_state(db: sqlite3.Connection, number: str, state: Literal["schedu
     """Move a change: new -> scheduled (standard changes only), scheduled -> implement -> review, or cancel one not yet implementing.
 
     Only members of the change's assignment group may start or review the implementation.
+
+    Args:
+        number: change number such as CHG0003042
     """
     me = _staff(db)
     chg = _get(db, "change_requests", number, "change")
@@ -748,7 +904,11 @@ def set_change_state(db: sqlite3.Connection, number: str, state: Literal["schedu
 
 def close_change(db: sqlite3.Connection, number: str, close_code: Literal["successful", "successful_with_issues", "unsuccessful"],
                  close_notes: str) -> dict:
-    """Close a change in review with a close code and notes. Only its assignment group may close it."""
+    """Close a change in review with a close code and notes. Only its assignment group may close it.
+
+    Args:
+        number: change number such as CHG0003042
+    """
     me = _staff(db)
     chg = _get(db, "change_requests", number, "change")
     if chg["state"] != "review":
@@ -767,7 +927,12 @@ def search_config_items(db: sqlite3.Connection, query: str = "",
                         ci_class: Optional[Literal["business_service", "application", "server", "database", "network_device", "storage", "workstation"]] = None,
                         status: Optional[Literal["operational", "degraded", "down", "maintenance", "retired"]] = None,
                         environment: Optional[Literal["production", "staging", "development"]] = None, limit: int = 20) -> list[dict]:
-    """Search the CMDB by name, id or IP address and filters."""
+    """Search the CMDB by name, id or IP address and filters.
+
+    Args:
+        query: words to look for (empty matches everything)
+        limit: the most results to return (1-100)
+    """
     _staff(db)
     sql = ("SELECT id, name, ci_class, environment, status, criticality, owner_group_id, location, ip_address FROM config_items "
            "WHERE (lower(name) LIKE ? OR lower(id) LIKE ? OR ifnull(ip_address, '') LIKE ?)")
@@ -779,7 +944,11 @@ def search_config_items(db: sqlite3.Connection, query: str = "",
 
 
 def get_config_item(db: sqlite3.Connection, ci_id: str) -> dict:
-    """A configuration item with what it depends on, what depends on it, and its open incidents."""
+    """A configuration item with what it depends on, what depends on it, and its open incidents.
+
+    Args:
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+    """
     _staff(db)
     ci = _get(db, "config_items", ci_id, "configuration item")
     ci["depends_on"] = _rows(db, "SELECT c.id, c.name, c.ci_class, c.status, r.relation FROM ci_relationships r JOIN config_items c ON c.id = r.child_id WHERE r.parent_id = ? ORDER BY c.id", (ci_id,))
@@ -791,6 +960,9 @@ def get_config_item(db: sqlite3.Connection, ci_id: str) -> dict:
 def update_config_item_status(db: sqlite3.Connection, ci_id: str, status: Literal["operational", "degraded", "down", "maintenance", "retired"]) -> dict:
     """Set a CI's operational status. Only its owner group (or an admin) may; retired CIs are immutable, and a CI
     with open incidents cannot be retired.
+
+    Args:
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
     """
     me = _staff(db)
     ci = _get(db, "config_items", ci_id, "configuration item")
@@ -809,7 +981,12 @@ def update_config_item_status(db: sqlite3.Connection, ci_id: str, status: Litera
 
 def search_kb_articles(db: sqlite3.Connection, query: str = "", category: Optional[str] = None,
                        state: Optional[Literal["draft", "review", "published", "retired"]] = "published", limit: int = 20) -> list[dict]:
-    """Search knowledge articles by title and body (published ones by default). Requesters see published public articles only."""
+    """Search knowledge articles by title and body (published ones by default). Requesters see published public articles only.
+
+    Args:
+        query: words to look for (empty matches everything)
+        limit: the most results to return (1-100)
+    """
     me = _actor(db)
     sql = "SELECT number, title, category, state, visibility, author_id, view_count, updated_at FROM kb_articles WHERE (lower(title) LIKE ? OR lower(body) LIKE ?)"
     args: list = [_like(query)] * 2
@@ -822,7 +999,11 @@ def search_kb_articles(db: sqlite3.Connection, query: str = "", category: Option
 
 
 def get_kb_article(db: sqlite3.Connection, number: str) -> dict:
-    """One knowledge article with its full body."""
+    """One knowledge article with its full body.
+
+    Args:
+        number: article number such as KB0001042
+    """
     me = _actor(db)
     kb = _get(db, "kb_articles", number, "article")
     if me["role"] == "requester" and (kb["state"] != "published" or kb["visibility"] != "public"):
@@ -832,7 +1013,12 @@ def get_kb_article(db: sqlite3.Connection, number: str) -> dict:
 
 def create_kb_article(db: sqlite3.Connection, title: str, body: str, category: str,
                       visibility: Literal["public", "internal"] = "internal", ci_id: Optional[str] = None) -> dict:
-    """Write a new knowledge article as a draft authored by you."""
+    """Write a new knowledge article as a draft authored by you.
+
+    Args:
+        body: the text
+        ci_id: configuration item id such as CI00042 (search_config_items finds it)
+    """
     me = _staff(db)
     if ci_id is not None:
         _get(db, "config_items", ci_id, "configuration item")
@@ -848,7 +1034,11 @@ def create_kb_article(db: sqlite3.Connection, title: str, body: str, category: s
 
 
 def submit_kb_article(db: sqlite3.Connection, number: str) -> dict:
-    """Send your draft article to review."""
+    """Send your draft article to review.
+
+    Args:
+        number: article number such as KB0001042
+    """
     me = _staff(db)
     kb = _get(db, "kb_articles", number, "article")
     if kb["state"] != "draft":
@@ -861,7 +1051,11 @@ def submit_kb_article(db: sqlite3.Connection, number: str) -> dict:
 
 
 def publish_kb_article(db: sqlite3.Connection, number: str) -> dict:
-    """Publish an article in review. Four-eyes rule: the author may not publish their own article."""
+    """Publish an article in review. Four-eyes rule: the author may not publish their own article.
+
+    Args:
+        number: article number such as KB0001042
+    """
     me = _staff(db)
     kb = _get(db, "kb_articles", number, "article")
     if kb["state"] != "review":
@@ -874,7 +1068,11 @@ def publish_kb_article(db: sqlite3.Connection, number: str) -> dict:
 
 
 def retire_kb_article(db: sqlite3.Connection, number: str, reason: str) -> dict:
-    """Retire a published article (it stays readable for staff). Its author, a manager or an admin may retire it."""
+    """Retire a published article (it stays readable for staff). Its author, a manager or an admin may retire it.
+
+    Args:
+        number: article number such as KB0001042
+    """
     me = _staff(db)
     kb = _get(db, "kb_articles", number, "article")
     if kb["state"] != "published":
