@@ -64,7 +64,7 @@ def rollout(tmp_path_factory):
         agentmill("rollout", str(TOOL_TASKS), *[a for t in SCRIPTS for a in ("--task", t)], "--agent", "tools",
                   "--model", "m", "--base-url", server.base_url, "--out", str(run), "--max-turns", str(MAX_TURNS),
                   "--max-retries", "0")
-    trials = {}
+    trials = {"run": run}
     for folder in (run / "trials").iterdir():
         result = json.loads((folder / "result.json").read_text())
         trials[result["task"]] = (result, json.loads((folder / "trajectory.json").read_text()),
@@ -134,3 +134,15 @@ def test_max_context_counts_the_tool_list(tmp_path):
     (folder,) = list((run / "trials").iterdir())
     result = json.loads((folder / "result.json").read_text())
     assert result["outcome"] == "context_exceeded" and result["reward"] is not None
+
+
+def test_rl_rows_of_tool_tasks_carry_the_system_spec_and_the_tools(rollout, tmp_path):
+    exchanges, trials = rollout
+    out = tmp_path / "rl.jsonl"
+    agentmill("export", str(trials["run"]), "--format", "rl", "--out", str(out), "--keep-all-outcomes")
+    rows = {r["extra_info"]["task"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert set(rows) == set(SCRIPTS)
+    row = rows["itsm-close-duplicate-incident"]
+    first = requests_of(exchanges, "itsm-close-duplicate-incident")[0]
+    assert row["prompt"] == first["messages"][:2] and row["ability"] == "agentic/tools"
+    assert json.loads(row["extra_info"]["tools"]) == first["tools"]

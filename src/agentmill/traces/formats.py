@@ -16,7 +16,7 @@ from typing import Any
 
 from agentmill import __version__
 from agentmill.traces.records import TraceRecord
-from agentmill.traces.render import Reasoning, Rendered, render
+from agentmill.traces.render import Reasoning, Rendered, render, sent_tools
 
 FORMATS = ("trl", "sharegpt", "harbor", "rl")
 
@@ -129,14 +129,22 @@ def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
         t = recs[0].trial
         instruction = t.get("instruction") or next((s.message for s in recs[0].trajectory.steps if s.source == "user"), "")
         passed = sum(r.outcome == "passed" for r in recs)
+        prompt = [{"role": "user", "content": instruction}]
+        # tool tasks: the task's system spec is part of the prompt, and the tools go with it
+        with_tools = next((r for r in recs if sent_tools(r.trajectory) is not None), None)
+        tools = sent_tools(with_tools.trajectory) if with_tools else None
+        if with_tools is not None:  # the opening messages exactly as the tool agent sent them
+            steps = with_tools.trajectory.steps
+            prompt = [{"role": s.source, "content": s.message} for s in steps[:2] if s.source in ("system", "user")]
         rows.append({
             "data_source": f"agentmill/{Path(t.get('task_source') or 'tasks').name}",
-            "prompt": [{"role": "user", "content": instruction}],
-            "ability": "agentic/terminal",
+            "prompt": prompt,
+            "ability": "agentic/tools" if tools is not None else "agentic/terminal",
             "reward_model": {"style": "environment", "ground_truth": ""},
             "extra_info": {"task": t.get("task"), "task_hash": task_hash, "task_path": t.get("task_path"),
                            "verifier_hash": t.get("verifier_hash"), "teacher_pass_rate": passed / len(recs),
-                           "teacher_attempts": len(recs), "agentmill_version": __version__},
+                           "teacher_attempts": len(recs), "agentmill_version": __version__,
+                           "tools": json.dumps(tools, ensure_ascii=False) if tools is not None else ""},
         })
     return rows
 
