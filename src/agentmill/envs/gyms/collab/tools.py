@@ -417,7 +417,6 @@ def get_event(db: sqlite3.Connection, event_id: str) -> dict:
 def create_event(db: sqlite3.Connection, title: str, starts_at: str, ends_at: str, attendees: list[str],
                  description: str = "", room_id: Optional[str] = None, location: str = "") -> dict:
     """Create a meeting on your calendar and invite internal attendees (responses start as needs_action).
-
     Times are UTC like 2026-03-20T14:00:00Z and must be in the future. A room must be free and big enough
     for the attendees plus you.
 

@@ -297,7 +297,6 @@ def create_incident(db: sqlite3.Connection, short_description: str, caller_id: s
                     category: Category, description: str = "", ci_id: Optional[str] = None,
                     assignment_group_id: Optional[str] = None, assigned_to: Optional[str] = None) -> dict:
     """Log a new incident for a caller. Priority and the SLA follow from impact x urgency; the state starts as new.
-
     Requesters may only log incidents for themselves and cannot assign them.
 
     Args:
@@ -389,7 +388,6 @@ def assign_incident(db: sqlite3.Connection, number: str, assignment_group_id: st
 def set_incident_state(db: sqlite3.Connection, number: str, state: Literal["in_progress", "on_hold", "canceled"],
                        on_hold_reason: Optional[Literal["awaiting_caller", "awaiting_vendor", "awaiting_change", "awaiting_problem"]] = None) -> dict:
     """Move an incident between new, in_progress, on_hold and canceled (use resolve_incident to resolve).
-
     in_progress needs an assignee; on_hold needs an on_hold_reason.
 
     Args:
@@ -504,7 +502,6 @@ def get_incident_sla(db: sqlite3.Connection, number: str) -> dict:
 
 def add_work_note(db: sqlite3.Connection, record: str, body: str, kind: Literal["work_note", "comment"] = "work_note") -> dict:
     """Add an internal work note or a caller-visible comment to an incident, problem or change that is not closed.
-
     Requesters may only comment on their own incidents.
 
     Args:
@@ -529,7 +526,6 @@ def add_work_note(db: sqlite3.Connection, record: str, body: str, kind: Literal[
 def link_records(db: sqlite3.Connection, source: str, target: str,
                  relation: Literal["caused_by", "fixed_by", "related_to", "duplicate_of", "documented_in"]) -> dict:
     """Link two records (INC/PRB/CHG/KB numbers), e.g. an incident fixed_by a change or documented_in a KB article.
-
     The source must not be closed; duplicate_of links two incidents.
 
     Args:
@@ -775,7 +771,6 @@ def create_change(db: sqlite3.Connection, short_description: str, type: Literal[
                   implementation_plan: str, backout_plan: str, ci_id: Optional[str] = None, description: str = "",
                   assigned_to: Optional[str] = None) -> dict:
     """Raise a change request (state new). Standard changes are pre-approved; normal and emergency changes need CAB approval.
-
     Times are UTC like 2026-03-20T18:00:00Z. The window must be in the future and, unless the change is an emergency,
     outside every change freeze. Implementation and backout plans are mandatory.
 
@@ -879,7 +874,6 @@ def decide_change_approval(db: sqlite3.Connection, number: str, decision: Litera
 
 def set_change_state(db: sqlite3.Connection, number: str, state: Literal["scheduled", "implement", "review", "canceled"]) -> dict:
     """Move a change: new -> scheduled (standard changes only), scheduled -> implement -> review, or cancel one not yet implementing.
-
     Only members of the change's assignment group may start or review the implementation.
 
     Args:
