@@ -48,7 +48,7 @@ def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
     """The recipe's stages in flow order; an unknown stage or a bad setting raises, naming the key."""
 
     def make(name: str, *args, key: str | None = None, kind: str | None = None) -> Stage:
-        cls = stage_class(name, where=f"{where}: {key or name}", kind=kind)
+        cls = stage_class(name, where=f"{where}: {key or name}" + (".kind" if kind else ""), kind=kind)
         try:
             return cls(recipe, *args)
         except AgentmillError as e:
@@ -58,7 +58,7 @@ def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
     if recipe.augment.strategies:
         stages.append(make("augment"))
     for i, f in enumerate(recipe.task_filters):
-        stages.append(make(f.kind, i, key=f"task_filters.{i}.kind", kind="task_filter"))
+        stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
     stages += [make("mix"), make("rollout"), make("trace_filters")]
     stages += [make("export", i, key=f"exports.{i}") for i in range(len(recipe.exports))]
     _link(stages, where)
