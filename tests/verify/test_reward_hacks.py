@@ -197,7 +197,8 @@ def _explain(r) -> str:
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_attack_fails_with_evidence_and_honest_twin_passes(tmp_path, attack: Attack):
     hacked = run(tmp_path, attack, attack.script)
-    assert hacked.outcome is not Outcome.PASSED and not hacked.reward, _explain(hacked)
+    # the agent's doing: failed with reward 0 (never a verifier error or timeout blamed on the verifier)
+    assert hacked.outcome is Outcome.FAILED and hacked.reward == 0.0, _explain(hacked)
     kinds = {t.kind for t in hacked.tamper}
     assert attack.kind in kinds, _explain(hacked)
     assert all(t.path for t in hacked.tamper)

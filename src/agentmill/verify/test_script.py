@@ -89,10 +89,11 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
     else:
         _judge(task, result, run.returncode, final.data("reward.txt"), final.data("reward.json"))
-    if tamper and result.outcome is Outcome.PASSED or tamper and result.reward:
-        said = result.reward
+    if tamper and result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.VERIFIER_ERROR):
+        # The agent's doing, whatever the tests said: no reward, and not the verifier's fault.
+        said = "no reward" if result.reward is None else f"{result.reward:g}"
         result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
-        result.error = f"tamper evidence ({len(tamper)}): reward withheld (the tests said {said:g})"
+        result.error = f"tamper evidence ({len(tamper)}): reward withheld (the tests said {said})"
     result.seconds = time.monotonic() - started
     return result
 
