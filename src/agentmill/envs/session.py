@@ -51,13 +51,12 @@ def openai_tool(schema: dict) -> dict:
 class ToolSession:
     """Tools of one task in one sandbox. Calls are applied one at a time, in the order made."""
 
-    def __init__(self, task: Task, sandbox: Sandbox, schemas: list[dict]):
+    def __init__(self, task: Task, sandbox: Sandbox):
         spec = require_spec(task)
         self.task, self.sandbox = task, sandbox
-        selected, restricted = set(spec.selected_tools), set(spec.restricted_tools)
-        self.schemas = [s for s in schemas if (not selected or s["name"] in selected) and s["name"] not in restricted]
-        self.tools = [openai_tool(s) for s in self.schemas]
-        self.names = {s["name"] for s in self.schemas}
+        self.schemas: list[dict] = []
+        self.tools: list[dict] = []
+        self.names: set[str] = set()
         self.timeout = spec.tool_timeout_sec
         self.calls = 0
         self.errors = 0
@@ -67,10 +66,19 @@ class ToolSession:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    def _expose(self, schemas: list[dict]) -> None:
+        spec = require_spec(self.task)
+        selected, restricted = set(spec.selected_tools), set(spec.restricted_tools)
+        self.schemas = [s for s in schemas if (not selected or s["name"] in selected) and s["name"] not in restricted]
+        self.tools = [openai_tool(s) for s in self.schemas]
+        self.names = {s["name"] for s in self.schemas}
+
     async def start(self) -> None:
+        """Start the tool host (it loads and introspects the tools) and learn the tools from it."""
         ctl = getattr(self.sandbox, "control_dir", None)
-        if ctl is None:
-            return  # one exec per call
+        if ctl is None:  # one exec per call
+            self._expose(await tool_schemas(self.task, self.sandbox))
+            return
         name = f"tools-{uuid.uuid4().hex[:8]}.sock"
         log = f"{TOOLS_ROOT}/host-{name}.log"
         cmd = f"exec {' '.join(PYTHON)} {HOST_SCRIPT} serve {SPEC_PATH} {CTL_INSIDE}/{name} </dev/null >{log} 2>&1 &"
@@ -78,8 +86,11 @@ class ToolSession:
         if run.returncode != 0:
             raise ToolEnvError(f"{self.task.path}: the tool host did not start: {run.output.strip()[-400:]}")
         path = Path(ctl) / name
+        failed = Path(ctl) / f"{name}.error"
         deadline = time.monotonic() + _START_TIMEOUT
         while not path.exists():
+            if failed.exists():  # tools.py broke the contract, or does not import
+                raise ToolEnvError(f"{self.task.path}: loading the tools failed: {failed.read_text(errors='replace')[:1000]}")
             if time.monotonic() > deadline:
                 tail = (await self.sandbox.exec(["tail", "-c", "2000", log], timeout=10)).stdout
                 raise ToolEnvError(f"{self.task.path}: the tool host did not start: {tail.strip()}")
@@ -87,6 +98,8 @@ class ToolSession:
         self._socket = path
         ping = await self._socket_request({"op": "ping"}, 10)
         self._server_pid = ping.get("pid")
+        if not self.schemas:
+            self._expose((await self._socket_request({"op": "list"}, 30))["tools"])
 
     async def close(self) -> None:
         if self._server_pid is not None:
@@ -172,7 +185,7 @@ class ToolSession:
 async def open_tool_session(task: Task, sandbox: Sandbox) -> AsyncIterator[ToolSession]:
     """Prepare the task's state (if the trial has not), load the tools inside the sandbox, serve them."""
     await prepare_tool_state(task, sandbox)
-    session = ToolSession(task, sandbox, await tool_schemas(task, sandbox))
+    session = ToolSession(task, sandbox)
     try:
         await session.start()
         yield session

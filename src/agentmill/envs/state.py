@@ -8,6 +8,7 @@ input too, and SQL can write files (ATTACH), so none of it runs in host Python.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ TOOLS_ROOT = "/var/lib/agentmill/tools"
 HOST_SCRIPT = f"{TOOLS_ROOT}/runtime/toolhost.py"
 SPEC_PATH = f"{TOOLS_ROOT}/spec.json"
 READY = f"{TOOLS_ROOT}/.ready"
+BUNDLE = f"{TOOLS_ROOT}/bundle.json"
 PYTHON = ["/usr/bin/python3", "-I", "-S"]  # the sandbox's (host /usr, read-only) stdlib Python
 _SKIP = {"__pycache__", ".DS_Store"}
 _INIT_TIMEOUT = 300.0
@@ -65,20 +67,27 @@ def require_spec(task: Task) -> ToolSpec:
 
 
 async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False) -> None:
-    """Stage the gyms and build the databases in the sandbox. Idempotent unless `force`."""
+    """Stage the gyms and build the databases in the sandbox. Idempotent unless `force`.
+
+    Two writes (the tool host, one bundle of every other file) and one exec, whatever the gyms hold.
+    """
     spec = require_spec(task)
     if not force:
-        probe = await sandbox.exec(["test", "-f", READY], timeout=30)
-        if probe.returncode == 0:
+        try:  # one read through the guest, no process: the trial usually prepared it already
+            await sandbox.read_file(READY, max_bytes=1)
             return
-    for path, data in _files(spec).items():
-        await sandbox.write_file(path, data)
-    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "init", SPEC_PATH], timeout=_INIT_TIMEOUT)
+        except FileNotFoundError:
+            pass
+    files = _files(spec)
+    bundle = {path: base64.b64encode(data).decode() for path, data in files.items() if path != HOST_SCRIPT}
+    await sandbox.write_file(HOST_SCRIPT, files[HOST_SCRIPT])
+    await sandbox.write_file(BUNDLE, json.dumps(bundle).encode())
+    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "prepare", BUNDLE, SPEC_PATH, READY, *(["--force"] if force else [])],
+                             timeout=_INIT_TIMEOUT)
     reply = _reply(run.stdout)
     if run.returncode != 0 or "error" in reply:
         detail = reply.get("error") or (run.stderr or run.stdout).strip()[-400:] or f"exit {run.returncode}"
         raise ToolEnvError(f"{task.path}: building the gym databases failed: {detail}")
-    await sandbox.write_file(READY, b"")
 
 
 def _reply(stdout: str) -> dict:

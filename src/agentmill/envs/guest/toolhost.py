@@ -443,8 +443,32 @@ def _read_line(conn):
     return data
 
 
+def prepare(bundle_path, spec_path, ready, force):
+    """Unpack the staged files (one bundle: one write from the host) and build the databases, once."""
+    import base64
+
+    if os.path.exists(ready) and not force:
+        return {"skipped": True}
+    with open(bundle_path, encoding="utf-8") as f:
+        bundle = json.load(f)
+    for path, data in bundle.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(data))
+    os.unlink(bundle_path)
+    with open(spec_path, encoding="utf-8") as f:
+        reply = init(json.load(f))
+    open(ready, "w").close()
+    return reply
+
+
 def serve(spec, sock_path):
-    tools = load_all(spec)
+    try:
+        tools = load_all(spec)
+    except Exception as e:  # noqa: BLE001 - the host waits for the socket or this file
+        with open(sock_path + ".error", "w", encoding="utf-8") as f:
+            f.write(f"{type(e).__name__}: {e}")
+        return 2
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     tmp = sock_path + ".tmp"
     if os.path.exists(tmp):
@@ -468,6 +492,14 @@ def serve(spec, sock_path):
 
 def main(argv):
     mode, spec_path = argv[1], argv[2]
+    if mode == "prepare":  # prepare BUNDLE SPEC READY [--force]
+        try:
+            reply = prepare(argv[2], argv[3], argv[4], "--force" in argv[5:])
+        except Exception as e:  # noqa: BLE001 - one clear line for the host
+            print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+            return 2
+        print(json.dumps(reply))
+        return 0
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     try:
