@@ -312,6 +312,12 @@ def run_recipe(
         reports = asyncio.run(pipeline.run(progress=progress))
     except AgentmillError as e:
         _fail(str(e))
+    except KeyboardInterrupt:
+        from agentmill.rollout.commands import INTERRUPTED_EXIT, resume_command
+
+        console.print(f"interrupted: finished stages stay cached and finished trials stay kept; only work in flight "
+                      f"is lost.\nresume with: {resume_command()}", highlight=False)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     funnel = Table(title="funnel")
     for col in ("stage", "in", "out", "dropped (top reasons)"):
         funnel.add_column(col, overflow="fold")

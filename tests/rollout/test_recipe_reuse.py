@@ -83,3 +83,48 @@ def test_status_reads_a_recipe_run_folder_or_says_what_it_needs(tmp_path):
     assert "2 planned: 2 done" in r.stdout
     r = subprocess.run([*CLI, "status", str(tmp_path / "ds")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "not a run folder (no ledger.sqlite)" in r.stderr
+
+
+def test_ctrl_c_in_a_recipe_rollout_says_what_finished_and_how_to_resume(tmp_path):
+    import re
+    import signal
+    import sqlite3
+    import time
+
+    for i in range(6):
+        simple_task(tmp_path / "ds", f"t{i:02d}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(RECIPE.format(budget=6).replace("concurrency = 4", "concurrency = 2"))
+    cmd = [*CLI, "run", str(recipe), "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finished():
+        for db in (tmp_path / "cache").glob("rollout/*/run/ledger.sqlite"):
+            try:
+                con = sqlite3.connect(db, timeout=5)
+                n = con.execute("SELECT COUNT(*) FROM trials WHERE state='done'").fetchone()[0]
+                con.close()
+                return n
+            except sqlite3.Error:
+                return 0
+        return 0
+
+    try:
+        deadline = time.monotonic() + 180
+        while finished() < 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    m = re.search(r"rollout interrupted: (\d+) of 6 trials finished; (\d+) in flight were lost", err)
+    assert m and 1 <= int(m.group(1)) < 6, err
+    assert f"resume with: agentmill run {recipe} --out {tmp_path / 'run'} --cache {tmp_path / 'cache'}" in err
+    assert "Traceback" not in err
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    resumed = re.search(r"rollout: 6 trials \((\d+) run now, 0 reused from earlier runs, (\d+) already done\)", again.stderr)
+    assert resumed, again.stderr
+    ran, already = map(int, resumed.groups())
+    assert ran + already == 6 and already >= int(m.group(1))  # nothing finished was run again

@@ -75,6 +75,11 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
 
 
 def interrupted_message(out: Path, finished_now: int) -> str:
+    return f"interrupted: {interrupted_counts(out, finished_now)}\nresume with: {resume_command()}"
+
+
+def interrupted_counts(out: Path, finished_now: int | None = None) -> str:
+    """What an interrupted run folder holds: finished, lost in flight (run again on resume), not started."""
     from agentmill.rollout.ledger import Ledger
 
     done = lost = planned = 0
@@ -87,9 +92,9 @@ def interrupted_message(out: Path, finished_now: int) -> str:
             ledger.close()
         done = sum(r["state"] == "done" for r in rows)
         lost = len(rows) - done
-    return (f"interrupted: {done} of {planned} trials finished ({finished_now} in this session); "
-            f"{lost} in flight were lost and will run again on resume; {max(0, planned - done - lost)} not started.\n"
-            f"resume with: {resume_command()}")
+    now = f" ({finished_now} in this session)" if finished_now is not None else ""
+    return (f"{done} of {planned} trials finished{now}; {lost} in flight were lost and will run again on resume; "
+            f"{max(0, planned - done - lost)} not started.")
 
 
 def report_line(report, out: Path) -> str:

@@ -7,6 +7,7 @@ whose identity is unchanged instead of paying the teacher again.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 from agentmill.recipe.schema import ModelSpec, Rollout
+from agentmill.rollout.commands import interrupted_counts
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.identity import settings_identity
 from agentmill.rollout.runner import preflight, run_rollout
@@ -68,12 +70,17 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
     store = TrialStore(store_dir or default_store_dir(run_dir))
     preflight(run_dir, config)  # refuse before starting a model server
     kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store)
-    if served is not None:
-        async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env, sampling=config.sampling,
-                              concurrency=model.concurrency, say=say) as client:
-            result = await run_rollout(config, tasks, run_dir, client=client, **kwargs)
-    else:
-        result = await run_rollout(config, tasks, run_dir, **kwargs)
+    try:
+        if served is not None:
+            async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env,
+                                  sampling=config.sampling, concurrency=model.concurrency, say=say) as client:
+                result = await run_rollout(config, tasks, run_dir, client=client, **kwargs)
+        else:
+            result = await run_rollout(config, tasks, run_dir, **kwargs)
+    except asyncio.CancelledError:  # Ctrl-C: say what this stage's run folder holds, then stop
+        if say:
+            say(f"rollout interrupted: {interrupted_counts(run_dir)}")
+        raise
     report.count_out = result.planned
     note = f"{result.planned} trials ({result.ran} run now, {result.reused} reused from earlier runs, {result.skipped} already done)"
     report.notes.append(note)
