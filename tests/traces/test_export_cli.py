@@ -109,3 +109,20 @@ def test_broken_trial_folder_is_reported_and_skipped(rollout, tmp_path):
     assert "Traceback" not in r.stderr
     assert "skipped:" in r.stderr and "t1" in r.stderr and "t2" in r.stderr
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 1
+
+
+def test_parquet_is_written_in_row_groups_under_one_unified_schema(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agentmill.traces import writer
+
+    monkeypatch.setattr(writer, "PARQUET_BATCH", 2)
+    rows = [{"tools": None, "messages": [{"role": "user", "content": "a"}]},
+            {"tools": None, "messages": [{"role": "user", "content": "b"}]},
+            {"tools": [{"name": "bash"}], "messages": [{"role": "assistant", "content": "c", "tool_calls": [{"id": "1"}]}]}]
+    assert writer.write_rows(iter(rows), tmp_path / "o.parquet") == 3
+    f = pq.ParquetFile(tmp_path / "o.parquet")
+    assert f.metadata.num_row_groups == 2  # streamed in batches, not one table
+    assert f.read().to_pylist() == pa.Table.from_pylist(rows).to_pylist()  # what one table of every row gives
+    assert not list(tmp_path.glob(".*"))  # no spool or temporary file left behind

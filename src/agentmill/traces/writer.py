@@ -1,7 +1,7 @@
 """Write rows as JSONL or Parquet, atomically: a temporary file renamed into place, never half-written.
 
-JSONL is written as the rows come (a stream of any length in bounded memory); Parquet needs one
-schema for the whole file, so its rows are gathered first.
+Both are written as the rows come, in bounded memory: JSONL line by line, Parquet in row groups of
+PARQUET_BATCH rows under one schema unified over every batch.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from agentmill.atomic import atomic_path, write_json_atomic
 from agentmill.errors import AgentmillError
 
 SUFFIXES = (".jsonl", ".parquet")
+PARQUET_BATCH = 1000  # rows per row group: bounds memory for any number of rows
 
 
 def write_rows(rows: Iterable[dict], path: Path, *, keep_empty: bool = True) -> int:
@@ -45,12 +46,41 @@ def _write_jsonl(rows: Iterable[dict], tmp: Path) -> int:
 
 
 def _write_parquet(rows: Iterable[dict], tmp: Path) -> int:
+    """Rows are spooled to a JSONL file while each batch's schema is inferred; the schemas are unified
+    (a field that is null in one batch and a list in another gets the list type, as one table built
+    from every row would), then the spool is read back batch by batch into row groups."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pylist(list(rows))
-    pq.write_table(table, tmp)
-    return table.num_rows
+    spool = tmp.with_name(tmp.name + ".rows")
+    schemas, batch, n = [], [], 0
+    try:
+        with open(spool, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                batch.append(row)
+                n += 1
+                if len(batch) == PARQUET_BATCH:
+                    schemas.append(pa.Table.from_pylist(batch).schema)
+                    batch = []
+        if batch:
+            schemas.append(pa.Table.from_pylist(batch).schema)
+        if n == 0:
+            pq.write_table(pa.Table.from_pylist([]), tmp)
+            return 0
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+        with pq.ParquetWriter(tmp, schema) as writer, open(spool, encoding="utf-8") as f:
+            batch = []
+            for line in f:
+                batch.append(json.loads(line))
+                if len(batch) == PARQUET_BATCH:
+                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                    batch = []
+            if batch:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    finally:
+        spool.unlink(missing_ok=True)
+    return n
 
 
 def write_json(data, path: Path) -> None:
