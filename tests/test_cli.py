@@ -36,6 +36,8 @@ def test_check_json_and_broken_tasks(tmp_path):
     assert rows["vacuous"]["verdict"] == "vacuous"
     assert rows["unsolvable"]["verdict"] == "unsolvable"
     assert "1/4 ok, 1 broken, 1 unsolvable, 1 vacuous" in r.stdout
+    assert "progress: 3/3 tasks done, 1 ok, 2 failed" in r.stderr  # plain lines when not on a terminal
+    assert "\x1b[" not in r.stderr
 
 
 def test_check_needs_a_dataset():

@@ -19,23 +19,34 @@ from agentmill import defaults
 
 
 class TrialProgress:
-    """A progress bar with ok/failed counts. Use as a context manager; call advance() per item."""
+    """A progress bar with ok/failed counts. Use as a context manager; call advance() per item.
+    Not on a terminal: plain lines every `AGENTMILL_PROGRESS_INTERVAL` seconds instead."""
 
-    def __init__(self, total: int, what: str = "trials", console: Console | None = None):
+    def __init__(self, total: int, what: str = "trials", console: Console | None = None, interval: float | None = None):
         self.ok = self.failed = 0
+        self.total, self.what = total, what
+        self.console = console or Console(stderr=True)
+        self._plain = not self.console.is_terminal
+        self._ticker = _Ticker(self.console, self.line, interval) if self._plain else None
+        self._started = time.monotonic()
         self._progress = Progress(
             TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("[green]{task.fields[ok]} ok[/] [red]{task.fields[failed]} failed[/]"),
             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=console, transient=False,
+            console=self.console, transient=False, disable=self._plain,
         )
         self._task = self._progress.add_task(what, total=total, ok=0, failed=0, rate="")
 
     def __enter__(self) -> "TrialProgress":
+        self._started = time.monotonic()
         self._progress.__enter__()
+        if self._ticker:
+            self._ticker.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._ticker:
+            self._ticker.stop()
         self._progress.__exit__(*exc)
 
     def advance(self, ok: bool) -> None:
@@ -43,11 +54,37 @@ class TrialProgress:
             self.ok += 1
         else:
             self.failed += 1
-        task = self._progress.tasks[0]
-        elapsed = task.elapsed or 0.0
+        elapsed = time.monotonic() - self._started
         done = self.ok + self.failed
         rate = f"{done / elapsed:.2f}/s" if elapsed > 0 else ""
         self._progress.update(self._task, advance=1, ok=self.ok, failed=self.failed, rate=rate)
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self._started
+        return (f"progress: {self.ok + self.failed}/{self.total} {self.what} done, {self.ok} ok, {self.failed} failed; "
+                f"{elapsed:.0f}s elapsed")
+
+
+class _Ticker:
+    """Prints `line()` every interval seconds on a background thread, and once more at the end."""
+
+    def __init__(self, console: Console, line, interval: float | None):
+        self.console, self.line = console, line
+        self.interval = interval if interval is not None else progress_interval()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="progress-lines", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.console.print(self.line(), highlight=False)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.console.print(self.line(), highlight=False)
 
 
 class _Live(ProgressColumn):
@@ -83,10 +120,8 @@ class RolloutProgress:
         self.reward_sum, self.rewarded = 0.0, 0
         self._tokens_in = self._tokens_out = 0
         self._started = time.monotonic()
-        self._interval = interval if interval is not None else progress_interval()
         self._plain = not self.console.is_terminal
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._ticker = _Ticker(self.console, self.line, interval) if self._plain else None
         self._progress = Progress(
             TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
             _Live(self._counts), _Live(self._stats),
@@ -98,16 +133,13 @@ class RolloutProgress:
     def __enter__(self) -> "RolloutProgress":
         self._started = time.monotonic()
         self._progress.__enter__()
-        if self._plain:
-            self._ticker = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+        if self._ticker:
             self._ticker.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=2)
-            self.console.print(self.line(), highlight=False)
+        if self._ticker:
+            self._ticker.stop()
         self._progress.__exit__(*exc)
 
     def set_total(self, total: int) -> None:
@@ -167,7 +199,3 @@ class RolloutProgress:
         return (f"progress: {self.done}/{self.total} trials done, {self.running} running, {self.failed} errors; "
                 f"reward {mean}; tokens {tin} in / {tout} out" + (f"; {rps:.2f} req/s" if rps is not None else "")
                 + f"; {elapsed:.0f}s elapsed{eta}")
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.console.print(self.line(), highlight=False)
