@@ -128,6 +128,14 @@ def test_a_failed_stage_is_not_marked_done_and_a_rerun_resumes(tmp_path):
     assert r.returncode == 0 and (run / "report.html").exists()
 
 
+def test_a_recipe_that_keeps_nothing_says_where_the_records_went(tmp_path):
+    path = write_recipe(tmp_path / "r", NOP_RECIPE.replace('"ini-to-env-file", "extract-email-addresses"', '"no-such-task"'))
+    r = agentmill("run", str(path), "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert ("export-rl: 0 rows: stage sources produced no records (source 'text': task 'no-such-task' not found); "
+            "or set allow_empty = true on this export") in r.stderr
+
+
 SCORE = """
 import json, sys
 variant, out = sys.argv[1], sys.argv[2]

@@ -80,6 +80,10 @@ class ExportStage(Stage):
                 reason = rep.dropped[-1].reason
                 hint = ctx.relax(rep.stage, reason) if ctx.relax else None
                 return f"stage {rep.stage} removed the last records ({reason})" + (f": {hint}" if hint else "")
+        first = next((rep for rep in ctx.upstream if rep.count_out == 0), None)
+        if first is not None:
+            notes = f" ({'; '.join(first.notes[:2])})" if first.notes else ""
+            return f"stage {first.stage} produced no records{notes}"
         return "no records reached the export"
 
     def publish(self, out: Path, run_dir: Path) -> None:
