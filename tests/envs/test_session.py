@@ -107,7 +107,7 @@ def test_misbehaving_tools_end_the_call_not_the_session(hostile):
         async with task_sandbox(hostile) as sb, open_tool_session(hostile, sb) as s:
             out = {}
             for name, args in [("spin", {}), ("boom", {"ticket_id": 1}), ("weird", {}), ("crash", {}),
-                               ("kill_host", {}), ("get_title", {"ticket_id": 1})]:
+                               ("kill_host", {}), ("linger", {}), ("get_title", {"ticket_id": 1})]:
                 out[name] = await s.call(name, args)
             return out
 
@@ -118,6 +118,8 @@ def test_misbehaving_tools_end_the_call_not_the_session(hostile):
     assert out["weird"].is_error and "not JSON-serialisable" in out["weird"].content
     assert out["crash"].is_error and "crashed" in out["crash"].content
     assert out["kill_host"].is_error
+    # a process the tool left behind does not hold the call until the timeout
+    assert not out["linger"].is_error and out["linger"].content == "left one behind" and out["linger"].seconds < 1.5
     # the session goes on, and boom's write before it raised was rolled back
     assert not out["get_title"].is_error and out["get_title"].content == "VPN drops every hour"
 

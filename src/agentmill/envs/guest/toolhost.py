@@ -338,31 +338,35 @@ def call(tools, spec, req):
     pid = os.fork()
     if pid == 0:
         os.close(rfd)
+        os.setpgid(0, 0)  # its own group: whatever the tool starts is killed with it
         _run_child(fn, db_path, arguments, wfd)
     os.close(wfd)
-    chunks, deadline, timed_out = [], time.monotonic() + timeout, False
+    chunks, deadline, timed_out, exited = [], time.monotonic() + timeout, False, False
     try:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
                 break
-            ready, _, _ = select.select([rfd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(rfd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
+            ready, _, _ = select.select([rfd], [], [], min(left, 0.05))
+            if ready:
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            elif not exited and os.waitpid(pid, os.WNOHANG)[0] == pid:
+                # the child is gone but something it started holds the pipe: take what is there
+                exited = True
+                deadline = min(deadline, time.monotonic() + 0.2)
     finally:
         os.close(rfd)
-        if timed_out:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os.waitpid(pid, 0)
-    if timed_out:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # a loop at the timeout, or processes the tool left behind
+        except (ProcessLookupError, PermissionError):
+            pass
+        if not exited:
+            os.waitpid(pid, 0)
+    if timed_out and not exited:
         return {"is_error": True, "content": f"tool '{name}' timed out after {timeout:g}s and was stopped"}
     try:
         return json.loads(b"".join(chunks))
