@@ -10,8 +10,13 @@ Two measurements:
    solve.sh -> fresh verifier sandbox -> test.sh -> reward) over a tiny task, at several
    concurrency levels, every trial checked to have passed.
 
+3. With --images (instead of 1 and 2): Debian-built images (AGENTMILL_IMAGES=debian): the base
+   (mmdebstrap) cold and cached, a three-step Dockerfile cold (every layer built) and cached, and
+   trial start (environment copy + sandbox start + first exec) for a host-userland image and a
+   Debian-built one. --cold-base also rebuilds the base in a private layer store (tens of seconds).
+
 Usage: .venv/bin/python benchmarks/sandbox.py [--runs 100] [--trials 64] [--concurrency 1,8,32]
-                                              [--json PATH]
+                                              [--json PATH] [--images [--cold-base]]
 Exits non-zero if any sandbox exec or any trial did not succeed. Needs bubblewrap, util-linux
 (prlimit, setpriv) and, for the trial part, the host python3 that the sandboxes use.
 """
@@ -257,6 +262,8 @@ def parse_args(argv=None):
     p.add_argument("--trials", type=int, default=64, help="oracle trials per concurrency level (default 64)")
     p.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels (default 1,8,32)")
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures as JSON here")
+    p.add_argument("--images", action="store_true", help="benchmark Debian-built images instead (section 3)")
+    p.add_argument("--cold-base", action="store_true", help="with --images: also time a cold mmdebstrap base")
     args = p.parse_args(argv)
     try:
         args.levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
@@ -267,7 +274,93 @@ def parse_args(argv=None):
     return args
 
 
+async def bench_images(args) -> int:
+    """Section 3: Debian-built images: build times cold and cached, trial start host vs Debian."""
+    import uuid
+
+    from agentmill.images.layers import LayerStore, remove_tree
+    from agentmill.sandbox.registry import create_sandbox
+
+    report: dict = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}}
+    root = bench_dir()
+    rows = []
+    if args.cold_base:
+        private = root / "layers-cold"
+        remove_tree(private)
+        t = time.perf_counter()
+        await ImageBuilder(cache=root / "cache-cold", mode="debian", layers=private).get(_image_task(root, "cold", "true"))
+        rows.append(("base + 1 step, cold (mmdebstrap included)", time.perf_counter() - t))
+        remove_tree(private)
+    nonce = uuid.uuid4().hex[:8]
+    task = _image_task(root, "steps", nonce)
+    builder = ImageBuilder(cache=root / "cache", mode="debian")
+    t = time.perf_counter()
+    image = await builder.get(task)
+    rows.append(("Dockerfile, 3 new layers over a cached base", time.perf_counter() - t))
+    t = time.perf_counter()
+    await ImageBuilder(cache=root / "cache2", mode="debian").get(task)
+    rows.append(("same Dockerfile, every layer cached (new image cache)", time.perf_counter() - t))
+    t = time.perf_counter()
+    await builder.get(task)
+    rows.append(("same image, image cache hit", time.perf_counter() - t))
+    host_image = await ImageBuilder(cache=root / "cache-host").get(_image_task(root, "host", "host", debian=False))
+
+    async def start(img) -> float:
+        t = time.perf_counter()
+        dest = root / f"trial-{uuid.uuid4().hex[:8]}"
+        rootfs = await asyncio.to_thread(img.instantiate, dest)
+        async with create_sandbox(img.spec(rootfs)) as sb:
+            r = await sb.exec(["true"])
+            assert r.returncode == 0, r
+        took = time.perf_counter() - t
+        await asyncio.to_thread(remove_tree, dest)
+        return took
+
+    starts = {}
+    for name, img in (("host userland (copy)", host_image), ("Debian-built (copy)", image)):
+        await start(img)
+        starts[name] = [await start(img) for _ in range(args.runs)]
+    t = Table(box=box.ASCII2)
+    t.add_column("build")
+    t.add_column("seconds", justify="right")
+    for what, secs in rows:
+        t.add_row(what, f"{secs:.2f}")
+    console.print(t)
+    t = Table(box=box.ASCII2)
+    for col in ("trial start (copy + sandbox start + exec)", "p50 ms", "p90 ms"):
+        t.add_column(col)
+    for name, vals in starts.items():
+        t.add_row(name, ms(pct(vals, 50)), ms(pct(vals, 90)))
+    console.print(t)
+    workspace = sum(f.stat().st_size for f in image.rootfs.rglob("*") if f.is_file() and not f.is_symlink())
+    console.print(f"Debian image: {len(image.layers)} layers, workspace template {workspace / 1e6:.1f} MB "
+                  f"(system dirs are mounted read-only, not copied)")
+    report.update(builds={w: round(s, 3) for w, s in rows},
+                  trial_start_ms={n: {"p50": pct(v, 50) * 1000, "p90": pct(v, 90) * 1000} for n, v in starts.items()})
+    for key in image.layers[1:]:  # this run's unique layers
+        LayerStore().remove(key)
+    remove_tree(root)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+def _image_task(root: Path, name: str, nonce: str, debian: bool = True):
+    df = (f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {nonce} > /app/stamp\n"
+          "RUN mkdir -p /app/data && seq 1 1000 > /app/data/n.txt\nRUN useradd -m worker\n") if debian else \
+        "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo host > /app/stamp\n"
+    if not debian or name == "cold":
+        df = df if not (name == "cold") else "FROM debian:bookworm-slim\nRUN true\n"
+    path = root / "tasks" / name
+    shutil.rmtree(path, ignore_errors=True)
+    return load_task(write_task(path, instruction="x", test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+                                solve_sh="true\n", dockerfile=df))
+
+
 async def main(args) -> int:
+    if args.images:
+        return await bench_images(args)
     reaps = ReapCounter()
     logging.getLogger("asyncio").addFilter(reaps)
     meter = CpuMeter()

@@ -129,3 +129,37 @@ def test_network_failure_is_reported_but_never_cached_on_disk(tmp_path):
         asyncio.run(builder.get(task))
     fresh = ImageBuilder(cache=cache, retry_delays=(0.05,))
     assert fresh._load(image_key(task)) is None  # a later run builds again
+
+
+def test_images_command_lists_and_prunes(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from agentmill.cli import app
+
+    builder, task, image = build(tmp_path, "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo x > /app/x\n")
+    monkeypatch.setenv("AGENTMILL_CACHE", str(builder.root.parent))
+    runner = CliRunner()
+    listed = runner.invoke(app, ["images", "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+    assert [(r["kind"], r["key"], r["what"]) for r in rows] == [("image", image.key, "host: debian:bookworm-slim")]
+    kept = runner.invoke(app, ["images", "prune"])  # just built: younger than 7 days
+    assert kept.exit_code == 0 and "removed 0 entries" in kept.stdout and image.path.exists()
+    pruned = runner.invoke(app, ["images", "prune", "--all"])
+    assert pruned.exit_code == 0 and "removed 1 entries" in pruned.stdout and not image.path.exists()
+
+
+def test_copy_never_follows_an_image_symlink_onto_the_host(tmp_path):
+    # A RUN step plants links to host paths; later COPYs must land inside the image, not on the host.
+    victim = tmp_path / "victim"  # a host folder outside the image
+    victim.mkdir()
+    df = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
+          f"RUN ln -s {victim} /app/outdir && ln -s {victim}/file.txt /app/outfile && mkdir -p /app/tree && "
+          f"ln -s {victim} /app/tree/sub\n"
+          "COPY one.txt /app/outdir/\nCOPY one.txt /app/outfile\nCOPY tree/ /app/tree/\n")
+    _, _, image = build(tmp_path, df, **{"one.txt": "1", "tree/sub/inner.txt": "inner"})
+    assert list(victim.iterdir()) == [], "the build wrote through a symlink onto the host"
+    root = image.rootfs
+    assert (root / victim.relative_to("/") / "one.txt").read_text() == "1"  # the link resolved inside the image
+    assert (root / victim.relative_to("/") / "file.txt").read_text() == "1"  # as Docker: the link, inside
+    assert (root / "app/tree/sub/inner.txt").read_text() == "inner" and not (root / "app/tree/sub").is_symlink()

@@ -186,3 +186,17 @@ def test_images_listing_and_prune(tmp_path):
     assert prune(cache, older_than_days=1) == []  # just used: kept
     removed = prune(cache, everything=True)
     assert [e.key for e in removed] == [image.key] and not image.path.exists()
+
+
+def test_auto_mode_keeps_the_host_fast_path_and_falls_back_to_debian(tmp_path):
+    builder = ImageBuilder(cache=scratch_cache(tmp_path), mode="auto", retry_delays=(3.0,))
+    simple = load_task(simple_task(tmp_path, "simple", dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo x > x\n"))
+    image = asyncio.run(builder.get(simple))
+    assert image.builder == "host" and not image.layers
+    needs = load_task(simple_task(tmp_path, "needs", dockerfile="FROM debian:bookworm-slim\n" + APT_LINE + "WORKDIR /app\n"))
+    image = asyncio.run(builder.get(needs))
+    assert image.builder == "debian" and image.workdir == "/app"
+    assert any("host userland insufficient" in n and "figlet" in n for n in image.notes), image.notes
+    alpine = load_task(simple_task(tmp_path, "alpine", dockerfile="FROM alpine:3.19\nRUN apk add bash\n"))
+    with pytest.raises(Exception, match="not Debian-based"):
+        asyncio.run(builder.get(alpine))

@@ -25,6 +25,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
+from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
 from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec
@@ -32,7 +33,7 @@ from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.hashing import hash_text, hash_tree
 from agentmill.tasks.model import Task
 
-BUILDER_VERSION = "2"  # bump when a build of the same inputs would differ
+BUILDER_VERSION = "3"  # bump when a build of the same inputs would differ
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 _NEEDS_CONTAINER_MARK = "AGENTMILL_NEEDS_CONTAINER:"
 _NOTE_MARK = "AGENTMILL_NOTE:"
@@ -364,9 +365,11 @@ class _Build:
     def host_path(self, inside: str) -> Path:
         """Map an absolute path inside the image to the template rootfs, refusing escapes."""
         rootfs = self.image.rootfs
-        rel = os.path.normpath(inside).lstrip("/")
+        # Symlinks a RUN step left resolve inside the image, never on the host (we write as root).
+        rel = os.path.relpath(resolve_inside(rootfs, inside), rootfs)
+        rel = "" if rel == "." else rel
         if rel == "usr/local" or rel.startswith("usr/local/"):
-            return self.image.usr_local / os.path.relpath(rel, "usr/local")
+            return resolve_inside(self.image.usr_local, os.path.relpath(rel, "usr/local"))
         if rel.split("/")[0] in {"usr", "etc", "proc", "dev"} and rel not in {"", "."}:
             raise NeedsContainerError(f"writes into /{rel}, which is the host's read-only system tree")
         return rootfs / rel
@@ -402,17 +405,16 @@ class _Build:
                     raise ImageBuildError(f"{where}: {step.keyword} source '{src}' is outside the build context")
                 matches.append(Path(f))
         into_dir = dest_raw.endswith("/") or len(matches) > 1 or dest.is_dir()
+        root = self.image.usr_local if dest.is_relative_to(self.image.usr_local) else self.image.rootfs
         for src in matches:
             if src.is_dir():
-                shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
+                copy_into(root, src, dest)
             elif step.keyword == "ADD" and tarfile.is_tarfile(src):
                 dest.mkdir(parents=True, exist_ok=True)
                 with tarfile.open(src) as tf:
                     tf.extractall(dest, filter="data")
             else:
-                target = dest / src.name if into_dir else dest
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, target, follow_symlinks=False)
+                copy_into(root, src, dest / src.name if into_dir else dest)
         if self.sandbox is not None:  # later RUN steps run as the build sandbox's root
             self.sandbox.adopt(new_top)
         if "chmod" in flags and flags["chmod"]:

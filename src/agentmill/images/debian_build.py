@@ -24,6 +24,7 @@ from pathlib import Path
 from agentmill.errors import NeedsContainerError
 from agentmill.images.debian import MIRROR, BaseChoice, choose_base
 from agentmill.images.dockerfile import Instruction, parse_env, split_flags, substitute
+from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.layers import LayerError, LayerStore, build_base
 from agentmill.images.userns import DEBIAN_PATH, BuildIdentity, run_in_rootfs, step_ca_env
 from agentmill.tasks.hashing import hash_text, hash_tree
@@ -217,13 +218,18 @@ class DebianBuild:
             for src in srcs:
                 if "://" in src:
                     raise NeedsContainerError(f"{where}: ADD from a URL is not supported by the image builder")
-                pattern = str(src_root / src.lstrip("/")) if "from" in flags else str(src_root / src)
+                if "from" in flags:  # another image's path: its symlinks resolve inside that image
+                    head, _, tail = src.rstrip("/").rpartition("/")
+                    pattern = str(resolve_inside(src_root, head) / tail) if tail else str(resolve_inside(src_root, src))
+                else:
+                    pattern = str(src_root / src)
                 found = sorted(glob.glob(pattern))
                 if not found:
                     raise ImageBuildError(f"{where}: {step.keyword} source '{src}' not found")
                 for f in found:
-                    if "from" not in flags and not Path(f).resolve().is_relative_to(src_root):
-                        raise ImageBuildError(f"{where}: {step.keyword} source '{src}' is outside the build context")
+                    if not Path(f).resolve().is_relative_to(src_root.resolve()):
+                        raise ImageBuildError(f"{where}: {step.keyword} source '{src}' leads outside "
+                                              f"{'the build context' if 'from' not in flags else 'its image'}")
                     sources.append((src, Path(f)))
         dest_in = dest_raw if dest_raw.startswith("/") else os.path.join(state.workdir, dest_raw)
         digest = hash_text(step.keyword, repr(flags), dest_in, state.workdir,
@@ -252,7 +258,7 @@ class DebianBuild:
         return self.store.rootfs(state.key)
 
     def _copy_into(self, rootfs: Path, sources, dest_raw: str, dest_in: str, keyword: str, owner, chmod) -> None:
-        dest = self.inside(rootfs, dest_in)
+        dest = resolve_inside(rootfs, dest_in)
         into_dir = dest_raw.endswith("/") or len(sources) > 1 or dest.is_dir()
         first_new = next((p for p in [dest, *dest.parents] if p.parent.exists()), dest)
         first_new_existed = first_new.exists()
@@ -262,29 +268,23 @@ class DebianBuild:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(item)
                 made.append(dest)
-            elif item.is_dir():
+            elif item.is_dir() and not item.is_symlink():
                 dest.mkdir(parents=True, exist_ok=True)
-                for child in item.iterdir():
-                    target = dest / child.name
-                    subprocess.run(["cp", "-a", "--no-target-directory", str(child), str(target)], check=True)
-                    made.append(target)
+                made += copy_into(rootfs, item, dest)
             elif keyword == "ADD" and tarfile.is_tarfile(item):
                 dest.mkdir(parents=True, exist_ok=True)
                 with tarfile.open(item) as tf:
                     tf.extractall(dest, filter="data")
                 made.append(dest)
             else:
-                target = dest / item.name if into_dir else dest
-                target.parent.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["cp", "-a", "--no-target-directory", str(item), str(target)], check=True)
-                made.append(target)
+                made += copy_into(rootfs, item, dest / item.name if into_dir else dest)
         if not first_new_existed and first_new.exists() and first_new not in made:  # folders made on the way: the image's root's
             subprocess.run(["chown", "-R", "-h", f"{self.ident.uid}:{self.ident.gid}", str(first_new)], check=True)
         uid, gid = owner
-        for path in made:
-            subprocess.run(["chown", "-R", "-h", f"{uid}:{gid}", str(path)], check=True)
-            if chmod is not None:
-                for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        for path in dict.fromkeys(made):
+            for p in [path, *path.rglob("*")] if path.is_dir() and not path.is_symlink() else [path]:
+                os.lchown(p, uid, gid)
+                if chmod is not None and not p.is_symlink():
                     p.chmod(chmod)
 
     def resolve_owner(self, state: StageState, chown: str) -> tuple[int, int]:
@@ -316,7 +316,7 @@ class DebianBuild:
         return int(entry[2]), gid, entry[5]
 
     def _table(self, state: StageState, name: str) -> dict[str, list[str]]:
-        path = self.store.rootfs(state.key) / "etc" / name
+        path = resolve_inside(self.store.rootfs(state.key), f"/etc/{name}")
         rows = {}
         for line in path.read_text(errors="replace").splitlines():
             parts = line.split(":")
@@ -326,7 +326,7 @@ class DebianBuild:
 
     def make_dirs(self, rootfs: Path, inside: str, owner: tuple[int, int]) -> None:
         """WORKDIR's folder, made the way BuildKit makes it: owned by the current USER."""
-        path = self.inside(rootfs, inside)
+        path = resolve_inside(rootfs, inside)
         if path.exists():
             return
         path.mkdir(parents=True)
@@ -335,12 +335,6 @@ class DebianBuild:
                 break
             if p.stat().st_uid == 0:
                 os.lchown(p, *owner)
-
-    @staticmethod
-    def inside(rootfs: Path, path: str) -> Path:
-        """A path inside the image, refusing `..` escapes (symlinks are not followed out: cp -a)."""
-        rel = os.path.normpath("/" + path).lstrip("/")
-        return rootfs / rel
 
     # -- the image ---------------------------------------------------------------------------
 
@@ -370,4 +364,8 @@ class DebianBuild:
             elif target.is_dir():
                 shutil.rmtree(target)
             subprocess.run(["cp", "-a", str(entry), str(target)], check=True)
+        dpkg = dest / "var/lib/dpkg"  # mounted read-only from the layer: the copy would only be hidden
+        if dpkg.is_dir():
+            shutil.rmtree(dpkg)
+            dpkg.mkdir()
         (dest / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
