@@ -116,3 +116,24 @@ def test_a_refusal_task_skips_the_mutant_equal_to_the_right_answer(tmp_path):
 def test_sql_lint(sql, problem):
     got = sql_problem(sql)
     assert (got is None) if problem is None else (problem in got)
+
+
+def test_check_json_reports_lints_and_mutants_per_task(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    make_tool_task(tmp_path / "ds" / "sound")
+    make_tool_task(tmp_path / "ds" / "weak", verifiers=[_db("something_closed",
+                                                            "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", 1)])
+    agentmill = Path(sys.executable).with_name("agentmill")
+    run = subprocess.run([str(agentmill), "check", str(tmp_path / "ds"), "--json", str(tmp_path / "check.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stderr
+    rows = {r["task"]: r for r in json.loads((tmp_path / "check.json").read_text())}
+    assert rows["sound"]["verdict"] == "ok" and rows["weak"]["verdict"] == "weak_verifier"
+    for row in rows.values():
+        assert {"lints", "mutants", "equivalent_mutants"} <= set(row)
+    assert any(m["survived"] and m["name"] == "wrong_record:gym.tickets" for m in rows["weak"]["mutants"])
+    assert "weak_verifier" in run.stdout
