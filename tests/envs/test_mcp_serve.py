@@ -103,3 +103,19 @@ def test_serving_an_unknown_target_is_one_clear_error(tmp_path):
     run = subprocess.run([str(AGENTMILL), "env", "serve", "no-such-gym", "--port", str(_free_port())],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "no-such-gym: not a task folder nor a bundled gym" in run.stderr
+
+
+def test_a_bundled_gym_is_served_by_name():
+    proc, port = _start(["itsm"])
+    try:
+        async def work(session):
+            listed = await session.list_tools()
+            me = await session.call_tool("get_current_user", {})
+            return listed, me
+
+        listed, me = asyncio.run(_session(port, work))
+    finally:
+        _stop(proc)
+    names = {t.name for t in listed.tools}
+    assert len(names) >= 25 and {"get_incident", "search_incidents", "get_current_user"} <= names
+    assert not me.isError and json.loads(me.content[0].text)
