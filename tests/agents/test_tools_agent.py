@@ -146,3 +146,18 @@ def test_rl_rows_of_tool_tasks_carry_the_system_spec_and_the_tools(rollout, tmp_
     first = requests_of(exchanges, "itsm-close-duplicate-incident")[0]
     assert row["prompt"] == first["messages"][:2] and row["ability"] == "agentic/tools"
     assert json.loads(row["extra_info"]["tools"]) == first["tools"]
+
+
+def test_trl_parquet_of_real_tool_schemas_loads_with_datasets(rollout, tmp_path):
+    from datasets import load_dataset
+
+    _exchanges, trials = rollout
+    for name in ("trl.parquet", "trl.jsonl"):
+        agentmill("export", str(trials["run"]), "--format", "trl", "--out", str(tmp_path / name), "--min-turns", "0",
+                  "--keep-all-outcomes")
+        ds = load_dataset("parquet" if name.endswith("parquet") else "json", data_files=str(tmp_path / name), split="train")
+        row = next(r for r in ds if r["provenance"]["task"] == "itsm-close-duplicate-incident")
+        tools = json.loads(row["tools"])
+        assert {t["function"]["name"] for t in tools} >= {"get_incident", "resolve_incident"}
+        calls = [c for m in row["messages"] if m["role"] == "assistant" for c in (m.get("tool_calls") or [])]
+        assert calls[0]["function"] == {"name": "get_incident", "arguments": json.dumps({"number": DUP})}

@@ -173,7 +173,7 @@ def test_rows_are_the_last_request_plus_the_final_reply(rollout, reasoning):
         assert len(row["messages"]) == len(expected), row["provenance"]["task"]
         for got, want in zip(row["messages"], expected):
             assert got == want, (row["provenance"]["task"], got["content"][:300], want["content"][:300])
-        assert row["tools"] == []  # terminus sends no tools
+        assert row["tools"] == "[]"  # terminus sends no tools
     for row in sharegpt:
         first_user = row["conversations"][0]["value"]
         system, conv = sharegpt_of(expected_messages(exchanges, first_user, reasoning))
@@ -362,7 +362,7 @@ def test_tool_agent_rows_are_the_last_request_plus_the_final_reply(tool_rollout,
     assert sorted(r["provenance"]["task"] for r in trl) == sorted(TOOL_SCRIPTS)
     for row in trl:
         messages, tools = expected_tool_messages(exchanges, row["provenance"]["task"], reasoning)
-        assert row["tools"] == tools and len(row["messages"]) == len(messages), row["provenance"]["task"]
+        assert json.loads(row["tools"]) == tools and len(row["messages"]) == len(messages), row["provenance"]["task"]
         for got, want in zip(row["messages"], messages):
             assert got == want, (row["provenance"]["task"], got, want)
     for row in sharegpt:

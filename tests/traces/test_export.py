@@ -101,8 +101,9 @@ def test_no_half_written_file_on_failure(run, tmp_path):
 def _check_template_rendering(tokenizer, ds):
     for row in ds:
         messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
-        text = tokenizer.apply_chat_template(messages, tools=row["tools"] or None, tokenize=False)
-        ids = tokenizer.apply_chat_template(messages, tools=row["tools"] or None, tokenize=True)
+        tools = json.loads(row["tools"]) or None  # the JSON text of the tools sent
+        text = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        ids = tokenizer.apply_chat_template(messages, tools=tools, tokenize=True)
         ids = ids["input_ids"] if hasattr(ids, "keys") else ids
         assert len(ids) > 0
         for m in messages:  # every assistant turn survives intact
@@ -127,7 +128,7 @@ def test_every_trl_row_renders_through_real_chat_templates(run, tmp_path):
     _check_template_rendering(qwen, ds)
     tool_row = next(r for r in ds if r["provenance"]["trial_id"] == "tools")
     rendered = qwen.apply_chat_template([{k: v for k, v in m.items() if v is not None} for m in tool_row["messages"]],
-                                        tools=tool_row["tools"], tokenize=False)
+                                        tools=json.loads(tool_row["tools"]), tokenize=False)
     assert "<tool_call>" in rendered and "<tool_response>\nprint(1\n</tool_response>" in rendered
 
 

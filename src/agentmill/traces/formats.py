@@ -41,7 +41,11 @@ def provenance(rec: TraceRecord) -> dict[str, Any]:
 
 
 def trl_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
-    return {"messages": rendered.messages, "tools": rendered.tools, "provenance": provenance(rec)}
+    """`tools` is the JSON text of the tool list sent ("[]" when none): JSON schemas of different
+    tools cannot share one Arrow type (Parquet and `datasets` would refuse or null-fill them), so, as
+    with tool-call arguments, the text is kept; pass `json.loads(row["tools"])` to a chat template."""
+    return {"messages": rendered.messages, "tools": json.dumps(rendered.tools, ensure_ascii=False),
+            "provenance": provenance(rec)}
 
 
 _SHAREGPT_ROLE = {"user": "human", "assistant": "gpt", "tool": "observation"}
