@@ -79,3 +79,41 @@ def test_sensitivity_drops_only_the_criteria_citing_the_removed_file(case, remov
     # the second judge call really did not see the removed file's content
     assert f"=== source file: {removed}" in requests[0]["messages"][-1]["content"] or not cited
     assert f"=== source file: {removed}" not in requests[1]["messages"][-1]["content"]
+
+
+def test_removing_one_sheet_drops_only_the_criteria_citing_that_sheet(tmp_path):
+    import openpyxl
+
+    from agentmill.grounded.corpus import csv_to_xlsx
+
+    corpus = build_corpus(tmp_path / "corpus")
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    # one workbook, two real sheets: Iowa electricity and stock prices
+    csv_to_xlsx(corpus / scripted.CSV, ws_dir / "book.xlsx", sheet="electricity")
+    wb = openpyxl.load_workbook(ws_dir / "book.xlsx")
+    stocks = openpyxl.load_workbook(corpus / "markets" / "stocks.xlsx").active
+    sheet = wb.create_sheet("stocks")
+    for row in stocks.iter_rows(values_only=True):
+        sheet.append(row)
+    wb.save(ws_dir / "book.xlsx")
+    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": "book.xlsx", "source": "-", "role": "core", "sha256": "-"}])
+    graph = check_facts(ws, ws_dir, GraphDraft.model_validate({"nodes": [
+        {"id": "e", "file": "book.xlsx", "field": "2017 renewables", "value": "21933", "locator": {"kind": "cell", "sheet": "electricity", "cell": "C52"}},
+        {"id": "s", "file": "book.xlsx", "field": "MSFT Jan 2000", "value": "39.81", "locator": {"kind": "cell", "sheet": "stocks", "cell": "C2"}},
+    ]}))
+    assert [n.id for n in graph.nodes] == ["e", "s"]
+    spec = Spec.model_validate({
+        "statement": "Report two figures.", "deliverables": [{"path": "out.md", "format": "md"}],
+        "criteria": [{"id": "c1", "artifact": "out.md", "requirement": "renewables", "expected": "21933", "weight": 1,
+                      "anchors": ["e"], "verification": "equals the cell"},
+                     {"id": "c2", "artifact": "out.md", "requirement": "price", "expected": "39.81", "weight": 1,
+                      "anchors": ["s"], "verification": "equals the cell"}]})
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "out.md").write_text("Renewables 21933; MSFT 39.81\n")
+    report, requests = run(lambda c: sensitivity(spec, graph, ws_dir, out, c, "book.xlsx#electricity"))
+    assert (report.cited, report.others) == (["c1"], ["c2"])
+    assert report.after == {"c1": 0.0, "c2": 1.0} and report.mean_drop_cited == 1.0 and report.mean_abs_change_others == 0.0
+    after = requests[1]["messages"][-1]["content"]
+    assert "[e] book.xlsx#electricity: (file removed)" in after and "[s] book.xlsx" in after and "= 21933" not in after and "=== source file: book.xlsx" not in after

@@ -28,15 +28,19 @@ def deliverables_view(spec: Spec, deliverables: Path) -> str:
 
 
 def evidence_view(spec: Spec, graph: Graph, ws_dir: Path, removed: frozenset[str] = frozenset()) -> str:
-    """The cited facts and an excerpt of each cited file; a removed file is shown as removed."""
+    """The cited facts and an excerpt of each cited file. `removed` holds files and `file#sheet`
+    keys: their facts are shown as removed, and a workbook losing a sheet loses its excerpt (the
+    excerpt would show the sheet)."""
     cited = [n for n in graph.nodes if any(n.id in c.anchors for c in [*spec.criteria, *spec.negatives])]
     parts = []
     for n in cited:
-        if n.file in removed:
-            parts.append(f"[{n.id}] {n.file}: (file removed)")
+        sheet_key = f"{n.file}#{n.locator.sheet}"
+        if n.file in removed or sheet_key in removed:
+            parts.append(f"[{n.id}] {sheet_key if sheet_key in removed else n.file}: (file removed)")
         else:
             parts.append(f"[{n.id}] {n.file} {n.locator.model_dump(exclude_none=True)}: {n.field} = {n.value}")
-    for file in sorted({n.file for n in cited} - removed):
+    hidden = {r.split("#", 1)[0] for r in removed}
+    for file in sorted({n.file for n in cited} - hidden):
         try:
             parts.append(f"=== source file: {file} ===\n" + readers.preview(ws_dir / file, rows=15, chars=3000))
         except readers.UnreadableFile as e:

@@ -33,10 +33,7 @@ def citing(spec: Spec, graph: Graph, removed: str) -> list[str]:
 async def sensitivity(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path, client: ModelClient, removed: str, *,
                       prompts_dir: Path | None = None) -> SensitivityReport:
     before = await judge(spec, graph, ws_dir, deliverables, client, prompts_dir=prompts_dir)
-    # a removed sheet hides its facts and the workbook's excerpt (the excerpt would show the sheet)
-    gone = frozenset({removed, removed.split("#", 1)[0]})
-    hidden = _hide(graph, removed)
-    after = await judge(spec, hidden, ws_dir, deliverables, client, removed=gone, prompts_dir=prompts_dir)
+    after = await judge(spec, graph, ws_dir, deliverables, client, removed=frozenset({removed}), prompts_dir=prompts_dir)
     b = {s.id: s.score for s in before.scores}
     a = {s.id: s.score for s in after.scores}
     cited = citing(spec, graph, removed)
@@ -46,10 +43,3 @@ async def sensitivity(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path
         mean_drop_cited=sum(b[c] - a[c] for c in cited) / len(cited) if cited else None,
         mean_abs_change_others=sum(abs(b[c] - a[c]) for c in others) / len(others) if others else None)
 
-
-def _hide(graph: Graph, removed: str) -> Graph:
-    """The graph with the removed sheet's facts marked as coming from a removed file."""
-    if "#" not in removed:
-        return graph
-    nodes = [n.model_copy(update={"file": removed}) if f"{n.file}#{n.locator.sheet}" == removed else n for n in graph.nodes]
-    return graph.model_copy(update={"nodes": nodes})
