@@ -178,3 +178,12 @@ def test_no_final_answer_fails_a_response_check_without_any_judge(tmp_path):
     assert silent.outcome is Outcome.FAILED and silent.rewards["explains"] == 0.0
     answered, files = _verify(task, [Step(step_id=1, source="agent", message="I can't close it: pending.")], None)
     assert answered.outcome is Outcome.PASSED and "explains" not in answered.rewards  # not evaluated, not counted
+
+
+def test_a_tools_py_that_breaks_the_contract_fails_before_the_agent(tmp_path):
+    task_dir = make_tool_task(tmp_path / "t")
+    tools = task_dir / "environment" / "gym" / "tools.py"
+    tools.write_text(tools.read_text() + "\n\ndef bad(db, when: object) -> str:\n    \"\"\"Odd type.\"\"\"\n")
+    result = run(run_trial(load_task(task_dir), OracleAgent(), ImageBuilder()))
+    assert result.outcome is Outcome.SANDBOX_ERROR
+    assert "tool environment" in result.exception and "bad: parameter 'when': unsupported type hint" in result.exception

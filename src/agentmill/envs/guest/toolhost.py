@@ -461,7 +461,9 @@ def prepare(bundle_path, spec_path, ready, force):
             out.write(base64.b64decode(data))
     os.unlink(bundle_path)
     with open(spec_path, encoding="utf-8") as f:
-        reply = init(json.load(f))
+        spec = json.load(f)
+    reply = init(spec)
+    reply["tools"] = len(load_all(spec))  # a tools.py that breaks the contract fails here, before any agent
     open(ready, "w").close()
     return reply
 
