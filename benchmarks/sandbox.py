@@ -12,8 +12,8 @@ Two measurements:
 
 3. With --images (instead of 1 and 2): Debian-built images (AGENTMILL_IMAGES=debian): the base
    (mmdebstrap) cold and cached, a three-step Dockerfile cold (every layer built) and cached, and
-   trial start (environment copy + sandbox start + first exec) for a host-userland image and a
-   Debian-built one. --cold-base also rebuilds the base in a private layer store (tens of seconds).
+   trial start (environment copy or overlay + sandbox start + first exec) for a host-userland image
+   and a Debian-built one. --cold-base also rebuilds the base in a private layer store (tens of seconds).
 
 Usage: .venv/bin/python benchmarks/sandbox.py [--runs 100] [--trials 64] [--concurrency 1,8,32]
                                               [--json PATH] [--images [--cold-base]]
@@ -316,10 +316,14 @@ async def bench_images(args) -> int:
         await asyncio.to_thread(remove_tree, dest)
         return took
 
+    import dataclasses
+
     starts = {}
-    for name, img in (("host userland (copy)", host_image), ("Debian-built (copy)", image)):
-        await start(img)
-        starts[name] = [await start(img) for _ in range(args.runs)]
+    for name, img in (("host userland", host_image), ("Debian-built", image)):
+        for how, overlay in (("copy", False), ("overlay", True)):
+            variant = dataclasses.replace(img, overlay=overlay)
+            await start(variant)
+            starts[f"{name} ({how})"] = [await start(variant) for _ in range(args.runs)]
     t = Table(box=box.ASCII2)
     t.add_column("build")
     t.add_column("seconds", justify="right")
@@ -327,7 +331,7 @@ async def bench_images(args) -> int:
         t.add_row(what, f"{secs:.2f}")
     console.print(t)
     t = Table(box=box.ASCII2)
-    for col in ("trial start (copy + sandbox start + exec)", "p50 ms", "p90 ms"):
+    for col in ("trial start (copy or overlay + sandbox start + exec)", "p50 ms", "p90 ms"):
         t.add_column(col)
     for name, vals in starts.items():
         t.add_row(name, ms(pct(vals, 50)), ms(pct(vals, 90)))

@@ -74,6 +74,7 @@ class Image:
     builder: str = "host"  # "host": the host's userland; "debian": built from Debian's archive
     system: str = ""  # debian: the final layer's rootfs, whose /usr and /etc are mounted read-only
     layers: list[str] = field(default_factory=list)  # debian: base first, then one per step
+    overlay: bool = False  # trials get an overlay over the template instead of a copy (not stored)
 
     @property
     def rootfs(self) -> Path:
@@ -84,14 +85,22 @@ class Image:
         return self.path / "usr_local"
 
     def instantiate(self, dest: Path) -> Path:
-        """A private, writable copy of the root filesystem for one sandbox."""
+        """A trial's writable root: a private copy of the template, or with an overlay an empty
+        folder for the trial's changes (O(1)); the verifier's sandbox reuses it over the same image."""
+        if self.overlay:
+            _readable_template(self.rootfs)
+            dest.mkdir()
+            return dest
         subprocess.run(["cp", "-a", "--reflink=auto", str(self.rootfs), str(dest)], check=True)
         return dest
 
     def spec(self, rootfs: Path, **kw) -> SandboxSpec:
+        lower = self.rootfs if self.overlay else None
         if self.system:
-            return SandboxSpec(rootfs=rootfs, system_root=Path(self.system), env=dict(self.env), workdir=self.workdir, **kw)
-        return SandboxSpec(rootfs=rootfs, usr_local=self.usr_local, env=dict(self.env), workdir=self.workdir, **kw)
+            return SandboxSpec(rootfs=rootfs, system_root=Path(self.system), env=dict(self.env), workdir=self.workdir,
+                               lower=lower, **kw)
+        return SandboxSpec(rootfs=rootfs, usr_local=self.usr_local, env=dict(self.env), workdir=self.workdir,
+                           lower=lower, **kw)
 
     def describe(self) -> str:
         """One line for reports (`check --json` notes): which builder, base and layers."""
@@ -100,6 +109,7 @@ class Image:
         return f"image {self.key[:12]}: Debian layers {' > '.join(k[:12] for k in self.layers)} for base '{self.base}'"
 
 
+OVERLAY_ENV = "AGENTMILL_OVERLAY"  # "1": trial filesystems are fuse-overlayfs overlays, not copies
 MODES = ("host", "auto", "debian")
 MODE_ENV = "AGENTMILL_IMAGES"
 
@@ -134,13 +144,15 @@ class ImageBuilder:
     """Builds and caches images. Safe to share across concurrent trials and processes."""
 
     def __init__(self, cache: Path | None = None, *, backend: str | None = None,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS, mode: str | None = None, layers: Path | None = None):
+                 retry_delays: tuple[float, ...] = RETRY_DELAYS, mode: str | None = None, layers: Path | None = None,
+                 overlay: bool | None = None):
         self.root = (cache or cache_dir()) / "images"
         self.root.mkdir(parents=True, exist_ok=True)
         ensure_traversable(self.root)
         self.backend = backend  # sandbox backend for RUN steps; None: the registry's default
         self.retry_delays = retry_delays
         self.mode = builder_mode(mode)
+        self.overlay = os.environ.get(OVERLAY_ENV, "") == "1" if overlay is None else overlay
         self._layers_root = layers
         self._store = None
         self._locks: dict[str, asyncio.Lock] = {}
@@ -183,7 +195,7 @@ class ImageBuilder:
         data = json.loads(meta.read_text())
         with contextlib.suppress(OSError):
             os.utime(meta)  # last use, for `agentmill images` and prune
-        return Image(path=self.root / key, **{k: v for k, v in data.items() if k != "path"})
+        return Image(path=self.root / key, overlay=self.overlay, **{k: v for k, v in data.items() if k not in {"path", "overlay"}})
 
     async def _build(self, task: Task, key: str) -> Image:
         started = time.monotonic()
@@ -219,7 +231,8 @@ class ImageBuilder:
         _seal(tmp / "usr_local")
         image.build_seconds = round(time.monotonic() - started, 3)
         image.path = self.root / key
-        meta = {k: v for k, v in asdict(image).items() if k != "path"}
+        meta = {k: v for k, v in asdict(image).items() if k not in {"path", "overlay"}}
+        image.overlay = self.overlay
         (tmp / "image.json").write_text(json.dumps(meta, indent=2))
         tmp.rename(self.root / key)
         return image
@@ -262,6 +275,14 @@ class ImageBuilder:
         build = DebianBuild(task, image, steps, self, self.store, ident)
         await build.run()
         image.notes.append(image.describe() + (f" ({len(build.built)} layer(s) built now)" if build.built else " (all cached)"))
+
+
+def _readable_template(rootfs: Path) -> None:
+    """The overlay's daemon runs as the trial's unprivileged uid: it must read every template file."""
+    marker = rootfs.parent / ".overlay-readable"
+    if not marker.exists():
+        subprocess.run(["chmod", "-R", "a+rX", str(rootfs)], check=True)
+        marker.touch()
 
 
 def _remove(path: Path) -> None:

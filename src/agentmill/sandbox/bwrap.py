@@ -33,10 +33,20 @@ _START_TIMEOUT = 20.0
 _RPC_GRACE = 10.0  # the guest enforces exec timeouts; the host waits this much longer before giving up
 ROOT_SKELETON = ("usr", "etc", "proc", "dev", "tmp", "root", "var", "var/lib/dpkg", "home", "opt", "srv", "mnt", "run")
 ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+# Overlay sandboxes: fuse-overlayfs mounts the template (lower) under the sandbox's changes (upper)
+# inside a user namespace of the sandbox's own uid, then bwrap runs over the merged tree. Files
+# appear owned by the sandbox's root (squash_to_root); the template is never written.
+_OVERLAY = """lower=$1 upper=$2 work=$3 merged=$4; shift 4
+fuse-overlayfs -f -o "lowerdir=$lower,upperdir=$upper,workdir=$work,squash_to_root" "$merged" &
+i=0; until mountpoint -q "$merged"; do i=$((i+1)); [ $i -gt 1000 ] && { echo "overlay mount failed" >&2; exit 1; }; sleep 0.005; done
+exec "$@"
+"""
 
 
-def require_tools() -> None:
+def require_tools(overlay: bool = False) -> None:
     missing = [t for t in ("bwrap", "prlimit") if shutil.which(t) is None]
+    if overlay and shutil.which("fuse-overlayfs") is None:
+        missing.append("fuse-overlayfs")
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         missing.append("setpriv")
     if missing:
@@ -71,6 +81,7 @@ class BwrapSandbox:
         self._lease: UidLease | None = None
         self._cgroup: Cgroup | None = None
         self._ctl: Path | None = None
+        self._ovl: Path | None = None
         self._stderr_path: Path | None = None
         self.started_at = 0.0
 
@@ -89,8 +100,8 @@ class BwrapSandbox:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        require_tools()
         spec = self.spec
+        require_tools(overlay=spec.lower is not None)
         self._lease = lease_uid()
         try:
             await asyncio.to_thread(self._prepare_host)  # chown -R: off the event loop
@@ -98,6 +109,12 @@ class BwrapSandbox:
             os.chmod(self._ctl, 0o700)
             _chown_tree(self._ctl, self.uid)
             self._stderr_path = self._ctl.with_suffix(".stderr")  # beside, not inside: the guest sees ctl/
+            if spec.lower is not None:
+                self._ovl = self._ctl.with_suffix(".ovl")
+                for sub in ("work", "merged"):
+                    (self._ovl / sub).mkdir(parents=True, exist_ok=True)
+                os.chmod(self._ovl, 0o700)
+                _chown_tree(self._ovl, self.uid)
             # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
             # suffix lets a later process sweep groups whose owner died.
             self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", spec.limits)
@@ -119,6 +136,15 @@ class BwrapSandbox:
     def _prepare_host(self) -> None:
         spec = self.spec
         prepare_root(spec.rootfs)
+        if spec.lower is not None:  # mount points made here, not through the overlay (no opaque markers)
+            points = {GUEST_DIR: None, CTL_DIR: None, **spec.ro_mounts, **spec.rw_mounts}
+            for inside, host in points.items():
+                target = spec.rootfs / inside.lstrip("/")
+                if host is not None and host.exists() and not host.is_dir():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.touch(exist_ok=True)
+                else:
+                    target.mkdir(parents=True, exist_ok=True)
         _chown_tree(spec.rootfs, self.uid)
         for host in spec.rw_mounts.values():
             host.mkdir(parents=True, exist_ok=True)
@@ -133,14 +159,22 @@ class BwrapSandbox:
         enter = " ".join(f"echo $$ > {f} &&" for f in self._cgroup.procs_files())
         argv = ["/bin/sh", "-c", f"{enter} exec \"$@\"", "sh", "prlimit", *prlimit_args(spec.limits), "--"]
         if os.geteuid() == 0:
+            # An overlay needs CAP_SYS_ADMIN in its own user namespace to mount, so its bounding
+            # set is kept until bwrap, whose --cap-drop ALL clears it for everything inside.
+            bounding = [] if spec.lower is not None else ["--bounding-set=-all"]
             argv += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                     "--inh-caps=-all", "--bounding-set=-all", "--"]
+                     "--inh-caps=-all", *bounding, "--"]
+        root = spec.rootfs
+        if spec.lower is not None:
+            root = self._ovl / "merged"
+            argv += ["unshare", "--user", "--map-root-user", "--mount", "--", "/bin/sh", "-c", _OVERLAY, "sh",
+                     str(spec.lower), str(spec.rootfs), str(self._ovl / "work"), str(root)]
         argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
         if spec.network:
             argv += ["--share-net"]
         system = spec.system_root or Path("/")
-        argv += ["--bind", str(spec.rootfs), "/",
+        argv += ["--bind", str(root), "/",
                  "--ro-bind", str(system / "usr"), "/usr", "--ro-bind", str(system / "etc"), "/etc",
                  "--ro-bind-try", str(system / "var/lib/dpkg"), "/var/lib/dpkg"]
         if spec.system_root is not None:
@@ -207,6 +241,9 @@ class BwrapSandbox:
             await asyncio.to_thread(self._cgroup.kill_all)
             self._cgroup.remove()
             self._cgroup = None
+        if self._ovl is not None:  # its mount namespace died with the sandbox's processes
+            shutil.rmtree(self._ovl, ignore_errors=True)
+            self._ovl = None
         if self._ctl is not None:
             shutil.rmtree(self._ctl, ignore_errors=True)
             with contextlib.suppress(OSError):

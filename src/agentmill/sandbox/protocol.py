@@ -27,6 +27,9 @@ class SandboxSpec:
     # A built image's pristine root filesystem: its /usr and /etc (and dpkg's database) replace the
     # host's, read-only. None: the host's userland (the fast path).
     system_root: Path | None = None
+    # An overlay: `lower` is the image's read-only workspace template and `rootfs` holds only this
+    # sandbox's changes (the upper layer), so a trial starts without copying the image.
+    lower: Path | None = None
     ro_mounts: dict[str, Path] = field(default_factory=dict)  # inside path -> host path
     rw_mounts: dict[str, Path] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)

@@ -42,6 +42,7 @@ def unregister_backend(name: str) -> None:
 
 def _load_builtin() -> None:
     import agentmill.sandbox.bwrap  # noqa: F401  (registers "bwrap")
+    import agentmill.sandbox.overlay  # noqa: F401  (registers "bwrap-overlay")
 
 
 def backend_names() -> list[str]:
