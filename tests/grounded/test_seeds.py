@@ -14,8 +14,8 @@ def test_greedy_coverage_on_a_hand_checked_example():
         "D": {"o": "o2", "t": "t3", "p": "p2", "f": "f2"},  # after A: 4 new
         "E": {"o": "o3", "t": "t2", "p": "p2", "f": "f1"},  # after A, D: 2 new (o3, t2)
     }
-    # by hand: A (4, first of the ties A/D), then D (4), then C vs E: C adds {t2}, E adds {o3, t2} -> E;
-    # then C adds nothing new? C = {o2,t2,p1,f1}: all covered -> stop; B = {o1,t1,p1,f2} covered -> stop.
+    # by hand: A (4 new; ties with D, A comes first), then D (4 new), then E ({o3, t2}) beats C ({t2})
+    # and B ({}); after E, C and B add nothing, so selection stops at three.
     picked = greedy_cover(list(items), lambda k: items[k], k=10)
     assert picked == ["A", "D", "E"]
     assert greedy_cover(list(items), lambda k: items[k], k=2) == ["A", "D"]
