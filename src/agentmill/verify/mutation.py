@@ -29,7 +29,7 @@ from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Step, ToolCall
 from agentmill.verify.judge import Judge, default_judge
-from agentmill.verify.sql_state import (PRIVATE, Check, TrialView, evaluate, queries_of, run_queries,
+from agentmill.verify.sql_state import (PRIVATE, Check, TrialView, evaluate, guest_json, queries_of, run_queries,
                                         stage_query_runner)
 from agentmill.verify.tool_lints import Lint, static_lints
 
@@ -89,13 +89,9 @@ async def _sh(sb: Sandbox, script: str) -> None:
 
 async def _replay(sb: Sandbox, task: Task, db_dir: str, calls: list[dict]) -> list[dict]:
     spec_path = await stage_query_runner(task, sb, db_dir=db_dir)
-    run = await sb.exec([*PYTHON, f"{PRIVATE}/toolhost.py", "replay", spec_path], timeout=600,
-                        stdin=json.dumps({"calls": calls}).encode())
-    try:
-        reply = json.loads(run.stdout.strip().splitlines()[-1])
-        return reply["results"]
-    except (json.JSONDecodeError, IndexError, KeyError):
-        raise RuntimeError(f"replay failed (exit {run.returncode}): {run.stderr.strip()[-300:]}") from None
+    reply = await guest_json(sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "replay", spec_path], stdin={"calls": calls},
+                             timeout=600, what="replaying the reference calls")
+    return reply["results"]
 
 
 async def _checks(task: Task, sb: Sandbox, db_dir: str, view: TrialView, judge) -> list[Check]:
@@ -106,11 +102,9 @@ async def _checks(task: Task, sb: Sandbox, db_dir: str, view: TrialView, judge) 
 async def _state_hash(sb: Sandbox, task: Task, db_dir: str) -> str:
     """Content hash of every table of every gym, computed in the sandbox."""
     spec_path = await stage_query_runner(task, sb, db_dir=db_dir)
-    run = await sb.exec([*PYTHON, f"{PRIVATE}/toolhost.py", "hash", spec_path], timeout=300)
-    try:
-        return json.loads(run.stdout.strip().splitlines()[-1])["hash"]
-    except (json.JSONDecodeError, IndexError, KeyError):
-        raise RuntimeError(f"hashing {db_dir} failed (exit {run.returncode}): {run.stderr.strip()[-300:]}") from None
+    reply = await guest_json(sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "hash", spec_path], timeout=300,
+                             what=f"hashing {db_dir}")
+    return reply["hash"]
 
 
 async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
@@ -153,11 +147,8 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
                "argument_values": sorted({json.dumps(v) for c in calls for v in _scalars(c["arguments"])})}
     await sb.write_file(f"{PRIVATE}/mutants.py", (Path(__file__).resolve().parent.parent / "envs" / "guest" / "mutants.py").read_bytes())
     await sb.write_file(f"{PRIVATE}/mutants.json", json.dumps(request).encode())
-    run = await sb.exec([*PYTHON, f"{PRIVATE}/mutants.py", f"{PRIVATE}/mutants.json"], timeout=600)
-    try:
-        made = json.loads(run.stdout.strip().splitlines()[-1])["mutants"]
-    except (json.JSONDecodeError, IndexError, KeyError):
-        raise RuntimeError(f"making mutants failed (exit {run.returncode}): {run.stderr.strip()[-300:]}") from None
+    made = (await guest_json(sb, [*PYTHON, f"{PRIVATE}/mutants.py", f"{PRIVATE}/mutants.json"],
+                             timeout=600, what="making mutants"))["mutants"]
     states += [(m["name"], m["description"], m["dir"]) for m in made]
 
     final_hash = await _state_hash(sb, task, final)

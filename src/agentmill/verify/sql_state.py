@@ -12,7 +12,9 @@ is 1 only if every verifier passes; reward.json gets one entry per verifier plus
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import uuid
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,20 +115,32 @@ async def stage_query_runner(task: Task, sandbox: Sandbox, *, db_dir: str | None
     return f"{PRIVATE}/spec-{tag}.json"
 
 
+async def guest_json(sandbox: Sandbox, argv: list[str], *, stdin: dict | None = None, timeout: float,
+                     what: str) -> dict:
+    """Run a guest script that writes its JSON reply to a file, and read that file back through the guest
+    (a reply on stdout could be cut short when the guest stops waiting for the pipes)."""
+    out = f"{PRIVATE}/reply-{uuid.uuid4().hex[:8]}.json"
+    run = await sandbox.exec([*argv, "--out", out], timeout=timeout,
+                             stdin=json.dumps(stdin).encode() if stdin is not None else None)
+    if run.timed_out:
+        raise SandboxError(f"{what} exceeded {timeout:g}s")
+    try:
+        reply = json.loads(await sandbox.read_file(out, max_bytes=256 << 20))
+    except (FileNotFoundError, json.JSONDecodeError):
+        raise SandboxError(f"{what} failed (exit {run.returncode}): {run.output.strip()[-400:]}") from None
+    with contextlib.suppress(SandboxError):
+        await sandbox.exec(["rm", "-f", out], timeout=30)
+    if "error" in reply:
+        raise SandboxError(f"{what} failed: {reply['error']}")
+    return reply
+
+
 async def run_queries(sandbox: Sandbox, spec_path: str, queries: list[dict]) -> list[dict]:
     """[{sql, gym}] -> [{rows} | {error}], read-only, inside the sandbox."""
     if not queries:
         return []
-    run = await sandbox.exec([*PYTHON, f"{PRIVATE}/toolhost.py", "query", spec_path], timeout=_QUERY_TIMEOUT,
-                             stdin=json.dumps({"queries": queries}).encode())
-    if run.timed_out:
-        raise SandboxError(f"verifier queries exceeded {_QUERY_TIMEOUT:g}s")
-    try:
-        reply = json.loads(run.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        raise SandboxError(f"the query runner failed (exit {run.returncode}): {run.stderr.strip()[-400:]}") from None
-    if "error" in reply:
-        raise SandboxError(f"the query runner failed: {reply['error']}")
+    reply = await guest_json(sandbox, [*PYTHON, f"{PRIVATE}/toolhost.py", "query", spec_path],
+                             stdin={"queries": queries}, timeout=_QUERY_TIMEOUT, what="the query runner")
     return reply["results"]
 
 

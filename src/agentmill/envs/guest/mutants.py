@@ -216,7 +216,7 @@ def _repoint_insert(path, table, entry):
         db.close()
 
 
-def main(req_path):
+def main(req_path, out=None):
     with open(req_path, encoding="utf-8") as f:
         req = json.load(f)
     req.setdefault("ignore", [])
@@ -232,8 +232,14 @@ def main(req_path):
     mutants = field_mutants(req, d, out_dir, req.get("max_fields", 8))
     mutants += record_mutants(req, d, out_dir, req.get("max_records", 4))
     summary = {g: {t: {k: len(v) for k, v in e.items() if k != "key"} for t, e in tabs.items()} for g, tabs in d.items()}
-    print(json.dumps({"mutants": mutants, "diff": summary}, default=str))
+    text = json.dumps({"mutants": mutants, "diff": summary}, default=str)
+    if out is None:
+        print(text)
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    args = sys.argv[1:]
+    main(args[0], args[args.index("--out") + 1] if "--out" in args else None)

@@ -496,15 +496,31 @@ def serve(spec, sock_path):
                 pass
 
 
+def _emit(reply, out):
+    text = json.dumps(reply)
+    if out is None:
+        print(text)
+        return
+    tmp = out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.rename(tmp, out)
+
+
 def main(argv):
+    out = None
+    if "--out" in argv:  # write the reply to a file (read back by the host through the guest)
+        i = argv.index("--out")
+        out = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     mode, spec_path = argv[1], argv[2]
     if mode == "prepare":  # prepare BUNDLE SPEC READY [--force]
         try:
             reply = prepare(argv[2], argv[3], argv[4], "--force" in argv[5:])
         except Exception as e:  # noqa: BLE001 - one clear line for the host
-            print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+            _emit({"error": f"{type(e).__name__}: {e}"}, out)
             return 2
-        print(json.dumps(reply))
+        _emit(reply, out)
         return 0
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
@@ -528,9 +544,9 @@ def main(argv):
         else:
             reply = {"error": f"unknown mode {mode}"}
     except Exception as e:  # noqa: BLE001 - one clear line for the host
-        print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+        _emit({"error": f"{type(e).__name__}: {e}"}, out)
         return 2
-    print(json.dumps(reply))
+    _emit(reply, out)
     return 0
 
 
