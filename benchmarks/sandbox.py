@@ -304,6 +304,7 @@ async def bench_images(args) -> int:
     await builder.get(task)
     rows.append(("same image, image cache hit", time.perf_counter() - t))
     host_image = await ImageBuilder(cache=root / "cache-host").get(_image_task(root, "host", "host", debian=False))
+    big_image = await ImageBuilder(cache=root / "cache-host").get(_image_task(root, "big", "big", debian=False))
 
     async def start(img) -> float:
         t = time.perf_counter()
@@ -319,7 +320,8 @@ async def bench_images(args) -> int:
     import dataclasses
 
     starts = {}
-    for name, img in (("host userland", host_image), ("Debian-built", image)):
+    for name, img in (("host userland", host_image), ("Debian-built", image),
+                      ("host userland, 20,000-file /app", big_image)):
         for how, overlay in (("copy", False), ("overlay", True)):
             variant = dataclasses.replace(img, overlay=overlay)
             await start(variant)
@@ -354,8 +356,11 @@ def _image_task(root: Path, name: str, nonce: str, debian: bool = True):
     df = (f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {nonce} > /app/stamp\n"
           "RUN mkdir -p /app/data && seq 1 1000 > /app/data/n.txt\nRUN useradd -m worker\n") if debian else \
         "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo host > /app/stamp\n"
-    if not debian or name == "cold":
-        df = df if not (name == "cold") else "FROM debian:bookworm-slim\nRUN true\n"
+    if name == "cold":
+        df = "FROM debian:bookworm-slim\nRUN true\n"
+    if name == "big":  # a task that ships a data set: what a copy costs per trial
+        df += ("RUN mkdir -p /app/d && python3 -c \"[open(f'/app/d/f{i}', 'w').write('x' * 1000) "
+               "for i in range(20000)]\"\n")
     path = root / "tasks" / name
     shutil.rmtree(path, ignore_errors=True)
     return load_task(write_task(path, instruction="x", test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
