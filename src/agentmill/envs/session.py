@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, ToolEnvError, prepare_tool_state, require_spec, tool_schemas
+from agentmill.envs.state import (HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, ToolEnvError, guest_json,
+                                  prepare_tool_state, require_spec, tool_schemas)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
@@ -156,12 +157,8 @@ class ToolSession:
                 await self.close()
                 await self.start()
                 raise
-        run = await self.sandbox.exec([*PYTHON, HOST_SCRIPT, "once", SPEC_PATH], timeout=timeout,
-                                      stdin=json.dumps(request).encode())
-        try:
-            return json.loads(run.stdout.strip().splitlines()[-1])
-        except (json.JSONDecodeError, IndexError):
-            raise ToolEnvError(f"exit {run.returncode}: {run.stderr.strip()[-300:]}") from None
+        return await guest_json(self.sandbox, [*PYTHON, HOST_SCRIPT, "once", SPEC_PATH], stdin=request,
+                                timeout=timeout, what="the tool host")
 
     async def _socket_request(self, request: dict, timeout: float) -> dict:
         # The control directory is writable from inside: never follow a link planted there to a host socket.

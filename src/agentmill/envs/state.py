@@ -9,10 +9,12 @@ input too, and SQL can write files (ATTACH), so none of it runs in host Python.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import uuid
 from pathlib import Path
 
-from agentmill.errors import AgentmillError
+from agentmill.errors import AgentmillError, SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.tasks.tool_spec import ToolSpec
@@ -22,6 +24,7 @@ HOST_SCRIPT = f"{TOOLS_ROOT}/runtime/toolhost.py"
 SPEC_PATH = f"{TOOLS_ROOT}/spec.json"
 READY = f"{TOOLS_ROOT}/.ready"
 BUNDLE = f"{TOOLS_ROOT}/bundle.json"
+REPLIES = "/tmp/agentmill-replies"  # the sandbox's private tmpfs
 PYTHON = ["/usr/bin/python3", "-I", "-S"]  # the sandbox's (host /usr, read-only) stdlib Python
 _SKIP = {"__pycache__", ".DS_Store"}
 _INIT_TIMEOUT = 300.0
@@ -103,9 +106,28 @@ def _reply(stdout: str) -> dict:
 
 async def tool_schemas(task: Task, sandbox: Sandbox) -> list[dict]:
     """Every tool of the task's gyms, introspected inside the sandbox (MCP-style: name, description, parameters)."""
-    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60)
-    reply = _reply(run.stdout)
-    if run.returncode != 0 or "error" in reply or "tools" not in reply:
-        detail = reply.get("error") or (run.stderr or run.stdout).strip()[-400:] or f"exit {run.returncode}"
-        raise ToolEnvError(f"{task.path}: loading the tools failed: {detail}")
+    try:
+        reply = await guest_json(sandbox, [*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60, what="loading the tools")
+    except ToolEnvError as e:
+        raise ToolEnvError(f"{task.path}: {e}") from None
     return reply["tools"]
+
+
+async def guest_json(sandbox: Sandbox, argv: list[str], *, stdin: dict | None = None, timeout: float,
+                     what: str) -> dict:
+    """Run a guest script that writes its JSON reply to a file, and read that file back through the guest
+    (a reply on stdout could be cut short when the guest stops waiting for the pipes)."""
+    out = f"{REPLIES}/reply-{uuid.uuid4().hex[:8]}.json"
+    run = await sandbox.exec([*argv, "--out", out], timeout=timeout,
+                             stdin=json.dumps(stdin).encode() if stdin is not None else None)
+    if run.timed_out:
+        raise ToolEnvError(f"{what} exceeded {timeout:g}s")
+    try:
+        reply = json.loads(await sandbox.read_file(out, max_bytes=256 << 20))
+    except (FileNotFoundError, json.JSONDecodeError):
+        raise ToolEnvError(f"{what} failed (exit {run.returncode}): {run.output.strip()[-400:]}") from None
+    with contextlib.suppress(SandboxError):
+        await sandbox.exec(["rm", "-f", out], timeout=30)
+    if "error" in reply:
+        raise ToolEnvError(f"{what} failed: {reply['error']}")
+    return reply

@@ -12,15 +12,13 @@ is 1 only if every verifier passes; reward.json gets one entry per verifier plus
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import uuid
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import PYTHON, TOOLS_ROOT, gym_db, require_spec, sandbox_spec, toolhost_source
+from agentmill.envs.state import PYTHON, TOOLS_ROOT, ToolEnvError, guest_json, gym_db, require_spec, sandbox_spec, toolhost_source
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.sandbox.registry import create_sandbox
@@ -113,26 +111,6 @@ async def stage_query_runner(task: Task, sandbox: Sandbox, *, db_dir: str | None
     await sandbox.write_file(f"{PRIVATE}/toolhost.py", toolhost_source())
     await sandbox.write_file(f"{PRIVATE}/spec-{tag}.json", json.dumps(spec).encode())
     return f"{PRIVATE}/spec-{tag}.json"
-
-
-async def guest_json(sandbox: Sandbox, argv: list[str], *, stdin: dict | None = None, timeout: float,
-                     what: str) -> dict:
-    """Run a guest script that writes its JSON reply to a file, and read that file back through the guest
-    (a reply on stdout could be cut short when the guest stops waiting for the pipes)."""
-    out = f"{PRIVATE}/reply-{uuid.uuid4().hex[:8]}.json"
-    run = await sandbox.exec([*argv, "--out", out], timeout=timeout,
-                             stdin=json.dumps(stdin).encode() if stdin is not None else None)
-    if run.timed_out:
-        raise SandboxError(f"{what} exceeded {timeout:g}s")
-    try:
-        reply = json.loads(await sandbox.read_file(out, max_bytes=256 << 20))
-    except (FileNotFoundError, json.JSONDecodeError):
-        raise SandboxError(f"{what} failed (exit {run.returncode}): {run.output.strip()[-400:]}") from None
-    with contextlib.suppress(SandboxError):
-        await sandbox.exec(["rm", "-f", out], timeout=30)
-    if "error" in reply:
-        raise SandboxError(f"{what} failed: {reply['error']}")
-    return reply
 
 
 async def run_queries(sandbox: Sandbox, spec_path: str, queries: list[dict]) -> list[dict]:
@@ -235,8 +213,9 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
             spec_path = await stage_query_runner(task, sb)
             results = await asyncio.wait_for(run_queries(sb, spec_path, queries_of(task)),
                                              task.config.verifier.timeout_sec)
-    except (SandboxError, asyncio.TimeoutError) as e:
-        outcome = Outcome.VERIFIER_TIMEOUT if isinstance(e, asyncio.TimeoutError) else Outcome.SANDBOX_ERROR
+    except (SandboxError, ToolEnvError, asyncio.TimeoutError) as e:
+        outcome = (Outcome.VERIFIER_TIMEOUT if isinstance(e, asyncio.TimeoutError) else
+                   Outcome.SANDBOX_ERROR if isinstance(e, SandboxError) else Outcome.VERIFIER_ERROR)
         return VerifierResult(outcome, error=str(e) or "verifier timed out", seconds=time.monotonic() - started)
     checks = await evaluate(task, results, TrialView.from_steps(steps), judge)
     reward, rewards = rewards_of(checks)

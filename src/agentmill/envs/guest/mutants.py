@@ -236,6 +236,7 @@ def main(req_path, out=None):
     if out is None:
         print(text)
     else:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "w", encoding="utf-8") as f:
             f.write(text)
 

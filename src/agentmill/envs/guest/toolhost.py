@@ -501,6 +501,7 @@ def _emit(reply, out):
     if out is None:
         print(text)
         return
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
