@@ -237,3 +237,30 @@ def test_a_link_planted_in_the_control_dir_is_never_followed(hostile, tmp_path):
         listener.close()
     assert not planted.is_error and refused.is_error and "not a socket" in refused.content
     assert not after.is_error and after.content == "VPN drops every hour"
+
+
+def test_a_gyms_base_database_is_built_once_per_gym_content(tmp_path):
+    import uuid
+
+    from agentmill.envs import prepare_tool_state
+
+    marker = uuid.uuid4().hex  # a gym no earlier run has built
+    task_dir = make_tool_task(tmp_path / "t", seed_sql="UPDATE tickets SET priority = 4 WHERE id = 2;")
+    seed = task_dir / "environment" / "gym" / "seed.sql"
+    seed.write_text(seed.read_text() + f"INSERT INTO users (id, name, team) VALUES (9, '{marker}', 'x');\n")
+
+    async def prepared(task):
+        async with task_sandbox(task) as sb:
+            built = await prepare_tool_state(task, sb)
+            again = await prepare_tool_state(task, sb)
+            async with open_tool_session(task, sb) as s:
+                ticket = json.loads((await s.call("get_ticket", {"ticket_id": 2})).content)
+            return built, again, ticket["priority"]
+
+    task = load_task(task_dir)
+    first, second = run(prepared(task)), run(prepared(task))
+    assert first[0] == ["gym"] and second[0] == []  # the second sandbox got the cached base
+    assert first[1] is None  # already prepared: nothing redone
+    assert first[2] == second[2] == 4  # the task's own seed still applies on top
+    seed.write_text(seed.read_text() + "UPDATE tickets SET title = 'changed' WHERE id = 3;\n")
+    assert run(prepared(load_task(task_dir)))[0] == ["gym"]  # changed gym content: built again

@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
+import os
 import uuid
 from pathlib import Path
 
 from agentmill.errors import AgentmillError, SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
-from agentmill.tasks.tool_spec import ToolSpec
+from agentmill.paths import cache_dir
+from agentmill.tasks.tool_spec import GymRef, ToolSpec
 
 TOOLS_ROOT = "/var/lib/agentmill/tools"
 HOST_SCRIPT = f"{TOOLS_ROOT}/runtime/toolhost.py"
 SPEC_PATH = f"{TOOLS_ROOT}/spec.json"
 READY = f"{TOOLS_ROOT}/.ready"
 BUNDLE = f"{TOOLS_ROOT}/bundle.json"
+BASE_DIR = f"{TOOLS_ROOT}/base"  # each gym's database before the task's seed
 REPLIES = "/tmp/agentmill-replies"  # the sandbox's private tmpfs
 PYTHON = ["/usr/bin/python3", "-I", "-S"]  # the sandbox's (host /usr, read-only) stdlib Python
 _SKIP = {"__pycache__", ".DS_Store"}
@@ -45,18 +49,23 @@ def gym_db(name: str) -> str:
 def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
     """The JSON the tool host reads: gyms (inside paths), seeds, the per-call timeout."""
     return {
-        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": gym_db(g.name)} for g in spec.gyms],
+        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": gym_db(g.name),
+                  "base": f"{root}/base/{g.name}.sqlite"} for g in spec.gyms],
         "seeds": [f"{root}/seeds/{i}.sql" for i, _ in enumerate(spec.seeds)],
         "labels": {f"{root}/seeds/{i}.sql": f"{p.parent.name}/{p.name}" for i, p in enumerate(spec.seeds)},
         "timeout": spec.tool_timeout_sec,
     }
 
 
-def _files(spec: ToolSpec) -> dict[str, bytes]:
+def _files(spec: ToolSpec, prebuilt: set[str] = frozenset()) -> dict[str, bytes]:
+    """Everything the sandbox needs; a gym whose base database is cached needs no schema or seed SQL."""
     out = {HOST_SCRIPT: toolhost_source(), SPEC_PATH: json.dumps(sandbox_spec(spec), indent=1).encode()}
     for gym in spec.gyms:
         for path in sorted(gym.path.rglob("*")):
-            if path.is_file() and not _SKIP.intersection(path.relative_to(gym.path).parts):
+            rel = path.relative_to(gym.path)
+            if gym.name in prebuilt and rel.as_posix() in ("schema.sql", "seed.sql"):
+                continue
+            if path.is_file() and not _SKIP.intersection(rel.parts):
                 out[f"{TOOLS_ROOT}/gyms/{gym.name}/{path.relative_to(gym.path).as_posix()}"] = path.read_bytes()
     for i, seed in enumerate(spec.seeds):
         out[f"{TOOLS_ROOT}/seeds/{i}.sql"] = seed.read_bytes()
@@ -69,8 +78,11 @@ def require_spec(task: Task) -> ToolSpec:
     return task.tool_spec
 
 
-async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False) -> None:
+async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False) -> list[str] | None:
     """Stage the gyms and build the databases in the sandbox. Idempotent unless `force`.
+
+    Returns the gyms whose database was built from SQL (the rest came from the base cache), or None
+    when the sandbox was prepared already.
 
     Two writes (the tool host, one bundle of every other file) and one exec, whatever the gyms hold.
     """
@@ -78,19 +90,51 @@ async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = Fals
     if not force:
         try:  # one read through the guest, no process: the trial usually prepared it already
             await sandbox.read_file(READY, max_bytes=1)
-            return
+            return None
         except FileNotFoundError:
             pass
-    files = _files(spec)
+    cached = {g.name: path for g in spec.gyms if (path := _base_cache(g)).is_file()}
+    files = _files(spec, prebuilt=set(cached))
+    for name, path in cached.items():  # a gym's base database, built once (in a sandbox) per gym content
+        files[f"{BASE_DIR}/{name}.sqlite"] = path.read_bytes()
     bundle = {path: base64.b64encode(data).decode() for path, data in files.items() if path != HOST_SCRIPT}
     await sandbox.write_file(HOST_SCRIPT, files[HOST_SCRIPT])
     await sandbox.write_file(BUNDLE, json.dumps(bundle).encode())
-    run = await sandbox.exec([*PYTHON, HOST_SCRIPT, "prepare", BUNDLE, SPEC_PATH, READY, *(["--force"] if force else [])],
-                             timeout=_INIT_TIMEOUT)
-    reply = _reply(run.stdout)
-    if run.returncode != 0 or "error" in reply:
-        detail = reply.get("error") or (run.stderr or run.stdout).strip()[-400:] or f"exit {run.returncode}"
-        raise ToolEnvError(f"{task.path}: building the gym databases failed: {detail}")
+    try:
+        reply = await guest_json(sandbox, [*PYTHON, HOST_SCRIPT, "prepare", BUNDLE, SPEC_PATH, READY,
+                                           *(["--force"] if force else [])], timeout=_INIT_TIMEOUT,
+                                 what="building the gym databases")
+    except ToolEnvError as e:
+        raise ToolEnvError(f"{task.path}: {e}") from None
+    for gym in spec.gyms:
+        if gym.name in reply.get("built", []) and gym.name not in cached:
+            await _keep_base(sandbox, gym)
+    return list(reply.get("built", []))
+
+
+def _base_key(gym: GymRef) -> str:
+    parts = [hashlib.sha256(toolhost_source()).hexdigest(), gym.name]
+    for name in ("schema.sql", "seed.sql"):
+        path = gym.path / name
+        parts.append(hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _base_cache(gym: GymRef) -> Path:
+    return cache_dir() / "gym-db" / f"{gym.name}-{_base_key(gym)}.sqlite"
+
+
+async def _keep_base(sandbox: Sandbox, gym: GymRef) -> None:
+    """Keep a freshly built base database for the next trials of any task on this gym."""
+    try:
+        data = await sandbox.read_file(f"{BASE_DIR}/{gym.name}.sqlite", max_bytes=1 << 30)
+    except (FileNotFoundError, SandboxError):
+        return
+    dest = _base_cache(gym)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    tmp.write_bytes(data)
+    tmp.replace(dest)
 
 
 def _reply(stdout: str) -> dict:

@@ -234,18 +234,29 @@ def connect(path, *, readonly=False):
     return db
 
 
-def init(spec):
-    by_name = {g["name"]: g for g in spec["gyms"]}
+def init(spec, *, use_base=False):
+    """Each gym's database from its schema and seed (or from its cached base copy), then the task's seeds."""
+    import shutil
+
+    built = []
     for gym in spec["gyms"]:
         os.makedirs(os.path.dirname(gym["db"]), exist_ok=True)
         if os.path.exists(gym["db"]):
             os.unlink(gym["db"])
+        base = gym.get("base")
+        if use_base and base and os.path.isfile(base):
+            shutil.copyfile(base, gym["db"])
+            continue
         db = sqlite3.connect(gym["db"])
         for part in ("schema.sql", "seed.sql"):
             path = os.path.join(gym["dir"], part)
             if os.path.isfile(path):
                 _script(db, path, f"gym '{gym['name']}': {part}")
         db.close()
+        if base:  # the host may keep it for the next trials
+            os.makedirs(os.path.dirname(base), exist_ok=True)
+            shutil.copyfile(gym["db"], base)
+        built.append(gym["name"])
     for path in spec.get("seeds", []):
         # the task's seed runs on the first gym with the others attached under their names, so
         # one seed.sql can set up a cross-gym task (unqualified names resolve in gym order)
@@ -253,7 +264,7 @@ def init(spec):
         _attach_others(db, spec, spec["gyms"][0]["name"], readonly=False)
         _script(db, path, spec.get("labels", {}).get(path, path))
         db.close()
-    return {"gyms": [g["name"] for g in spec["gyms"]]}
+    return {"gyms": [g["name"] for g in spec["gyms"]], "built": built}
 
 
 def _attach_others(db, spec, main, *, readonly):
@@ -462,7 +473,7 @@ def prepare(bundle_path, spec_path, ready, force):
     os.unlink(bundle_path)
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
-    reply = init(spec)
+    reply = init(spec, use_base=True)
     reply["tools"] = len(load_all(spec))  # a tools.py that breaks the contract fails here, before any agent
     open(ready, "w").close()
     return reply
