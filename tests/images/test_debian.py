@@ -200,3 +200,24 @@ def test_auto_mode_keeps_the_host_fast_path_and_falls_back_to_debian(tmp_path):
     alpine = load_task(simple_task(tmp_path, "alpine", dockerfile="FROM alpine:3.19\nRUN apk add bash\n"))
     with pytest.raises(Exception, match="not Debian-based"):
         asyncio.run(builder.get(alpine))
+
+
+def test_terminal_bench_task_as_written(tmp_path):
+    # A legacy Terminal-Bench task on its python base image with the recording boilerplate: the
+    # verifier's pytest (offline toolkit) runs inside the Debian-built image.
+    from tests.tasks.test_public_style import TB_RUN_TESTS, tb_task
+
+    df = ("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n\n"
+          "RUN apt-get update && apt-get install -y tmux asciinema \\\n    && rm -rf /var/lib/apt/lists/*\n\n"
+          "RUN mkdir -p /app/data && printf 'a,1\\nb,2\\n' > /app/data/in.csv\n")
+    path = tb_task(tmp_path, "tb-sum", dockerfile=df, run_tests=TB_RUN_TESTS,
+                   instruction="Sum the second column of /app/data/in.csv into /app/data/sum.txt.",
+                   solution="python -c \"print(sum(int(l.split(',')[1]) for l in open('data/in.csv')))\" > data/sum.txt\n",
+                   test_outputs="from pathlib import Path\n\n\ndef test_sum():\n"
+                                "    assert Path('/app/data/sum.txt').read_text().strip() == '3'\n")
+    task = load_task(path)
+    builder = builder_for(tmp_path)
+    oracle, _ = oracle_and_nop(task, builder)
+    assert "1 passed" in oracle.verifier_stdout
+    image = asyncio.run(builder.get(task))
+    assert image.workdir == "/app" and (Path(image.system) / "usr/bin/asciinema").exists()
