@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -133,6 +134,11 @@ def test_layer_cache_builds_a_shared_prefix_once(tmp_path):
     stamp_a = (builder.store.rootfs(shared) / "app/built-at").read_text()
     assert (Path(second.system) / "app/built-at").read_text() == stamp_a  # the prefix ran once
     assert (first.rootfs / "app/which").read_text() == "a\n" and (second.rootfs / "app/which").read_text() == "b\n"
+    # a layer stores only what its step changed: untouched files are the parent's, linked
+    base, child = builder.store.rootfs(first.layers[0]), builder.store.rootfs(shared)
+    python = Path(os.path.realpath(base / "usr/bin/python3")).relative_to(base)
+    assert (child / python).stat().st_ino == (base / python).stat().st_ino
+    assert builder.store.info(shared).size_bytes < builder.store.info(first.layers[0]).size_bytes / 10
     for key in {*first.layers[1:], *second.layers[1:]}:  # this test's layers are unique: do not let them pile up
         builder.store.remove(key)
 

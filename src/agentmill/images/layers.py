@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ class LayerInfo(BaseModel):
     step: str  # what made it: the mmdebstrap command or the Dockerfile step (with its inputs' hashes)
     created: float
     build_seconds: float
-    size_bytes: int = 0
+    size_bytes: int = 0  # disk this layer adds over its parent (unchanged files are shared links)
 
 
 class LayerError(Exception):
@@ -118,8 +119,9 @@ class LayerStore:
             else:
                 await asyncio.to_thread(_copy_tree, self.rootfs(parent), tmp / "rootfs")
             await apply(tmp / "rootfs")
+            shared = await asyncio.to_thread(dedupe, self.rootfs(parent), tmp / "rootfs") if parent else 0
             os.chown(tmp, 0, 0)
-            size = await asyncio.to_thread(_du, tmp / "rootfs")
+            size = max(0, await asyncio.to_thread(_du, tmp / "rootfs") - shared)  # what this layer adds
             info = LayerInfo(key=key, parent=parent, step=step, created=time.time(),
                              build_seconds=round(time.monotonic() - started, 3), size_bytes=size)
             (tmp / "layer.json").write_text(info.model_dump_json(indent=2))
@@ -150,6 +152,34 @@ async def build_base(ident: BuildIdentity, rootfs: Path, *, release: str, varian
     tarball.unlink()
     if result.returncode != 0:
         raise LayerError(f"unpacking the {release} base failed: {result.output.strip()[-300:]}", result)
+
+
+def dedupe(parent: Path, child: Path) -> int:
+    """Hard-link the child's files that the step left untouched to the parent's, so a layer costs
+    disk only for what its step changed. Safe because stored layers are never written again: a
+    step works on a `cp -a` copy (new inodes) and sandboxes mount layers read-only. Returns the bytes
+    now shared with the parent."""
+    shared = 0
+    for dirpath, _dirs, files in os.walk(child):
+        for name in files:
+            c = os.path.join(dirpath, name)
+            p = os.path.join(parent, os.path.relpath(c, child))
+            try:
+                cs, ps = os.lstat(c), os.lstat(p)
+            except OSError:
+                continue
+            same = (stat.S_ISREG(cs.st_mode) and stat.S_ISREG(ps.st_mode) and cs.st_ino != ps.st_ino
+                    and (cs.st_size, cs.st_mtime_ns, cs.st_mode, cs.st_uid, cs.st_gid)
+                    == (ps.st_size, ps.st_mtime_ns, ps.st_mode, ps.st_uid, ps.st_gid))
+            if same:
+                tmp_link = c + ".agentmill-link"
+                try:
+                    os.link(p, tmp_link)
+                except OSError:  # too many links to one inode: keep the copy
+                    continue
+                os.replace(tmp_link, c)
+                shared += cs.st_size
+    return shared
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
