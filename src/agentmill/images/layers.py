@@ -194,7 +194,8 @@ def _du(path: Path) -> int:
 def remove_tree(path: Path) -> None:
     """Remove a layer or image tree; files may be read-only or owned by the build user's ids."""
     if path.exists() or path.is_symlink():
-        subprocess.run(["chmod", "-R", "u+rwX", str(path)], capture_output=True)
+        # Folders only: files may be hard links shared with other layers, whose modes must not change.
+        subprocess.run(["find", str(path), "-type", "d", "-exec", "chmod", "u+rwx", "{}", "+"], capture_output=True)
         shutil.rmtree(path, ignore_errors=True)
 
 
