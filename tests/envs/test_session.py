@@ -264,3 +264,16 @@ def test_a_gyms_base_database_is_built_once_per_gym_content(tmp_path):
     assert first[2] == second[2] == 4  # the task's own seed still applies on top
     seed.write_text(seed.read_text() + "UPDATE tickets SET title = 'changed' WHERE id = 3;\n")
     assert run(prepared(load_task(task_dir)))[0] == ["gym"]  # changed gym content: built again
+
+
+def test_concurrent_calls_are_applied_one_at_a_time_in_the_order_made(helpdesk):
+    async def go():
+        async with task_sandbox(helpdesk) as sb, open_tool_session(helpdesk, sb) as s:
+            # one model turn with several tool calls: the agent may fire them at once
+            results = await asyncio.gather(*(s.call("set_priority", {"ticket_id": 2, "priority": p}) for p in (1, 2, 3, 4)),
+                                           s.call("get_ticket", {"ticket_id": 2}))
+            return results
+
+    *sets, got = run(go())
+    assert [json.loads(r.content)["priority"] for r in sets] == [1, 2, 3, 4]
+    assert json.loads(got.content)["priority"] == 4  # the read made last saw every write before it
