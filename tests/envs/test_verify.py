@@ -158,6 +158,10 @@ def test_trials_oracle_passes_nop_fails_and_state_is_per_trial(tmp_path):
     assert nop.outcome is Outcome.FAILED and nop.rewards["vpn_closed"] == 0.0 and nop.rewards["others_untouched"] == 1.0
     assert [c.function_name for s in steps.steps for c in (s.tool_calls or [])] == ["list_tickets", "close_ticket"]
     assert steps.steps[-1].message == "Closed ticket 1." and steps.metadata["replay_errors"] == []
+    # a demonstration in the tools agent's shape: system spec, prompt (with the tools offered), calls, answer
+    assert [s.source for s in steps.steps[:2]] == ["system", "user"]
+    assert steps.steps[1].message == task.instruction.strip()
+    assert {t["function"]["name"] for t in steps.steps[0].extra["tools"]} >= {"close_ticket", "list_tickets"}
 
 
 def test_a_broken_seed_is_a_typed_failure_not_a_crash(tmp_path):

@@ -20,6 +20,13 @@ async def replay_reference(task: Task, session: ToolSession, result: AgentResult
     if spec.calls is None:
         raise RuntimeError(f"{task.path}: no solution/calls.json to replay")
     errors = result.metadata.setdefault("replay_errors", [])
+    # the conversation a tools agent would have had: system spec and prompt first, the tool list
+    # offered recorded on the first step (as agents/conversation.py does), so exports are demos
+    opening = [("system", task.system.strip())] if task.system and task.system.strip() else []
+    opening.append(("user", task.instruction.strip()))
+    for i, (source, text) in enumerate(opening):
+        result.steps.append(Step(step_id=result.next_id(), source=source, message=text,
+                                 extra={"tools": session.tools} if i == 0 and session.tools else None))
     for i, call in enumerate(spec.calls):
         call_id = f"call_{i + 1}"
         step = Step(step_id=result.next_id(), source="agent", message="",
