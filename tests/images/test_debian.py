@@ -227,3 +227,16 @@ def test_terminal_bench_task_as_written(tmp_path):
     assert "1 passed" in oracle.verifier_stdout
     image = asyncio.run(builder.get(task))
     assert image.workdir == "/app" and (Path(image.system) / "usr/bin/asciinema").exists()
+
+
+def test_layer_sharing_never_keeps_a_parents_content_for_a_changed_file(tmp_path):
+    # A step that rewrites a file with the same size and restores its mtime must still get its own copy.
+    nonce = uuid.uuid4().hex[:8]
+    df = (f"FROM debian:bookworm-slim\nRUN echo {nonce}-aaaa > /opt/f && touch -d 2001-01-01 /opt/f\n"
+          f"RUN echo {nonce}-bbbb > /opt/f && touch -d 2001-01-01 /opt/f\n")
+    builder = builder_for(tmp_path)
+    image = asyncio.run(builder.get(load_task(simple_task(tmp_path, dockerfile=df))))
+    assert (Path(image.system) / "opt/f").read_text() == f"{nonce}-bbbb\n"
+    assert (builder.store.rootfs(image.layers[1]) / "opt/f").read_text() == f"{nonce}-aaaa\n"
+    for key in image.layers[1:]:
+        builder.store.remove(key)

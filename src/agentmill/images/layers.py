@@ -118,8 +118,10 @@ class LayerStore:
                 os.chown(tmp / "rootfs", ident.uid, ident.gid)
             else:
                 await asyncio.to_thread(_copy_tree, self.rootfs(parent), tmp / "rootfs")
+            await asyncio.sleep(0.02)  # file times tick coarsely: keep the copy's apart from the step's
+            step_started = time.time_ns() - 10_000_000
             await apply(tmp / "rootfs")
-            shared = await asyncio.to_thread(dedupe, self.rootfs(parent), tmp / "rootfs") if parent else 0
+            shared = await asyncio.to_thread(dedupe, self.rootfs(parent), tmp / "rootfs", step_started) if parent else 0
             os.chown(tmp, 0, 0)
             size = max(0, await asyncio.to_thread(_du, tmp / "rootfs") - shared)  # what this layer adds
             info = LayerInfo(key=key, parent=parent, step=step, created=time.time(),
@@ -154,9 +156,11 @@ async def build_base(ident: BuildIdentity, rootfs: Path, *, release: str, varian
         raise LayerError(f"unpacking the {release} base failed: {result.output.strip()[-300:]}", result)
 
 
-def dedupe(parent: Path, child: Path) -> int:
+def dedupe(parent: Path, child: Path, step_started_ns: int) -> int:
     """Hard-link the child's files that the step left untouched to the parent's, so a layer costs
-    disk only for what its step changed. Safe because stored layers are never written again: a
+    disk only for what its step changed. Untouched: its status changed last during the copy (ctime
+    cannot be set from user space, unlike mtime) and it still matches the parent's size, mtime, mode
+    and owner. Safe because stored layers are never written again: a
     step works on a `cp -a` copy (new inodes) and sandboxes mount layers read-only. Returns the bytes
     now shared with the parent."""
     shared = 0
@@ -169,6 +173,7 @@ def dedupe(parent: Path, child: Path) -> int:
             except OSError:
                 continue
             same = (stat.S_ISREG(cs.st_mode) and stat.S_ISREG(ps.st_mode) and cs.st_ino != ps.st_ino
+                    and cs.st_ctime_ns < step_started_ns
                     and (cs.st_size, cs.st_mtime_ns, cs.st_mode, cs.st_uid, cs.st_gid)
                     == (ps.st_size, ps.st_mtime_ns, ps.st_mode, ps.st_uid, ps.st_gid))
             if same:
