@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 

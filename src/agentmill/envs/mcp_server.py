@@ -20,7 +20,7 @@ from agentmill.envs.state import gym_db, prepare_tool_state, require_spec
 from agentmill.errors import AgentmillError
 from agentmill.tasks import load_task
 from agentmill.tasks.model import Task
-from agentmill.tasks.tool_task import BUNDLED_GYMS, bundled_gym_names
+from agentmill.tasks.tool_task import bundled_gym_names
 
 
 def task_for(target: str, workdir: Path) -> Task:

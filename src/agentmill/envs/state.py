@@ -137,17 +137,6 @@ async def _keep_base(sandbox: Sandbox, gym: GymRef) -> None:
     tmp.replace(dest)
 
 
-def _reply(stdout: str) -> dict:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return {}
-
-
 async def tool_schemas(task: Task, sandbox: Sandbox) -> list[dict]:
     """Every tool of the task's gyms, introspected inside the sandbox (MCP-style: name, description, parameters)."""
     try:
