@@ -25,6 +25,8 @@ from pathlib import Path
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
+from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildError, NetworkFetchError,
+                                     TransientNeedsContainer)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
@@ -37,31 +39,6 @@ BUILDER_VERSION = "3"  # bump when a build of the same inputs would differ
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 _NEEDS_CONTAINER_MARK = "AGENTMILL_NEEDS_CONTAINER:"
 _NOTE_MARK = "AGENTMILL_NOTE:"
-# What a failed fetch prints. Here an unreachable host and a DNS hiccup read the same, so a step
-# that fails this way is retried, and the final verdict is never cached on disk.
-_NETWORK_ERRORS = ("Could not resolve host", "Temporary failure in name resolution", "Temporary failure resolving",
-                   "Failed to connect", "Network is unreachable", "Connection timed out", "Connection reset by peer",
-                   "Read timed out", "Failed to establish a new connection", "503 Service Unavailable",
-                   "502 Bad Gateway", "504 Gateway Time-out", "Could not connect to", "Failed to fetch")
-RETRY_DELAYS = (2.0, 8.0)  # seconds before the 2nd and 3rd attempt of a step that failed on the network
-
-
-class TransientNeedsContainer(NeedsContainerError):
-    """A verdict that may change on the next run: kept for this process only, never cached on disk."""
-
-
-class NetworkFetchError(TransientNeedsContainer):
-    """A RUN step's network fetch failed on every attempt; the next run tries again."""
-
-
-class ImageBuildError(AgentmillError):
-    """A build step failed. `log` keeps the failing step's output."""
-
-    def __init__(self, message: str, log: str = ""):
-        self.log = log
-        super().__init__(message)
-
-
 @dataclass
 class Image:
     key: str
@@ -471,7 +448,7 @@ class _Build:
                 raise ImageBuildError(f"{where}: build timed out")
             result = await self.sandbox.exec(argv, timeout=remaining, env=env, cwd=self.image.workdir)
             output = result.output
-            network = result.returncode != 0 and any(s in output for s in _NETWORK_ERRORS)
+            network = result.returncode != 0 and any(s in output for s in NETWORK_ERRORS)
             if not (network and delays):
                 break
             await asyncio.sleep(delays.pop(0))  # a transient failure: the step runs again

@@ -24,6 +24,7 @@ from pathlib import Path
 from agentmill.errors import NeedsContainerError
 from agentmill.images.debian import MIRROR, BaseChoice, choose_base
 from agentmill.images.dockerfile import Instruction, parse_env, split_flags, substitute
+from agentmill.images.errors import NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.layers import LayerError, LayerStore, build_base
 from agentmill.images.userns import DEBIAN_PATH, BuildIdentity, run_in_rootfs, step_ca_env
@@ -109,8 +110,6 @@ class DebianBuild:
         try:
             key, built = await self.store.derive(self.ident, None, step, apply)
         except LayerError as e:
-            from agentmill.images.build import TransientNeedsContainer
-
             raise TransientNeedsContainer(f"the Debian base could not be built: {e}") from None
         if built:
             self.built.append(key)
@@ -177,8 +176,6 @@ class DebianBuild:
             if result.returncode != 0:
                 raise LayerError(f"{where}: RUN exited {result.returncode}", result)
 
-        from agentmill.images.build import _NETWORK_ERRORS, ImageBuildError, NetworkFetchError
-
         delays = list(self.builder.retry_delays)
         while True:
             try:
@@ -186,7 +183,7 @@ class DebianBuild:
                 break
             except LayerError as e:
                 output = e.result.output if e.result is not None else ""
-                network = any(s in output for s in _NETWORK_ERRORS)
+                network = any(s in output for s in NETWORK_ERRORS)
                 if network and delays:
                     await asyncio.sleep(delays.pop(0))  # from the parent's pristine copy again
                     continue
@@ -200,8 +197,6 @@ class DebianBuild:
         return replace(state, key=key, chain=[*state.chain, key])
 
     async def copy_layer(self, state: StageState, step: Instruction, variables: dict[str, str], where: str) -> StageState:
-        from agentmill.images.build import ImageBuildError
-
         flags, parts = split_flags(step.args)
         parts = [substitute(p, variables) for p in parts]
         if step.heredoc is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
 import shutil
 import stat
