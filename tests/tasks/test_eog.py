@@ -105,3 +105,12 @@ def test_bad_rows_are_reported_with_their_line_and_skipped(tmp_path):
     export = subprocess.run([str(AGENTMILL), "env", "export-eog", str(tmp_path / "tasks"), "--out", str(tmp_path / "o.jsonl")],
                             capture_output=True, text=True, timeout=60)
     assert export.returncode == 0 and len((tmp_path / "o.jsonl").read_text().splitlines()) == 1
+
+
+def test_export_into_a_folder_that_does_not_exist_yet(tmp_path):
+    make_tool_task(tmp_path / "ds" / "close-vpn")
+    out = tmp_path / "new" / "deeper" / "rows.jsonl"
+    n, errors = export_eog(tmp_path / "ds", out)
+    assert (n, errors) == (1, [])
+    assert json.loads(out.read_text())["task_id"] == "close-vpn"
+    assert [p.name for p in out.parent.iterdir()] == ["rows.jsonl"]  # no temporary file left behind

@@ -20,6 +20,7 @@ from typing import Any
 
 import tomli_w
 
+from agentmill.atomic import write_text_atomic
 from agentmill.errors import TaskError
 from agentmill.tasks.tool_task import load_calls, parse_verifier
 
@@ -176,7 +177,5 @@ def export_eog(dataset: Path, out: Path) -> tuple[int, list[str]]:
             rows.append(task_to_row(root))
         except TaskError as e:
             errors.append(str(e))
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(out)
+    write_text_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return len(rows), errors
