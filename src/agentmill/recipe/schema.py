@@ -45,7 +45,8 @@ class ModelSpec(_Strict):
 
 class Source(_Strict):
     name: str
-    path: str | None = None  # a folder of Harbor task folders
+    kind: Literal["harbor", "grounded"] = "harbor"  # grounded: `path` is an `agentmill ground` store
+    path: str | None = None  # a folder of Harbor task folders (or a ground store)
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
     score: float | None = None  # ranking score for top-N mixing
@@ -54,6 +55,8 @@ class Source(_Strict):
     def _one_place(self):
         if (self.path is None) == (not self.sample):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
+        if self.kind == "grounded" and self.path is None:
+            raise ValueError(f"source '{self.name}': kind = \"grounded\" needs path = the ground store")
         return self
 
 

@@ -10,7 +10,15 @@ from agentmill.tasks.hashing import hash_text
 
 
 def source_path(recipe: Recipe, source: Source):
-    return sample_dataset_path() if source.sample else recipe.resolve(source.path)
+    if source.sample:
+        return sample_dataset_path()
+    path = recipe.resolve(source.path)
+    if source.kind == "grounded":  # admitted tasks are plain Harbor folders under <store>/tasks
+        from agentmill.grounded.source import load_grounded_tasks
+
+        load_grounded_tasks(path)  # one clear error when the folder is not a ground store
+        return path / "tasks"
+    return path
 
 
 def source_fingerprint(recipe: Recipe) -> str:
