@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentmill import defaults
 from agentmill.errors import AgentmillError
+from agentmill.recipe.stage import registered
 from agentmill.traces.filters import FilterSpec
 
 
@@ -80,10 +81,7 @@ class TaskFilter(_Strict):
     @field_validator("kind")
     @classmethod
     def _registered(cls, kind: str) -> str:
-        from agentmill.recipe.stage import STAGES, registered  # the registry imports this module: import late
-
-        registered()
-        known = sorted(n for n, c in STAGES.items() if c.kind == "task_filter")
+        known = sorted(n for n, c in registered().items() if c.kind == "task_filter")  # looked up now, not at import
         if kind not in known:
             raise ValueError(f"unknown task filter {kind!r} (known: {', '.join(known)})")
         return kind

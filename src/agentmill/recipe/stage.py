@@ -16,6 +16,8 @@ from the stage objects and nothing else:
 
 Adding a stage: subclass Stage, set `name`, `consumes`, `produces`, implement `settings()` and
 `run()`, decorate the class with `@register_stage`, and import its module in `stages/__init__.py`.
+This registry imports no stage: `agentmill/recipe/__init__.py` imports the bundled stages, so
+importing anything of the recipe package registers them (and no import circle runs through here).
 """
 
 from __future__ import annotations
@@ -106,16 +108,13 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
 
 
 def registered() -> dict[str, type[Stage]]:
-    """Every registered stage (importing the bundled stages registers them)."""
-    import agentmill.recipe.stages  # noqa: F401
-
+    """Every registered stage. The bundled ones register themselves when their modules are imported,
+    which the package face (`agentmill/recipe/__init__.py`) does, so they are here before any caller."""
     return STAGES
 
 
 def stage_class(name: str, *, where: str, kind: str | None = None) -> type[Stage]:
     """The registered stage called `name` (of `kind` if given), or an error naming the recipe key."""
-    registered()
-
     known = sorted(n for n, c in STAGES.items() if kind is None or c.kind == kind)
     cls = STAGES.get(name)
     if cls is None or (kind is not None and cls.kind != kind):

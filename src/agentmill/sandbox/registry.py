@@ -3,6 +3,10 @@
 Trials, verifiers and image builds never name a backend class; they call `create_sandbox(spec)`.
 The backend is the one passed, else `AGENTMILL_SANDBOX`, else the embedded bubblewrap backend.
 Every registered backend must pass the conformance suite (`sandbox/conformance.py`).
+
+This registry imports no backend: each backend registers itself when its module is imported, and
+the package face (`agentmill/sandbox/__init__.py`) imports the built-in ones, so they are registered
+whatever module of the package a caller imports first.
 """
 
 from __future__ import annotations
@@ -40,18 +44,11 @@ def unregister_backend(name: str) -> None:
     _BACKENDS.pop(name, None)
 
 
-def _load_builtin() -> None:
-    import agentmill.sandbox.bwrap  # noqa: F401  (registers "bwrap")
-    import agentmill.sandbox.overlay  # noqa: F401  (registers "bwrap-overlay")
-
-
 def backend_names() -> list[str]:
-    _load_builtin()
     return sorted(_BACKENDS)
 
 
 def get_backend(name: str | None = None) -> BackendType:
-    _load_builtin()
     chosen = name or os.environ.get(ENV_VAR) or DEFAULT_BACKEND
     try:
         return _BACKENDS[chosen]

@@ -1,5 +1,6 @@
 """Tasks: the Harbor task directory (and legacy Terminal-Bench), datasets, content hashes."""
 
+from agentmill.tasks import builtin_kinds  # noqa: F401  (registers the bundled kinds)
 from agentmill.tasks.dataset import Dataset, load_dataset, sample_dataset_path
 from agentmill.tasks.model import Task, TaskConfig
 from agentmill.tasks.io import load_task, write_task

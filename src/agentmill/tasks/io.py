@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from agentmill.errors import TaskError
 from agentmill.tasks.hashing import hash_tree
+from agentmill.tasks.kinds import task_kinds
 from agentmill.tasks.model import Task, TaskConfig
 
 
@@ -19,8 +20,6 @@ def load_task(path: Path | str) -> Task:
     root = Path(path).resolve()
     if not root.is_dir():
         raise TaskError(root, "not a directory")
-    from agentmill.tasks.kinds import task_kinds  # the registry imports this module's loader
-
     for kind in task_kinds():
         if kind.detect(root):
             return kind.load(root)

@@ -3,6 +3,8 @@
 A kind says whether a folder is one of its tasks (`detect`) and reads it into the one Task record
 (`load`). `load_task` asks each kind in registration order, the fallbacks (plain Harbor and
 Terminal-Bench folders, which claim any task.toml/task.yaml) last; the first that claims it wins.
+This registry imports no loader: `builtin_kinds.py` registers the bundled kinds, and the package face
+(`agentmill/tasks/__init__.py`) imports it, so they are registered before any caller asks.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ class TaskKind:
 
 
 _KINDS: dict[str, TaskKind] = {}
-_BUILTIN_LOADED = False
 
 
 def register_kind(kind: TaskKind) -> TaskKind:
@@ -41,7 +42,6 @@ def unregister_kind(name: str) -> None:
 
 
 def task_kinds() -> list[TaskKind]:
-    _load_builtin()
     kinds = list(_KINDS.values())
     return [k for k in kinds if not k.fallback] + [k for k in kinds if k.fallback]
 
@@ -59,21 +59,3 @@ def declared_kind(root: Path) -> str | None:
     env = raw.get("environment")
     kind = env.get("kind") if isinstance(env, dict) else None
     return kind if isinstance(kind, str) else None
-
-
-def _load_builtin() -> None:
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    _BUILTIN_LOADED = True
-    from agentmill.tasks import io, terminal_bench, tool_task
-
-    extra = dict(_KINDS)  # kinds registered before the built-ins keep their place after "tools"
-    _KINDS.clear()
-
-    register_kind(TaskKind("tools", lambda root: declared_kind(root) == "tools", tool_task.load_tool_task))
-    register_kind(TaskKind("terminal", lambda root: (root / "task.toml").exists() or (root / "instruction.md").exists(),
-                           io.load_harbor, fallback=True))
-    register_kind(TaskKind("terminal-bench", lambda root: (root / "task.yaml").exists(),
-                           terminal_bench.load_terminal_bench, fallback=True))
-    _KINDS.update({k: v for k, v in extra.items() if k not in _KINDS})
