@@ -167,7 +167,9 @@ def test_trials_oracle_passes_nop_fails_and_state_is_per_trial(tmp_path):
 def test_a_broken_seed_is_a_typed_failure_not_a_crash(tmp_path):
     task = load_task(make_tool_task(tmp_path / "t", seed_sql="INSERT INTO nowhere VALUES (1);"))
     result = run(run_trial(task, NopAgent(), ImageBuilder()))
-    assert result.outcome is Outcome.SANDBOX_ERROR and "seed.sql" in result.exception and "nowhere" in result.exception
+    # the task's fault, not the machinery's: `--retry infra` must not rerun it
+    assert result.outcome is Outcome.TASK_ERROR and not result.outcome.is_infra
+    assert "seed.sql" in result.exception and "nowhere" in result.exception
 
 
 def test_no_final_answer_fails_a_response_check_without_any_judge(tmp_path):
@@ -189,5 +191,5 @@ def test_a_tools_py_that_breaks_the_contract_fails_before_the_agent(tmp_path):
     tools = task_dir / "environment" / "gym" / "tools.py"
     tools.write_text(tools.read_text() + "\n\ndef bad(db, when: object) -> str:\n    \"\"\"Odd type.\"\"\"\n")
     result = run(run_trial(load_task(task_dir), OracleAgent(), ImageBuilder()))
-    assert result.outcome is Outcome.SANDBOX_ERROR
+    assert result.outcome is Outcome.TASK_ERROR
     assert "tool environment" in result.exception and "bad: parameter 'when': unsupported type hint" in result.exception

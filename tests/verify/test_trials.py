@@ -79,6 +79,12 @@ def test_needs_container_is_sandbox_error_with_reason(tmp_path):
     assert r.outcome is Outcome.SANDBOX_ERROR and "container backend" in r.exception
 
 
+def test_a_failing_dockerfile_step_is_the_tasks_fault_not_infra(tmp_path):
+    r = trial(tmp_path, OracleAgent(), dockerfile="FROM ubuntu:24.04\nRUN echo about-to-fail && exit 3\n")
+    assert r.outcome is Outcome.TASK_ERROR and not r.outcome.is_infra  # `--retry infra` must not rerun it
+    assert "exit" in r.exception or "about-to-fail" in r.exception
+
+
 def test_agent_never_sees_tests_or_solution(tmp_path):
     class Snoop:
         name, version, needs_solution = "snoop", "0", False

@@ -69,7 +69,7 @@ class CheckResult:
             return "no_solution"
         if self.oracle.outcome is Outcome.PASSED:
             return "ok" if nop.outcome is Outcome.FAILED else "broken"
-        if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
+        if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
             return "broken"
         return "unsolvable"
 

@@ -16,6 +16,7 @@ from agentmill.agents.base import Agent, AgentResult
 from agentmill.errors import AgentmillError, SandboxError
 from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.images import ImageBuilder
+from agentmill.images.errors import ImageBuildError
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.registry import create_sandbox
@@ -24,7 +25,7 @@ from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
 from agentmill.verify.test_script import verify
-from agentmill.envs.state import prepare_tool_state
+from agentmill.envs.state import ToolEnvError, prepare_tool_state
 from agentmill.verify.sql_state import verify_tool_task
 
 
@@ -44,6 +45,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         t = time.monotonic()
         try:
             image = await builder.get(task)
+        except ImageBuildError as e:  # a step of the task's own Dockerfile failed
+            result.outcome, result.exception = Outcome.TASK_ERROR, str(e)
+            return result
         except AgentmillError as e:
             result.exception = str(e)
             return result
@@ -75,6 +79,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
                 await sandbox.stop()
                 result.exception = f"tool environment: {_brief(e)}"
+                if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
+                    result.outcome = Outcome.TASK_ERROR
                 return result
         t = time.monotonic()
         try:

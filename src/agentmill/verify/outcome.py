@@ -19,6 +19,9 @@ class Outcome(str, Enum):
     # the conversation outgrew the model's context (the endpoint said so, or --max-context): the
     # agent's own limit, not the machinery's; the final state is still verified and recorded
     CONTEXT_EXCEEDED = "context_exceeded"
+    # the task itself is broken: its environment does not build, its gym or seed fails to set up.
+    # Not the agent's fault and not the machinery's: `--retry infra` does not rerun it
+    TASK_ERROR = "task_error"
 
     @property
     def is_infra(self) -> bool:

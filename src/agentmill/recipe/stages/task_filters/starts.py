@@ -21,7 +21,7 @@ from agentmill.tasks import load_task
 from agentmill.verify.outcome import Outcome
 
 KIND = "starts"
-BROKEN = (Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT)
+BROKEN = (Outcome.SANDBOX_ERROR, Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT)
 
 
 class Params(FilterParams):
