@@ -45,6 +45,18 @@ def test_check_needs_a_dataset():
     assert r.returncode == 2 and "DATASET" in r.stderr
 
 
+@sandbox
+def test_check_sample_tools_runs_the_bundled_tool_tasks(tmp_path):
+    out = tmp_path / "check.json"
+    r = agentmill("check", "--sample-tools", "-t", "itsm-resolve-printer-incident", "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = json.loads(out.read_text())
+    assert row["task"] == "itsm-resolve-printer-incident" and row["verdict"] == "ok"
+    assert row["oracle"]["reward"] == 1.0 and row["nop"]["reward"] < 1.0
+    both = agentmill("check", "--sample", "--sample-tools")
+    assert both.returncode == 2 and "one of them" in both.stderr
+
+
 def test_check_missing_folder(tmp_path):
     r = agentmill("check", str(tmp_path / "nope"))
     assert r.returncode == 2 and "nope: dataset folder not found" in r.stderr

@@ -52,14 +52,14 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _load(dataset: Optional[Path], sample: bool, names: list[str] | None):
-    from agentmill.tasks import load_dataset, sample_dataset_path
+def _load(dataset: Optional[Path], sample: bool, names: list[str] | None, sample_tools: bool = False):
+    from agentmill.tasks import load_dataset, sample_dataset_path, sample_tools_path
 
-    if sample == (dataset is not None):
-        _fail("give a DATASET folder or --sample (one of them)")
+    if sample + sample_tools + (dataset is not None) != 1:
+        _fail("give a DATASET folder, --sample or --sample-tools (one of them)")
     from agentmill.rollout.commands import unknown_task_names
 
-    root = sample_dataset_path() if sample else dataset
+    root = sample_dataset_path() if sample else sample_tools_path() if sample_tools else dataset
     try:
         ds = load_dataset(root, names=names or None)
     except AgentmillError as e:
@@ -85,7 +85,8 @@ def version() -> None:
 @app.command()
 def check(
     dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
-    sample: bool = typer.Option(False, "--sample", help="Check the bundled sample tasks."),
+    sample: bool = typer.Option(False, "--sample", help="Check the bundled terminal tasks."),
+    sample_tools: bool = typer.Option(False, "--sample-tools", help="Check the bundled tool tasks (gyms, SQL verifiers)."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Trials run at once."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write per-task results as JSON here."),
@@ -95,7 +96,7 @@ def check(
     from agentmill.rollout.check import check_tasks
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
-    ds = _load(dataset, sample, task)
+    ds = _load(dataset, sample, task, sample_tools)
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
             results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
@@ -124,7 +125,8 @@ def check(
 @app.command()
 def rollout(
     dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
-    sample: bool = typer.Option(False, "--sample", help="Use the bundled sample tasks."),
+    sample: bool = typer.Option(False, "--sample", help="Use the bundled terminal tasks."),
+    sample_tools: bool = typer.Option(False, "--sample-tools", help="Use the bundled tool tasks."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder: created, or resumed if it exists."),
     agent: str = typer.Option("terminus", "--agent", help="An agent name from the registry: terminus, tools, oracle, nop, ..."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."),
@@ -164,7 +166,7 @@ def rollout(
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
     if needs_model and model != LOCAL_MODEL and not base_url:
         _fail("--base-url: give the endpoint of --model (or use --model local)")
-    ds = _load(dataset, sample, task)
+    ds = _load(dataset, sample, task, sample_tools)
     ds.tasks, unsupported = split_by_support(agent, ds.tasks)
     for line in unsupported:
         console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)

@@ -50,3 +50,8 @@ def _looks_like_task(path: Path) -> bool:
 def sample_dataset_path() -> Path:
     """The bundled sample tasks shipped inside the package."""
     return Path(str(resources.files("agentmill") / "tasks" / "sample"))
+
+
+def sample_tools_path() -> Path:
+    """The bundled tool tasks (itsm and collab gyms, SQL-state verifiers) shipped inside the package."""
+    return Path(str(resources.files("agentmill") / "tasks" / "sample_tools"))
