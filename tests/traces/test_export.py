@@ -183,7 +183,11 @@ def test_harbor_and_rl_rows(run, tmp_path):
     table = pq.read_table(tmp_path / "rl.parquet").to_pylist()
     assert report.rows == len(table) == 4  # one per task: task0 has two traces
     task0 = next(r for r in table if r["extra_info"]["task"] == "task0")
-    assert task0["prompt"] == [{"role": "user", "content": "Task: do the thing."}]
+    # the agent's opening as sent (system prompt, then the task); the task is named by its hash only
+    assert task0["prompt"] == [{"role": "system", "content": "You drive a terminal."},
+                               {"role": "user", "content": "Task: do the thing."}]
+    assert task0["reward_model"]["ground_truth"] == task0["extra_info"]["task_hash"] == "hash-task0"
+    assert sorted(r["extra_info"]["index"] for r in table) == [0, 1, 2, 3] and "task_path" not in task0["extra_info"]
     assert task0["extra_info"]["teacher_pass_rate"] == 0.5 and task0["data_source"] == "agentmill/src-a"
     assert task0["reward_model"]["style"] == "environment"
 

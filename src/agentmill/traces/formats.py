@@ -124,33 +124,60 @@ def harbor_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
 
 
 def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
-    """One prompt per task; the teacher's pass rate is kept as a difficulty signal."""
+    """One prompt per task; the teacher's pass rate is kept as a difficulty signal.
+
+    Rows are portable: a task is named by its content hash (`reward_model.ground_truth` and
+    `extra_info.task_hash`), never by a local path; the trainer resolves it from a dataset folder
+    given at training time (agentmill.rl). The prompt is the opening the agent sends (its system
+    prompt, then the task), so the policy starts where the agent's conversation starts."""
     by_task: dict[str, list[TraceRecord]] = {}
     for r in records:
         by_task.setdefault(r.trial["task_hash"], []).append(r)
     rows = []
-    for task_hash, recs in by_task.items():
+    for index, (task_hash, recs) in enumerate(by_task.items()):
         t = recs[0].trial
         instruction = t.get("instruction") or next((s.message for s in recs[0].trajectory.steps if s.source == "user"), "")
         passed = sum(r.outcome == "passed" for r in recs)
-        prompt = [{"role": "user", "content": instruction}]
-        # tool tasks: the task's system spec is part of the prompt, and the tools go with it
         with_tools = next((r for r in recs if sent_tools(r.trajectory) is not None), None)
         tools = sent_tools(with_tools.trajectory) if with_tools else None
-        if with_tools is not None:  # the opening messages exactly as the tool agent sent them
-            steps = with_tools.trajectory.steps
-            prompt = [{"role": s.source, "content": s.message} for s in steps[:2] if s.source in ("system", "user")]
+        agent = "tools" if with_tools is not None else "terminus"
+        prompt = opening(with_tools or recs[0]) or default_opening(agent, instruction)
         rows.append({
             "data_source": f"agentmill/{Path(t.get('task_source') or 'tasks').name}",
             "prompt": prompt,
             "ability": "agentic/tools" if tools is not None else "agentic/terminal",
-            "reward_model": {"style": "environment", "ground_truth": ""},
-            "extra_info": {"task": t.get("task"), "task_hash": task_hash, "task_path": t.get("task_path"),
+            "reward_model": {"style": "environment", "ground_truth": task_hash},
+            "extra_info": {"index": index, "task": t.get("task"), "task_hash": task_hash, "agent": agent,
                            "verifier_hash": t.get("verifier_hash"), "teacher_pass_rate": passed / len(recs),
                            "teacher_attempts": len(recs), "agentmill_version": __version__,
-                           "tools": json.dumps(tools, ensure_ascii=False) if tools is not None else ""},
+                           "tools": json.dumps(tools, ensure_ascii=False) if tools is not None else "",
+                           "interaction_kwargs": {"name": "agentmill", "task_hash": task_hash}},
         })
     return rows
+
+
+def opening(rec: TraceRecord) -> list[dict[str, str]] | None:
+    """The messages a model agent sent before its first reply (system prompt, then the task), exactly
+    as sent; None when the trace has no system prompt (scripted agents: oracle, nop)."""
+    head = []
+    for s in rec.trajectory.steps:
+        if s.source not in ("system", "user"):
+            break
+        head.append({"role": s.source, "content": s.message})
+        if s.source == "user":
+            break
+    return head if head and head[0]["role"] == "system" and head[-1]["role"] == "user" else None
+
+
+def default_opening(agent: str, instruction: str) -> list[dict[str, str]]:
+    """The agent's opening built from its prompt, for tasks whose traces carry none (oracle runs).
+    Terminal tasks: the terminus system prompt and first turn, with an empty screen."""
+    if agent != "terminus":
+        return [{"role": "user", "content": instruction}]
+    from agentmill.agents.terminus import prompt  # at call time: traces sit below agents
+
+    return [{"role": "system", "content": prompt.SYSTEM},
+            {"role": "user", "content": prompt.FIRST_TURN.format(instruction=instruction.strip(), screen="")}]
 
 
 def build_rows(fmt: str, records: list[TraceRecord], reasoning: Reasoning) -> tuple[list[dict], int]:
