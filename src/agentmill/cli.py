@@ -40,6 +40,15 @@ def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: comman
 
 app.add_typer(_env_apps()[0], name="env")
 app.add_typer(_env_apps()[1], name="import")
+
+
+def _import_harbor() -> None:  # `agentmill import harbor` sits beside `import eog`; its logic lives in agentmill.interop
+    from agentmill.interop.cli import import_harbor_cmd
+
+    _env_apps()[1].command("harbor")(import_harbor_cmd)
+
+
+_import_harbor()
 images_app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
                          help="Cached images and Debian layers: list them; `prune` frees space.")
 app.add_typer(images_app, name="images")
@@ -227,8 +236,8 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
 @app.command()
 def export(
     run_dir: Path = typer.Argument(..., help="A rollout folder, or a recipe run folder (its rollout is exported)."),
-    fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor | rl"),
-    out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
+    fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor | rl | harbor-job (a Harbor job folder)"),
+    out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet (harbor-job: a new folder)"),
     reasoning: str = typer.Option("think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokenizer.json, HF tokenizer folder or .gguf, for --max-tokens"),
     filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
@@ -328,6 +337,22 @@ def run_recipe(
         funnel.add_row(rep.stage, str(rep.count_in), str(rep.count_out), "; ".join(f"{n} x {r}" for r, n in reasons))
     out_stdout.print(funnel)
     console.print(f"run folder: {run_dir}", highlight=False)
+
+
+@app.command()
+def view(
+    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out) or a recipe run folder (agentmill run --out)."),
+    port: int = typer.Option(8765, "--port", "-p", help="Port on 127.0.0.1 (0: any free port)."),
+    filters_file: Optional[Path] = typer.Option(None, "--filters", help="Export filters (TOML [filters]) whose verdicts "
+                                                "the list shows (default: the recipe's [trace_filters], else export's defaults)."),
+) -> None:
+    """Browse a run's trials in a local web page (loopback only): filters, trajectories, verifier output, attempts side by side."""
+    from agentmill.view.command import run_view
+
+    try:
+        run_view(run_dir, port, filters_file, console)
+    except AgentmillError as e:
+        _fail(str(e))
 
 
 @app.command()

@@ -12,7 +12,7 @@ from rich.console import Console
 from agentmill.errors import AgentmillError
 
 env_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Stateful tool environments (gyms).")
-import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Import tasks from other formats.")
+import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Import tasks (eog) and runs (harbor) from other formats.")
 console = Console(stderr=True, soft_wrap=True)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 from agentmill.traces.filters import FilterSpec, Funnel, FunnelStep, emptied_by, relax_hint, rules
 from agentmill.traces.formats import FORMATS, dataset_info_entry, harbor_row, rl_rows, sharegpt_row, trl_row
+from agentmill.traces.formats_harbor import write_harbor_job
 from agentmill.traces.records import TraceRecord, iter_traces, rollout_folder
 from agentmill.traces.render import Reasoning, render
 from agentmill.traces.tokens import TokenCounter
@@ -39,8 +40,8 @@ class ExportReport:
 def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
                tokenizer: str | Path | None = None, allow_empty: bool = False) -> ExportReport:
     """Export a rollout folder (or a recipe run folder's rollout) through the trace filters."""
-    if fmt not in FORMATS:
-        raise AgentmillError(f"--format: unknown format '{fmt}' (known: {', '.join(FORMATS)})")
+    if fmt not in FORMATS and fmt not in FOLDER_WRITERS:
+        raise AgentmillError(f"--format: unknown format '{fmt}' (known: {', '.join((*FORMATS, *FOLDER_WRITERS))})")
     counter = TokenCounter.load(tokenizer)
     skipped: list[str] = []
     records = iter_traces(rollout_folder(run_dir), errors=skipped)
@@ -61,6 +62,9 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasonin
 def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reasoning: Reasoning = "think",
                   allow_empty: bool = False) -> ExportReport:
     """Render and write already-filtered records (the recipe's export stage); rows -> `out`."""
+    if fmt in FOLDER_WRITERS:  # one folder per run (harbor-job): `rows` counts the trials written
+        trials, redactions = FOLDER_WRITERS[fmt](records, out, allow_empty=allow_empty)
+        return ExportReport(out, trials, [], redactions, "")
     counts = {"redactions": 0}
     rows = write_rows(stream_rows(fmt, records, reasoning, counts), out, keep_empty=allow_empty)
     report = ExportReport(out, rows, [], counts["redactions"], "")
@@ -70,6 +74,7 @@ def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reason
 
 
 ROW_BUILDERS = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}
+FOLDER_WRITERS = {"harbor-job": write_harbor_job}  # formats written as a folder, not as rows
 
 
 def stream_rows(fmt: str, records: Iterable[TraceRecord], reasoning: Reasoning, counts: dict) -> Iterator[dict]:

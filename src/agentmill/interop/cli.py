@@ -1,0 +1,30 @@
+"""`agentmill import harbor`: registered on the `import` command group by cli.py (logic: harbor_import.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True, soft_wrap=True)
+
+
+def import_harbor_cmd(
+    job_dir: Path = typer.Argument(..., help="A Harbor job folder (config.json, result.json, one folder per trial)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder to write (new, or an earlier import of this job: new trials are added)."),
+) -> None:
+    """Read a Harbor job folder into an agentmill run folder (status, export, report work on it; bad trials reported and skipped)."""
+    from agentmill.errors import AgentmillError
+    from agentmill.interop.harbor_import import import_harbor_job
+
+    try:
+        report = import_harbor_job(job_dir, out)
+    except AgentmillError as e:
+        console.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from None
+    for line in report.problems:
+        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
+    console.print(f"imported {report.imported} trials into {out}" + (f" ({report.already} already there)" if report.already else "")
+                  + (f"; {len(report.problems)} skipped" if report.problems else ""), highlight=False)
+    raise typer.Exit(0 if not report.problems else 1)
