@@ -1,0 +1,51 @@
+"""What the viewer can open: a registry of sources, each a set of JSON routes over one kind of folder.
+
+A source answers `GET /api/<route>?...` with JSON and names its `kind`; the page picks the panel
+for that kind. Rollout runs (and recipe runs, through their rollout) are the built-in source. A
+synthesis store plugs in with one opener (`register_source`) returning its own `ViewSource`,
+and one panel in `assets/app.js` (`PANELS[kind]`); nothing here depends on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from agentmill.errors import AgentmillError
+
+Route = Callable[[dict[str, list[str]]], dict]
+
+
+class ViewSource(Protocol):
+    kind: str  # which panel of the page renders it: "rollout", ...
+    title: str
+
+    def routes(self) -> dict[str, Route]:
+        """route name -> handler of the query parameters, returning JSON-ready data."""
+        ...
+
+    def close(self) -> None: ...
+
+
+Opener = Callable[[Path], "ViewSource | None"]  # None: not this kind of folder
+_OPENERS: list[tuple[str, Opener]] = []
+
+
+def register_source(name: str, opener: Opener) -> None:
+    """Add a kind of folder the viewer can open; later registrations are tried first."""
+    _OPENERS.insert(0, (name, opener))
+
+
+def open_source(path: Path, **options) -> ViewSource:
+    """The first registered source that recognises `path`; one clear error when none does."""
+    path = Path(path)
+    if not path.exists():
+        raise AgentmillError(f"{path}: no such folder")
+    for _name, opener in _OPENERS:
+        source = opener(path, **options)
+        if source is not None:
+            return source
+    kinds = ", ".join(name for name, _ in _OPENERS)
+    raise AgentmillError(f"{path}: nothing the viewer can open (known kinds: {kinds}); give a folder made by "
+                         f"`agentmill rollout --out` or `agentmill run --out`")
