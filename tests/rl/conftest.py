@@ -1,0 +1,63 @@
+"""An RL export made the way a user makes one: real rollouts (terminus against a scripted chat server
+for terminal tasks, the oracle for a tool task) on copies of bundled tasks, then `export --format rl`;
+the task folder is then moved, so nothing may depend on where it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agentmill.tasks import sample_dataset_path
+from tests.helpers.chat_server import ChatServer, solving_policy
+
+CLI = [sys.executable, "-m", "agentmill.cli"]
+TERMINAL = ("csv-revenue-by-region", "json-users-to-csv")
+TOOLS = ("itsm-resolve-printer-incident",)
+SAMPLE_TOOLS = sample_dataset_path().parent / "sample_tools"
+
+
+def agentmill(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    r = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+@dataclass
+class Export:
+    rows: list[dict]  # every rl row, by task name below
+    tasks_dir: Path  # where the tasks live now (moved after the export)
+    old_dir: Path  # where they were during the rollouts (gone)
+
+    def row(self, task: str) -> dict:
+        return next(r for r in self.rows if r["extra_info"]["task"] == task)
+
+
+@pytest.fixture(scope="package")
+def rl_export(tmp_path_factory) -> Export:
+    tmp = tmp_path_factory.mktemp("rl")
+    data = tmp / "data-a"
+    for name in TERMINAL:
+        shutil.copytree(sample_dataset_path() / name, data / name)
+    for name in TOOLS:
+        shutil.copytree(SAMPLE_TOOLS / name, data / name)
+    solutions = {(data / n / "instruction.md").read_text().strip()[:60]: (data / n / "solution" / "solve.sh").read_text()
+                 for n in TERMINAL}
+    with ChatServer(solving_policy(solutions)) as server:
+        agentmill("rollout", str(data), *sum((["--task", n] for n in TERMINAL), []), "--agent", "terminus",
+                  "--model", "teacher", "--base-url", server.base_url, "--out", str(tmp / "run-terminus"))
+    agentmill("rollout", str(data), "--task", TOOLS[0], "--agent", "oracle", "--out", str(tmp / "run-tools"))
+    rows = []
+    for run in ("run-terminus", "run-tools"):
+        out = tmp / f"{run}.jsonl"
+        agentmill("export", str(tmp / run), "--format", "rl", "--out", str(out))
+        rows += [json.loads(line) for line in out.read_text().splitlines()]
+    moved = tmp / "elsewhere" / "data-b"
+    moved.parent.mkdir()
+    shutil.move(str(data), str(moved))
+    return Export(rows, moved, data)
