@@ -1,0 +1,164 @@
+"""The Target box: one candidate from a card through the gates, with critique and targeted repair.
+
+    generate -> [lint -> semantic -> positive -> negative -> ballot] -> accept
+                   | a gate fails
+                   v
+                 critic (diagnosis) -> repair of the implicated components -> the gates again
+                 (at most `max_repairs` repairs; every attempt, gate result, diagnosis, repair logged)
+
+A generator reply that does not parse is a failed attempt with a diagnosis, and the next attempt
+generates afresh. A fault that is not the candidate's (endpoint down, sandbox broken) ends the box
+as `interrupted`-like rejection with fault infra, never as a diagnosis of the candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentmill.errors import TaskError
+from agentmill.images import ImageBuilder
+from agentmill.models.client import ModelClient
+from agentmill.synth.candidate import COMPONENTS, Candidate, CandidateBody, CandidateParseError, parse_body, write_task_folder
+from agentmill.synth.config import SynthConfig
+from agentmill.synth.critic import Diagnosis, criticise, gate_diagnosis, repair
+from agentmill.synth.gates.base import Gate, GateContext, GateResult
+from agentmill.synth.llm import dumps
+from agentmill.synth.output import publish, write_jsonl
+from agentmill.synth.prompt_files import load_prompt
+from agentmill.synth.store import SynthStore
+from agentmill.tasks.tool_task import load_tool_task
+
+
+@dataclass
+class BoxEnv:
+    """Everything boxes share."""
+    config: SynthConfig
+    store: SynthStore
+    clients: dict[str, ModelClient]
+    gates: list[Gate]
+    builder: ImageBuilder
+    environment: str  # the gyms' tables and tools, as the generator reads them
+    on_event: object = None  # callable(kind: str, **info) for progress
+    gate_seconds: dict[str, float] = field(default_factory=dict)
+
+    def emit(self, kind: str, **info) -> None:
+        if callable(self.on_event):
+            self.on_event(kind, **info)
+
+
+async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
+    from agentmill.synth.llm import ask_json
+
+    guidance = env.store.latest_guidance()
+    user = (f"Environment:\n{env.environment}\n\nCapability card:\n{dumps(card_view)}\n"
+            + (f"\nAccepted sample to vary (change the request, state, entities, reference and verifiers):\n"
+               f"{dumps(parent.body.model_dump())}\n" if parent is not None else "")
+            + (f"\nGuidance from the last meta-review:\n{guidance}\n" if guidance else ""))
+    prompt = load_prompt("multiply" if parent is not None else "generator", env.config.synth.prompts)
+    reply = await ask_json(env.clients["generator"], prompt, user)
+    if reply.endpoint_failed:
+        return None, "", reply.error
+    if reply.data is None:
+        return None, reply.text, reply.error
+    try:
+        return parse_body(dumps(reply.data)), reply.text, None
+    except CandidateParseError as e:
+        return None, reply.text, str(e)
+
+
+async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -> list[GateResult]:
+    """Write the candidate as a task folder and run the gates in order until one fails."""
+    task_dir = work / cand.candidate_id
+    write_task_folder(cand, task_dir, env.config.env)
+    try:
+        task = load_tool_task(task_dir)
+    except TaskError as e:
+        return [GateResult(gate="lint", passed=False, code="task_format", message=str(e)[:800],
+                           category="bad_task_composition", components=["verifiers", "calls"])]
+    ctx = GateContext(candidate=cand, task=task, task_dir=task_dir, work_dir=work, builder=env.builder,
+                      clients=env.clients, settings=env.config, prompts=env.config.synth.prompts, card_view=card_view)
+    results = []
+    for gate in env.gates:
+        started = time.monotonic()
+        try:
+            r = await gate.run(ctx)
+        except Exception as e:  # noqa: BLE001 - a gate's own crash is the machinery's fault, never a crash of the run
+            r = GateResult(gate=gate.name, passed=False, code="gate_crashed", fault="infra",
+                           message=f"{type(e).__name__}: {e}"[:800])
+        r.seconds = time.monotonic() - started
+        env.gate_seconds[gate.name] = env.gate_seconds.get(gate.name, 0.0) + r.seconds
+        results.append(r)
+        env.emit("gate", gate=gate.name, passed=r.passed, code=r.code)
+        if not r.passed:
+            break
+    return results
+
+
+async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | None = None,
+                  parent: Candidate | None = None) -> bool:
+    """True when the candidate was accepted."""
+    store, settings = env.store, env.config.synth
+    card = store.card(card_id)
+    card_view = card.generator_view()  # the information barrier: never the source task
+    store.start_candidate(candidate_id, card_id, "multiply" if parent else "target", parent.candidate_id if parent else None, slot)
+    env.emit("box_start", candidate=candidate_id, card=card_id)
+    work = store.out / "work" / candidate_id
+    body: CandidateBody | None = None
+    last = "no attempt"
+    for n in range(settings.max_repairs + 1):
+        started = time.monotonic()
+        origin = "generate" if body is None else "repair"
+        if body is None:
+            body, raw, error = await _generate(env, card_view, parent)
+            if body is None:
+                attempt = store.add_attempt(candidate_id, n, origin, None, raw, error)
+                if not raw and error and error.startswith("endpoint failed"):
+                    store.reject(candidate_id, f"infra: generator {error}")
+                    env.emit("box_done", candidate=candidate_id, accepted=False)
+                    return False
+                failed = GateResult(gate="parse", passed=False, code="unparseable", message=error or "",
+                                    category="bad_task_composition", components=list(COMPONENTS))
+                store.add_gate(attempt, failed)
+                store.add_diagnosis(attempt, gate_diagnosis(failed, note="the generator's reply is not a candidate;"))
+                store.finish_attempt(attempt, time.monotonic() - started)
+                last = f"parse: unparseable: {error}"
+                env.emit("gate", gate="parse", passed=False, code="unparseable")
+                continue
+        else:
+            raw = ""
+        cand = Candidate(candidate_id=candidate_id, card_id=card_id, kind="multiply" if parent else "target",
+                         parent_id=parent.candidate_id if parent else None, body=body)
+        attempt = store.add_attempt(candidate_id, n, origin, body.model_dump_json(), raw, None)
+        attempt_dir = work / f"a{n}"
+        results = await run_gates(env, cand, attempt_dir, card_view)
+        for r in results:
+            store.add_gate(attempt, r)
+        failed = results[-1] if not results[-1].passed else None
+        if failed is None:
+            store.accept(cand, attempt)  # the row first: a kill after this rewrites the folder on resume
+            publish(cand, store.out, env.config.env)
+            write_jsonl(store)
+            store.finish_attempt(attempt, time.monotonic() - started)
+            env.emit("box_done", candidate=candidate_id, accepted=True)
+            return True
+        last = f"{failed.gate}: {failed.code}: {failed.message}"
+        if failed.fault == "infra":
+            store.finish_attempt(attempt, time.monotonic() - started)
+            store.reject(candidate_id, f"infra: {last}")
+            env.emit("box_done", candidate=candidate_id, accepted=False)
+            return False
+        diagnosis: Diagnosis = await criticise(env.clients["critic"], card_view, body, failed, settings.prompts)
+        store.add_diagnosis(attempt, diagnosis)
+        if n < settings.max_repairs:
+            fixed = await repair(env.clients["generator"], card_view, body, diagnosis, failed, settings.prompts)
+            store.add_repair(attempt, diagnosis.components, fixed.body is not None, fixed.error)
+            if fixed.body is not None:
+                body = fixed.body
+            # a repair reply that does not parse leaves the candidate as it was: the next attempt
+            # fails the same gate and the critic is asked again
+        store.finish_attempt(attempt, time.monotonic() - started)
+    store.reject(candidate_id, last)
+    env.emit("box_done", candidate=candidate_id, accepted=False)
+    return False

@@ -1,0 +1,146 @@
+"""A synthesised tool task before it is accepted: the generator's output, one schema.
+
+A candidate is (system spec, user prompt, seed state SQL over the gym, reference calls, verifiers)
+plus the existing records it is about (`entities`, checked to exist by the structural lint). It is
+written as a tool-task folder (tasks/tool_task.py's format) for every gate that runs it, and for
+the accepted output, so `agentmill check`, rollouts and recipes read it as any other task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentmill.errors import AgentmillError
+
+Kind = Literal["target", "multiply"]
+# what a repair may change, one name per part of the candidate
+COMPONENTS = ("system", "prompt", "seed_sql", "calls", "answer", "verifiers", "entities")
+
+
+class CandidateParseError(AgentmillError):
+    """A generator (or repair) reply that is not a candidate: the attempt fails, the run goes on."""
+
+
+class EntityRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    table: str = Field(min_length=1)
+    column: str = Field(min_length=1)
+    value: Any
+
+
+class CallSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class CandidateBody(BaseModel):
+    """What the generator writes: exactly the parts of a task."""
+    model_config = ConfigDict(extra="forbid")
+    system: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    seed_sql: str = ""
+    calls: list[CallSpec] = Field(min_length=1)
+    answer: str | None = None
+    verifiers: list[dict[str, Any]] = Field(min_length=1, description="EnterpriseOps-Gym verifier objects")
+    entities: list[EntityRef] = Field(default_factory=list, description="existing records the task is about")
+
+
+class Candidate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    candidate_id: str = Field(min_length=1)
+    card_id: str = Field(min_length=1)
+    kind: Kind = "target"
+    parent_id: str | None = None  # multiply: the accepted target sample it varies
+    body: CandidateBody
+
+
+def _json_object(text: str) -> Any:
+    """The JSON object in a model reply: bare, fenced, or the outermost {...}."""
+    body = text.strip()
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.S)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        start, end = body.find("{"), body.rfind("}")
+        if start < 0 or end <= start:
+            raise CandidateParseError(f"no JSON object in the reply: {text[:200]!r}") from None
+        try:
+            return json.loads(body[start:end + 1])
+        except json.JSONDecodeError as e:
+            raise CandidateParseError(f"the reply's JSON does not parse ({e.msg} at column {e.colno}): "
+                                      f"{text[:200]!r}") from None
+
+
+def parse_body(text: str) -> CandidateBody:
+    data = _json_object(text)
+    try:
+        return CandidateBody.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise CandidateParseError(f"the reply is not a candidate: field '{field}': {err['msg']}") from None
+
+
+def parse_partial(text: str, allowed: list[str]) -> dict[str, Any]:
+    """A repair reply: only the `allowed` components, each validated; others are refused."""
+    data = _json_object(text)
+    if not isinstance(data, dict):
+        raise CandidateParseError("the repair reply is not a JSON object")
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise CandidateParseError(f"the repair changed components it was not asked to: {extra}")
+    return data
+
+
+def apply_repair(body: CandidateBody, changes: dict[str, Any]) -> CandidateBody:
+    merged = {**body.model_dump(), **changes}
+    try:
+        return CandidateBody.model_validate(merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise CandidateParseError(f"the repaired candidate is invalid: field "
+                                  f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
+
+
+class GymSet(BaseModel):
+    """The environment generated tasks run on: bundled gym names, or one local gym folder."""
+    model_config = ConfigDict(extra="forbid")
+    gyms: list[str] = Field(default_factory=list, description="bundled gyms (itsm, collab)")
+    gym_dir: Path | None = Field(None, description="a gym folder (schema.sql, seed.sql, tools.py) copied into each task")
+
+
+def write_task_folder(candidate: Candidate, dest: Path, env: GymSet) -> Path:
+    """The candidate as a tool-task folder (written fresh; the caller renames it into place)."""
+    b = candidate.body
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "environment").mkdir(parents=True)
+    (dest / "tests").mkdir()
+    (dest / "solution").mkdir()
+    (dest / "instruction.md").write_text(b.prompt.strip() + "\n")
+    (dest / "system.md").write_text(b.system.strip() + "\n")
+    gyms = ", ".join(json.dumps(g) for g in env.gyms)
+    lineage = {"card": candidate.card_id, "kind": candidate.kind, **({"parent": candidate.parent_id} if candidate.parent_id else {})}
+    meta = "\n".join(f"synth_{k} = {json.dumps(v)}" for k, v in lineage.items())
+    (dest / "task.toml").write_text(
+        f'version = "1.0"\n\n[metadata]\nauthor_name = "agentmill synth"\ncategory = "synth"\n{meta}\n\n'
+        f'[agent]\ntimeout_sec = 300.0\n\n[verifier]\ntimeout_sec = 120.0\n\n'
+        f'[environment]\nkind = "tools"\n' + (f"gyms = [{gyms}]\n" if gyms else ""))
+    if env.gym_dir is not None:
+        shutil.copytree(env.gym_dir, dest / "environment" / "gym", ignore=shutil.ignore_patterns("__pycache__"))
+    if b.seed_sql.strip():
+        (dest / "environment" / "seed.sql").write_text(b.seed_sql.strip() + "\n")
+    (dest / "tests" / "verifiers.json").write_text(json.dumps(b.verifiers, indent=1))
+    calls = [c.model_dump() for c in b.calls]
+    (dest / "solution" / "calls.json").write_text(
+        json.dumps({"calls": calls, "answer": b.answer} if b.answer else calls, indent=1))
+    return dest

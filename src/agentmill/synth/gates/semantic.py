@@ -1,0 +1,38 @@
+"""Semantic check: a judge model reads the candidate and says whether a real user would ask this
+(realism) and whether the system spec or prompt adds constraints only to make it hard (arbitrary)."""
+
+from __future__ import annotations
+
+from agentmill.synth.gates.base import GateContext, GateResult
+from agentmill.synth.llm import ask_json, dumps
+from agentmill.synth.prompt_files import load_prompt
+
+
+class SemanticCheck:
+    name = "semantic"
+
+    async def run(self, ctx: GateContext) -> GateResult:
+        b = ctx.candidate.body
+        user = (f"Capability the task must exercise:\n{dumps(ctx.card_view)}\n\nSystem specification:\n{b.system}\n\n"
+                f"User prompt:\n{b.prompt}\n\nSeed state SQL:\n{b.seed_sql}\n\nReference calls:\n"
+                f"{dumps([c.model_dump() for c in b.calls])}")
+        reply = await ask_json(ctx.clients["judge"], load_prompt("semantic", ctx.prompts), user)
+        if reply.endpoint_failed:
+            return GateResult(gate=self.name, passed=False, code="endpoint_error", message=reply.error or "", fault="infra")
+        d = reply.data if isinstance(reply.data, dict) else None
+        try:
+            realistic = bool(d["realistic"])
+            arbitrary = [str(x) for x in d.get("arbitrary_constraints") or []]
+            score = float(d.get("score", 10))
+        except (TypeError, KeyError, ValueError):
+            return GateResult(gate=self.name, passed=False, code="judge_unparseable", fault="infra",
+                              message=f"the judge's reply is not a verdict: {reply.text[:300]!r}")
+        details = {"realistic": realistic, "arbitrary_constraints": arbitrary, "score": score,
+                   "reason": str(d.get("reason", ""))[:1000]}
+        if not realistic or score < ctx.settings.synth.semantic_min_score:
+            return GateResult(gate=self.name, passed=False, code="unrealistic", message=details["reason"],
+                              category="bad_task_composition", components=["prompt", "system"], details=details)
+        if arbitrary:
+            return GateResult(gate=self.name, passed=False, code="arbitrary_constraint", message="; ".join(arbitrary),
+                              category="bad_task_composition", components=["system", "prompt"], details=details)
+        return GateResult(gate=self.name, passed=True, code="ok", details=details)
