@@ -131,6 +131,24 @@ def check(
     raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
 
 
+def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None):
+    """The executor for `rollout --executor`: the local one, or Ray (imported only when chosen)."""
+    from agentmill.models import LOCAL_MODEL
+    from agentmill.rollout.executor import make_executor
+
+    if address and name != "ray":
+        _fail("--address: only with --executor ray")
+    options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
+    try:
+        chosen = make_executor(name, concurrency=concurrency, **options)
+    except ValueError as e:
+        _fail(f"--executor: {e}")
+    if name == "ray" and model == LOCAL_MODEL:
+        console.print("[yellow]note:[/yellow] the embedded model listens on this machine's loopback: only Ray nodes "
+                      "on this machine reach it (give other nodes --base-url of a served model)", highlight=False)
+    return chosen
+
+
 @app.command()
 def rollout(
     dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
@@ -156,6 +174,8 @@ def rollout(
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
     retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
+    executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a Ray started on this machine."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
@@ -199,9 +219,10 @@ def rollout(
     except ValueError as e:
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
 
+    runner = _rollout_executor(executor, address, concurrency, model if needs_model else None)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", console=console)
+                                 retry_infra=retry == "infra", console=console, executor=runner)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed

@@ -42,7 +42,8 @@ def resume_command() -> str:
     return shlex.join(["agentmill", *sys.argv[1:]])
 
 
-def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console):
+def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
+                    executor=None):
     """Check, start the model if one is needed, run with live progress; on Ctrl-C say what finished,
     what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit codes as SystemExit."""
     from agentmill.models.session import open_model
@@ -54,9 +55,11 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
 
     async def go():
         async def run(client):
-            with RolloutProgress(total=len(plan_trials(config, tasks)), client=client, console=console) as progress:
+            local = executor is None or executor.name == "local"  # elsewhere, tokens are counted from results
+            with RolloutProgress(total=len(plan_trials(config, tasks)), client=client if local else None,
+                                 console=console) as progress:
                 holder["progress"] = progress
-                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
+                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra, executor=executor,
                                          on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total)
 
         if config.model is None:

@@ -6,12 +6,14 @@ sandbox is (run the trial; it never raises for a job's own failure, it returns a
 `after(job, result)` back in the driver (write the trial folder, mark it done). `LocalExecutor`
 runs all three in this process's event loop, bounded by a semaphore. An executor that spreads the
 `work` over machines (Ray) implements the same `map` and registers in `EXECUTORS`; the runner does
-not change.
+not change. Such an executor pickles `work` and the jobs to send them, and, for a job its own
+machinery could not run (a node that kept dying), records `work.failure(job, message)` instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar, TypeVar
@@ -54,11 +56,21 @@ class LocalExecutor(Executor):
 
 
 EXECUTORS: dict[str, Callable[..., Executor]] = {LocalExecutor.name: LocalExecutor}
+# Executors on optional engines: their module is imported only when chosen, and registers itself.
+OPTIONAL_EXECUTORS = {"ray": ("agentmill.rollout.executors.ray", "ray")}
 
 
-def make_executor(name: str = "local", *, concurrency: int) -> Executor:
+def make_executor(name: str = "local", *, concurrency: int, **options) -> Executor:
+    """An executor by name; `options` go to its constructor (e.g. Ray's `address`)."""
+    if name not in EXECUTORS and name in OPTIONAL_EXECUTORS:
+        module, extra = OPTIONAL_EXECUTORS[name]
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ValueError(f"executor '{name}' needs the '{extra}' extra: pip install 'agentmill[{extra}]' ({e})") from None
     try:
         factory = EXECUTORS[name]
     except KeyError:
-        raise ValueError(f"unknown executor '{name}' (known: {', '.join(sorted(EXECUTORS))})") from None
-    return factory(concurrency=concurrency)
+        known = sorted({*EXECUTORS, *OPTIONAL_EXECUTORS})
+        raise ValueError(f"unknown executor '{name}' (known: {', '.join(known)})") from None
+    return factory(concurrency=concurrency, **options)

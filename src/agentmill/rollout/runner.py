@@ -179,8 +179,7 @@ async def run_rollout(
                 on_start(plan)
             ledger.start(plan.trial_id, plan.task.name, plan.task.content_hash, plan.attempt)
 
-        async def attempt(plan: TrialPlan) -> tuple[TrialResult, Trajectory]:  # where the sandbox is
-            return await _attempt(plan, config, client, builder)
+        attempt = TrialWork(config, client, builder)  # where the sandbox is: here, or shipped to a node
 
         async def record(plan: TrialPlan, outcome: tuple[TrialResult, Trajectory]) -> TrialResult:  # in the driver
             result, trajectory = outcome
@@ -206,6 +205,50 @@ async def run_rollout(
     finally:
         ledger.close()
         lock.release()
+
+
+class TrialWork:
+    """The executor's `work`: one trial where the sandbox is. It pickles as settings only, so an
+    executor can ship it to another machine (Ray): there it opens its own client to the same endpoint
+    (the key travels with it) and builds images in that machine's own cache."""
+
+    def __init__(self, config: RolloutConfig, client: ModelClient | None, builder: ImageBuilder | None):
+        self.config, self.client, self.builder = config, client, builder
+        self._endpoint: tuple[str, str, str | None] | None = None  # set when unpickled: the client to open
+
+    async def __call__(self, plan: TrialPlan) -> tuple[TrialResult, Trajectory]:
+        if self.builder is None:
+            self.builder = ImageBuilder()
+        if self.client is None and self._endpoint is not None:
+            base_url, model, key = self._endpoint
+            c = self.config
+            self.client = ModelClient(base_url=base_url, model=model, api_key=key, sampling=c.sampling,
+                                      timeout=c.request_timeout, max_retries=c.max_retries,
+                                      max_concurrency=c.model_concurrency, prices=c.prices)
+        return await _attempt(plan, self.config, self.client, self.builder)
+
+    def failure(self, plan: TrialPlan, message: str) -> tuple[TrialResult, Trajectory]:
+        """The result of a trial the executor could not run (its node kept dying): a sandbox_error."""
+        result = TrialResult(task=plan.task.name, task_hash=plan.task.content_hash, agent=self.config.agent,
+                             agent_version=self.config.agent_version, outcome=Outcome.SANDBOX_ERROR,
+                             exception=clean_text(message), trial_id=plan.trial_id, attempt=plan.attempt,
+                             model=self.config.model)
+        return result, _trajectory(plan, self.config, None, AgentResult())
+
+    async def close(self) -> None:
+        """Close a client this copy opened itself (the driver's client belongs to the driver)."""
+        if self._endpoint is not None and self.client is not None:
+            await self.client.close()
+            self.client = None
+
+    def __getstate__(self) -> dict:
+        key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+        endpoint = self._endpoint or (self.client and (self.client.base_url, self.client.model, key))
+        return {"config": self.config, "endpoint": endpoint or None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.config, self._endpoint = state["config"], state["endpoint"]
+        self.client = self.builder = None
 
 
 async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> tuple[TrialResult, Trajectory]:

@@ -1,0 +1,271 @@
+"""Trials on a Ray cluster: one worker actor per node runs them, the driver dispatches and records.
+
+The driver (the process that runs `agentmill rollout`) keeps the run folder and its ledger: `before`
+and `after` run here, so the ledger stays the single source of truth and no worker writes it. Each
+alive node with CPUs gets one async actor holding the shipped `work` (for trials: a client to the
+same endpoint and the node's own image cache); it runs up to `concurrency` jobs at once. A job's
+task folder travels with it (packed once per task, landed and hash-checked once per node).
+
+Exactly once: a job has at most one call in flight. When its node dies the call fails, the job goes
+back to the queue and runs again elsewhere; only a result that came back is recorded, once. A job
+whose node died `node_losses` times is recorded as `work.failure(job, why)`. If the driver itself
+dies, the ledger's own resume rules apply (rows left running are run again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from agentmill.errors import AgentmillError
+from agentmill.rollout.executor import EXECUTORS, Executor
+from agentmill.rollout.executors.task_files import land_task, pack_task
+from agentmill.tasks.model import Task
+
+# How a call fails when its node (or the actor's process) is gone: the job runs again elsewhere.
+NODE_LOST = (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
+             ray.exceptions.OwnerDiedError, ray.exceptions.WorkerCrashedError, ray.exceptions.LocalRayletDiedError)
+
+
+@dataclass
+class Unrunnable:
+    """A job the executor's machinery could not run (its task did not land, it raised on the node)."""
+
+    message: str
+
+
+class NodeWorker:
+    """One per node: runs jobs with the shipped `work`, never touches the driver's run folder."""
+
+    def __init__(self, work):
+        from agentmill.rollout.runner import require_toolkit
+
+        require_toolkit()  # this node verifies with its own offline toolkit: built once per machine
+        self.work = work
+        self.tasks: dict[str, Task] = {}  # content hash -> this node's landed copy
+
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def run(self, job, packed: bytes | None):
+        if packed is not None:
+            try:
+                job = await asyncio.to_thread(self._land, job, packed)
+            except Exception as e:  # noqa: BLE001 - reported for this job; the node stays in use
+                return Unrunnable(f"its task could not be unpacked on node {self.node_id()}: {e}")
+        return await self.work(job)
+
+    def _land(self, job, packed: bytes):
+        task = job.task
+        if task.content_hash not in self.tasks:
+            self.tasks[task.content_hash] = land_task(task, packed)
+        return dataclasses.replace(job, task=self.tasks[task.content_hash])
+
+    async def close(self) -> None:
+        close = getattr(self.work, "close", None)
+        if close is not None:
+            await close()
+
+
+RemoteNodeWorker = ray.remote(num_cpus=0, max_restarts=0)(NodeWorker)
+
+
+@dataclass
+class _Actor:
+    node_id: str
+    handle: object
+    busy: int = 0
+    alive: bool = True
+
+
+class _NodePool:
+    """An actor on every alive node that has CPUs; nodes that join later get one at the next refresh."""
+
+    def __init__(self, work_ref, concurrency: int, say: Callable[[str], None]):
+        self.work_ref, self.concurrency, self.say = work_ref, concurrency, say
+        self.actors: dict[str, _Actor] = {}
+
+    def refresh(self) -> None:
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0}
+        for node_id, actor in list(self.actors.items()):
+            if node_id not in alive and actor.alive:
+                self.lost(actor)  # its calls fail on their own; no new ones go there
+        for node_id in sorted(alive):  # a node whose worker died gets a new one (a job's own crashes are capped)
+            if node_id not in self.actors or not self.actors[node_id].alive:
+                self.actors[node_id] = _Actor(node_id, RemoteNodeWorker.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                    max_concurrency=self.concurrency).remote(self.work_ref))
+
+    def free(self) -> _Actor | None:
+        """The alive actor with the fewest jobs in flight, if it has room."""
+        ready = [a for a in self.actors.values() if a.alive and a.busy < self.concurrency]
+        return min(ready, key=lambda a: a.busy) if ready else None
+
+    def busy(self) -> dict[str, int]:
+        return {a.node_id: a.busy for a in list(self.actors.values()) if a.alive}
+
+    def lost(self, actor: _Actor) -> None:
+        if not actor.alive:
+            return
+        actor.alive = False
+        self.say(f"ray: lost the worker on node {actor.node_id[:12]}; its trials in flight run again")
+        _kill(actor.handle)
+
+    def close(self) -> None:
+        alive = [a for a in self.actors.values() if a.alive]
+        try:
+            ray.wait([a.handle.close.remote() for a in alive], num_returns=len(alive), timeout=10)
+        except Exception:  # noqa: BLE001 - closing is best effort: the actors are killed next
+            pass
+        for a in alive:
+            _kill(a.handle)
+
+
+def _kill(handle) -> None:
+    try:
+        ray.kill(handle, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+class RayExecutor(Executor):
+    name = "ray"
+
+    def __init__(self, concurrency: int, *, address: str | None = None, node_losses: int = 3,
+                 wait_for_nodes: float = 120.0, refresh_seconds: float = 2.0, init_options: dict | None = None,
+                 say: Callable[[str], None] | None = None):
+        """`concurrency`: jobs at once on each node. `address`: the cluster (`ray start --head` prints it);
+        None: $RAY_ADDRESS, else a Ray started on this machine for the run. `node_losses`: how often a job's
+        node may die under it before it is recorded as failed. `wait_for_nodes`: seconds without any node
+        to run on before the run stops (what is left runs on resume)."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency, self.address = concurrency, address
+        self.node_losses, self.wait_for_nodes, self.refresh_seconds = node_losses, wait_for_nodes, refresh_seconds
+        self.init_options = init_options or {}
+        self.say = say or (lambda _line: None)
+        self.ran_on: dict[int, str] = {}  # job index -> the node whose result was recorded
+        self.requeued: list[int] = []  # job indexes sent again because their node died
+        self._pool: _NodePool | None = None
+
+    def busy(self) -> dict[str, int]:
+        """Jobs in flight per node id, now (empty outside `map`)."""
+        return self._pool.busy() if self._pool is not None else {}
+
+    async def map(self, work, jobs, *, before=None, after=None) -> list:
+        jobs = list(jobs)
+        if not jobs:
+            return []
+        started_here = self._connect()
+        pool = self._pool = _NodePool(ray.put(work), self.concurrency, self.say)
+        try:
+            return await self._dispatch(pool, work, jobs, before, after)
+        finally:
+            self._pool = None
+            await asyncio.to_thread(pool.close)
+            if started_here:
+                ray.shutdown()
+
+    def _connect(self) -> bool:
+        """Join the cluster unless this process already has; True if we did (and so must leave it)."""
+        if ray.is_initialized():
+            return False
+        options = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **self.init_options}
+        try:
+            ray.init(address=self.address, **options)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            where = f"--address {self.address}" if self.address else "Ray"
+            raise AgentmillError(f"{where}: could not join a Ray cluster: {str(e).splitlines()[0]}") from None
+        return True
+
+    async def _dispatch(self, pool: _NodePool, work, jobs: list, before, after) -> list:
+        results: list = [None] * len(jobs)
+        queue = deque(range(len(jobs)))
+        in_flight: dict[asyncio.Future, tuple[int, _Actor]] = {}
+        started: set[int] = set()
+        losses: Counter[int] = Counter()
+        packed: dict[str, ray.ObjectRef] = {}  # task content hash -> its folder in the object store
+        refreshed = idle_since = 0.0
+        while queue or in_flight:
+            now = time.monotonic()
+            if now - refreshed >= self.refresh_seconds:
+                await asyncio.to_thread(pool.refresh)
+                refreshed = now
+            while queue and (actor := pool.free()) is not None:
+                i = queue.popleft()
+                if i not in started:  # a job sent again after a node died is still the same running trial
+                    started.add(i)
+                    if before is not None:
+                        before(jobs[i])
+                files = await self._files(jobs[i], packed)
+                ref = actor.handle.run.remote(jobs[i], files)
+                in_flight[asyncio.wrap_future(ref.future())] = (i, actor)
+                actor.busy += 1
+            if not in_flight:
+                idle_since = idle_since or now
+                if now - idle_since > self.wait_for_nodes:
+                    raise AgentmillError(f"ray: no node to run on for {self.wait_for_nodes:g}s; {len(queue)} trial(s) "
+                                         "not run (they run on resume). Are the worker nodes up?")
+                await asyncio.sleep(0.5)
+                refreshed = 0.0
+                continue
+            idle_since = 0.0
+            done, _ = await asyncio.wait(in_flight, timeout=self.refresh_seconds, return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                i, actor = in_flight.pop(fut)
+                actor.busy -= 1
+                out = self._outcome(fut, i, actor, pool, losses)
+                if out is None:  # lost with its node: queued again, first in line
+                    queue.appendleft(i)
+                    self.requeued.append(i)
+                    continue
+                if isinstance(out, Unrunnable):
+                    out = _failure(work, jobs[i], out.message)
+                else:
+                    self.ran_on[i] = actor.node_id
+                results[i] = await after(jobs[i], out) if after is not None else out
+        return results
+
+    def _outcome(self, fut: asyncio.Future, i: int, actor: _Actor, pool: _NodePool, losses: Counter):
+        """The job's result; an Unrunnable; or None when it must run again (its node died)."""
+        try:
+            return fut.result()
+        except NODE_LOST as e:
+            pool.lost(actor)
+            losses[i] += 1
+            if losses[i] < self.node_losses:
+                return None
+            return Unrunnable(f"its Ray node died {losses[i]} times while running it (last: {_brief(e)})")
+        except ray.exceptions.RayTaskError as e:
+            return Unrunnable(f"it raised on Ray node {actor.node_id[:12]}: {_brief(e)}")
+
+    async def _files(self, job, packed: dict) -> ray.ObjectRef | None:
+        """The job's task folder in the object store (packed once per task), or None for a job without one."""
+        task = getattr(job, "task", None)
+        if not isinstance(task, Task):
+            return None
+        if task.content_hash not in packed:
+            packed[task.content_hash] = ray.put(await asyncio.to_thread(pack_task, task))
+        return packed[task.content_hash]
+
+
+def _failure(work, job, message: str):
+    failure = getattr(work, "failure", None)
+    if failure is None:
+        raise AgentmillError(f"ray: a job could not run: {message}")
+    return failure(job, message)
+
+
+def _brief(e: BaseException) -> str:
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}".strip()
+
+
+EXECUTORS[RayExecutor.name] = RayExecutor

@@ -1,0 +1,57 @@
+"""Task folders shipped to another machine: packed once on the driver, landed once per node.
+
+A worker node cannot read the driver's dataset folder, so a trial's task travels as a tar of its
+folder. The node unpacks it into its own cache under the content hash and checks that the copy
+hashes to exactly that: what runs there is byte for byte the task the driver planned.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+from agentmill.errors import AgentmillError
+from agentmill.paths import cache_dir
+from agentmill.tasks.hashing import _SKIP, hash_tree
+from agentmill.tasks.io import load_task
+from agentmill.tasks.model import Task
+
+
+def pack_task(task: Task) -> bytes:
+    """The task folder as a gzipped tar (what the content hash covers: caches like .git left out)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(task.path, arcname=task.name, filter=lambda info: None if _skipped(info.name) else info)
+    return buf.getvalue()
+
+
+def land_task(task: Task, packed: bytes, root: Path | None = None) -> Task:
+    """This node's copy of `task` (unpacked from `packed` once, then reused), loaded and hash-checked."""
+    home = (root or cache_dir() / "shipped-tasks") / task.content_hash
+    folder = home / task.name
+    if not folder.is_dir():
+        tmp = home.with_name(f".tmp-{task.content_hash}-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+                tar.extractall(tmp, filter="data")  # no absolute paths, no links out, no device files
+            if hash_tree(tmp / task.name) != task.content_hash:
+                raise AgentmillError(f"task {task.name}: the copy shipped to this node does not match its content hash")
+            try:
+                tmp.rename(home)
+            except OSError:  # another process on this node landed it first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    landed = load_task(folder)
+    if landed.content_hash != task.content_hash:  # the node's cached copy was changed after landing
+        raise AgentmillError(f"{folder}: this node's copy of task {task.name} was modified; remove the folder")
+    return landed
+
+
+def _skipped(arcname: str) -> bool:
+    return any(part in _SKIP for part in Path(arcname).parts)
