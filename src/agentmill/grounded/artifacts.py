@@ -202,6 +202,17 @@ def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
     return text[:limit]
 
 
+def render_deliverables(deliverables: list[dict], out_dir: str) -> dict[str, str]:
+    """Each deliverable's text for the judge (path -> text), or why it is not available."""
+    texts = {}
+    for d in deliverables:
+        try:
+            texts[d["path"]] = render(d["format"], read_regular(os.path.join(out_dir, d["path"])))
+        except BadArtifact as e:
+            texts[d["path"]] = f"(not available: {e})"
+    return texts
+
+
 def run_checks(deliverables: list[dict], out_dir: str) -> dict:
     results = [r for d in deliverables for r in check_deliverable(d, out_dir)]
     passed = sum(1 for _, ok, _ in results if ok)
@@ -210,6 +221,8 @@ def run_checks(deliverables: list[dict], out_dir: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """checks.json out_dir reward.json [judge_input.json]: the last, when given, receives the
+    deliverables as text for the host's rubric judge (verify/judged.py)."""
     checks_path, out_dir, reward_path = argv[1:4]
     with open(checks_path, encoding="utf-8") as fh:
         deliverables = json.load(fh)
@@ -218,6 +231,9 @@ def main(argv: list[str]) -> int:
         print(("PASS " if c["passed"] else "FAIL ") + c["name"] + ": " + c["detail"])
     with open(reward_path, "w", encoding="utf-8") as fh:
         json.dump({"reward": 1.0 if report["all_passed"] else 0.0, "checks_fraction": report["fraction"]}, fh)
+    if len(argv) > 4:
+        with open(argv[4], "w", encoding="utf-8") as fh:
+            json.dump(render_deliverables(deliverables, out_dir), fh)
     return 0
 
 

@@ -17,14 +17,13 @@ Mode = Literal["anchored", "unanchored"]
 
 
 def deliverables_view(spec: Spec, deliverables: Path) -> str:
-    parts = []
-    for d in spec.deliverables:
-        try:
-            body = artifacts.render(d.format, artifacts.read_regular(str(deliverables / d.path)))
-        except artifacts.BadArtifact as e:
-            body = f"(not available: {e})"
-        parts.append(f"=== deliverable: {d.path} ===\n{body}")
-    return "\n\n".join(parts)
+    return format_deliverables(spec, artifacts.render_deliverables([d.model_dump() for d in spec.deliverables], str(deliverables)))
+
+
+def format_deliverables(spec: Spec, texts: dict[str, str]) -> str:
+    """The judge's view of the deliverables, from their texts (rendered here, or inside a verifier's sandbox)."""
+    return "\n\n".join(f"=== deliverable: {d.path} ===\n{texts.get(d.path, '(not available: not produced)')}"
+                         for d in spec.deliverables)
 
 
 def evidence_view(spec: Spec, graph: Graph, ws_dir: Path, removed: frozenset[str] = frozenset()) -> str:
@@ -74,9 +73,16 @@ def _check(spec: Spec):
 
 async def judge(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path, client: ModelClient, *,
                 mode: Mode = "anchored", removed: frozenset[str] = frozenset(), prompts_dir: Path | None = None) -> JudgeVerdict:
+    return await judge_view(spec, graph, ws_dir, deliverables_view(spec, deliverables), client, mode=mode,
+                            removed=removed, prompts_dir=prompts_dir)
+
+
+async def judge_view(spec: Spec, graph: Graph, ws_dir: Path, deliverables: str, client: ModelClient, *,
+                     mode: Mode = "anchored", removed: frozenset[str] = frozenset(), prompts_dir: Path | None = None) -> JudgeVerdict:
+    """The judge over deliverables already rendered as text (`format_deliverables`)."""
     evidence = evidence_view(spec, graph, ws_dir, removed) if mode == "anchored" else "(not provided)"
     text = prompts.render(f"judge_{mode}", prompts_dir, statement=spec.statement, rubric=rubric_view(spec, mode),
-                          evidence=evidence, deliverables=deliverables_view(spec, deliverables))
+                          evidence=evidence, deliverables=deliverables)
     return await ask_json(client, [{"role": "user", "content": text}], JudgeVerdict, role=f"judge ({mode})", check=_check(spec))
 
 

@@ -97,7 +97,7 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
         (work / "spec.v0.json").write_text(spec.model_dump_json(indent=1))
         out.stage, role = "teacher", "teacher"
         teacher = TerminusAgent(client("teacher"), max_turns=settings.max_turns)
-        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec)
+        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
         run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{statement_hash(spec)[:16]}-a0")
         if settings.revise:
             out.stage, role = "revise", "reviser"
@@ -106,7 +106,7 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
             (work / "revision.json").write_text(json.dumps({"changed": changed, "notes": notes}, indent=1))
             out.statement_changed = statement_hash(revised) != statement_hash(spec)
             spec = revised
-            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec)
+            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
         (work / "spec.json").write_text(spec.model_dump_json(indent=1))
         out.stage, role = "admission", "judge"
         h = statement_hash(spec)[:16]

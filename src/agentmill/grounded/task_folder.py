@@ -25,14 +25,15 @@ from agentmill.tasks import TaskConfig, write_task
 
 DOCKERFILE = "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY workspace/ /app/\n"
 TEST_SH = """#!/bin/bash
-# Deterministic artifact checks over /app/output; the judged rubric runs in `agentmill ground`.
+# Deterministic artifact checks over /app/output, and the deliverables as text for the rubric judge,
+# which runs on the host after this script (grounded/verifier.py, when a judge is configured).
 mkdir -p /logs/verifier
-python3 -I /tests/check_artifacts.py /tests/checks.json /app/output /logs/verifier/reward.json
+python3 -I /tests/check_artifacts.py /tests/checks.json /app/output /logs/verifier/reward.json /logs/verifier/judge_input.json
 """
 
 
 def write_grounded_task(dest: Path, ws: Workspace, ws_dir: Path, graph: Graph, spec: Spec, *,
-                        agent_timeout: float = 1800.0) -> Path:
+                        agent_timeout: float = 1800.0, judge_threshold: float = 0.90) -> Path:
     dest = Path(dest)
     shutil.rmtree(dest, ignore_errors=True)
     env_files: dict[str, str | bytes] = {"Dockerfile": DOCKERFILE}
@@ -43,7 +44,7 @@ def write_grounded_task(dest: Path, ws: Workspace, ws_dir: Path, graph: Graph, s
         "metadata": {"source": "grounded", "seed_id": seed.seed_id, "occupation": seed.occupation,
                      "sector": seed.sector, "task_type": seed.task_type, "pattern": seed.pattern,
                      "file_family": seed.file_family, "statement_hash": statement_hash(spec),
-                     "onet_task_id": seed.evidence.task_id},
+                     "onet_task_id": seed.evidence.task_id, "judge_threshold": judge_threshold},
         "agent": {"timeout_sec": agent_timeout}, "verifier": {"timeout_sec": 120},
     })
     rubric = {"criteria": [c.model_dump() for c in spec.criteria], "negatives": [n.model_dump() for n in spec.negatives]}

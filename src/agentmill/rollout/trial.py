@@ -24,6 +24,7 @@ from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
+from agentmill.verify.judged import judged_step_for
 from agentmill.verify.test_script import verify
 from agentmill.envs.state import ToolEnvError, prepare_tool_state
 from agentmill.verify.sql_state import verify_tool_task
@@ -110,6 +111,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
         else:
             verdict = await verify(task, image, rootfs, scratch, limits)
+            judged = judged_step_for(task)  # e.g. grounded tasks: the rubric judge over the deliverables
+            if judged is not None:
+                verdict = await judged(task, verdict)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr

@@ -65,13 +65,18 @@ def parse_score(text: str) -> tuple[float, str]:
     return score, str(data.get("reasoning", ""))
 
 
-def default_judge() -> Judge | None:
+def judge_client_from_env():
+    """The verifier's judge endpoint (a ModelClient at temperature 0), or None when not configured."""
     model = os.environ.get("AGENTMILL_JUDGE_MODEL")
     base_url = os.environ.get("AGENTMILL_JUDGE_BASE_URL")
     if not model or not base_url:
         return None
     from agentmill.models.client import ModelClient, SamplingParams
 
-    client = ModelClient.from_env(base_url=base_url, model=model, api_key_env=os.environ.get("AGENTMILL_JUDGE_API_KEY_ENV"),
-                                  sampling=SamplingParams(temperature=0.0), max_retries=3)
-    return ModelJudge(client)
+    return ModelClient.from_env(base_url=base_url, model=model, api_key_env=os.environ.get("AGENTMILL_JUDGE_API_KEY_ENV"),
+                                sampling=SamplingParams(temperature=0.0), max_retries=3)
+
+
+def default_judge() -> Judge | None:
+    client = judge_client_from_env()
+    return ModelJudge(client) if client is not None else None

@@ -18,6 +18,10 @@ from pathlib import Path
 from agentmill.verify.tamper import Tamper, TamperKind
 
 NAMES = ("reward.txt", "reward.json")
+# What a test script hands a judged step on the host (verify/judged.py): read, and checked for
+# rewrites by leftover processes, exactly like the reward files.
+JUDGE_INPUT = "judge_input.json"
+READ = NAMES + (JUDGE_INPUT,)
 MAX_BYTES = 1 << 20
 
 
@@ -45,7 +49,7 @@ def read_reward_files(logs: Path) -> RewardFiles:
         if not st.st_mode & stat.S_IWUSR:
             out.evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier",
                                        detail=f"the reward folder was pinned read-only (mode {stat.S_IMODE(st.st_mode):04o})"))
-        for name in NAMES:
+        for name in READ:
             out.files[name] = _read_one(dfd, name, out.evidence)
     finally:
         os.close(dfd)
@@ -86,7 +90,7 @@ def _read_one(dfd: int, name: str, evidence: list[Tamper]) -> tuple[tuple, bytes
 def rewritten(at_exit: RewardFiles, final: RewardFiles) -> list[Tamper]:
     """Reward files that changed between the test script's exit and the end of every process."""
     out = []
-    for name in NAMES:
+    for name in READ:
         if at_exit.files.get(name) != final.files.get(name):
             out.append(Tamper(kind=TamperKind.REWARD_FILE, path=f"/logs/verifier/{name}",
                               detail="changed after the test script ended (a leftover process wrote it)"))

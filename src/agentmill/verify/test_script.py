@@ -19,12 +19,12 @@ from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.images import Image
-from agentmill.sandbox.bwrap import BwrapSandbox
+from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
 from agentmill.verify.hardening import harden
 from agentmill.verify.isolation import HOME, PIN, verifier_env, write_pin
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
-from agentmill.verify.reward_files import read_reward_files, rewritten
+from agentmill.verify.reward_files import JUDGE_INPUT, read_reward_files, rewritten
 from agentmill.verify.staging import stage
 from agentmill.verify.tamper import Tamper, parse_markers
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit
@@ -46,6 +46,7 @@ class VerifierResult:
     error: str | None = None
     seconds: float = 0.0
     tamper: list[Tamper] = field(default_factory=list)
+    judge_input: bytes | None = None  # /logs/verifier/judge_input.json, for a judged step (verify/judged.py)
 
 
 async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) -> VerifierResult:
@@ -72,7 +73,7 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
                               seconds=time.monotonic() - started)
     try:
-        async with BwrapSandbox(spec) as sb:
+        async with create_sandbox(spec) as sb:
             run = await sb.exec(["/usr/bin/bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
                                 env=spec.env, max_output=_KEEP_OUTPUT)
             at_exit = await asyncio.to_thread(read_reward_files, logs)
@@ -83,7 +84,8 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     # The sandbox is gone, and every process in it: what the files hold now is final.
     final = await asyncio.to_thread(read_reward_files, logs)
     tamper += final.evidence + rewritten(at_exit, final) + parse_markers(run.stderr + "\n" + run.stdout)
-    result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode, tamper=tamper)
+    result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode, tamper=tamper,
+                            judge_input=final.data(JUDGE_INPUT))
     if run.timed_out:
         result.outcome = Outcome.VERIFIER_TIMEOUT
         result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
