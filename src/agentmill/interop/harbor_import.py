@@ -208,8 +208,9 @@ def _trajectory(p: _Parsed) -> Trajectory:
     if not path.exists() and not path.is_symlink():  # agents that write no ATIF: an empty trajectory, said so
         return Trajectory(session_id=p.harbor.trial_name, agent=AgentInfo(name=p.harbor.agent_info.name, version=p.harbor.agent_info.version),
                           notes="the Harbor trial has no agent/trajectory.json").summarize()
+    data = _read_json(path)  # its own errors name the file
     try:
-        return trajectory_from_harbor(_read_json(path))
+        return trajectory_from_harbor(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ValueError(f"{TRAJECTORY}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
