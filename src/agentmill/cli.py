@@ -437,6 +437,60 @@ def table_cmd(results: Path = typer.Argument(..., help="results.json: {variant: 
     except AgentmillError as e:
         _fail(str(e))
     out.print(render_table(compute_table(data)))
+    from agentmill.rl.eval import behaviour_table, telemetry_beside  # `agentmill eval` folders: behaviour too
+
+    try:
+        telemetry = telemetry_beside(results)
+    except AgentmillError as e:
+        _fail(str(e))
+    if telemetry:
+        out.print(behaviour_table(telemetry))
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
+    sample: bool = typer.Option(False, "--sample", help="Use the bundled terminal tasks."),
+    sample_tools: bool = typer.Option(False, "--sample-tools", help="Use the bundled tool tasks."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Eval folder shared by every checkpoint: runs/, results.json, telemetry.json."),
+    label: str = typer.Option(..., "--label", help="The checkpoint's name: its row in `agentmill table OUT/results.json`."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help="The task set's column name. Default: the dataset folder's name."),
+    agent: str = typer.Option("terminus", "--agent", help="The agent the checkpoint drives: terminus (terminal tasks) or tools (tool tasks)."),
+    model: Optional[str] = typer.Option(None, "--model", help="The checkpoint's name at the endpoint, or 'local' for the embedded model."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="The OpenAI-compatible endpoint serving the checkpoint."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
+    attempts: int = typer.Option(defaults.ATTEMPTS, "--attempts", "-k", min=1, help="Attempts per task: pass@1 and pass@k."),
+    concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
+    temperature: float = typer.Option(defaults.TEMPERATURE, "--temperature", help="Sampling temperature."),
+    max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
+    max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial."),
+    task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
+    scores: Optional[Path] = typer.Option(None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."),
+) -> None:
+    """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
+    from agentmill.models import SamplingParams
+    from agentmill.rl.eval import EvalSpec, run_eval
+
+    ds = _load(dataset, sample, task, sample_tools)
+    try:
+        spec = EvalSpec(label=label, benchmark=benchmark or ds.root.name, agent=agent, model=model, base_url=base_url,
+                        api_key_env=api_key_env, attempts=attempts, concurrency=concurrency,
+                        sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed), max_turns=max_turns)
+        record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console)
+    except ValueError as e:
+        _fail(f"invalid option: {str(e).splitlines()[-1]}")
+    except AgentmillError as e:
+        _fail(str(e))
+    except SystemExit as e:  # interrupted: the summary and the resume command are printed
+        raise typer.Exit(e.code) from None
+    if scores is not None:
+        from agentmill.atomic import write_json_atomic
+
+        write_json_atomic(scores, record.scores)
+    _print_status(record.run_dir, as_json=False)
+    console.print(f"recorded {label!r} in {out_dir / 'results.json'}; compare with: agentmill table {out_dir / 'results.json'}",
+                  highlight=False)
 
 
 @app.command()
