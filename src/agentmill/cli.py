@@ -469,6 +469,8 @@ def eval_cmd(
     scores: Optional[Path] = typer.Option(None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."),
 ) -> None:
     """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
+    from pydantic import ValidationError
+
     from agentmill.models import SamplingParams
     from agentmill.rl.eval import EvalSpec, run_eval
 
@@ -477,9 +479,11 @@ def eval_cmd(
         spec = EvalSpec(label=label, benchmark=benchmark or ds.root.name, agent=agent, model=model, base_url=base_url,
                         api_key_env=api_key_env, attempts=attempts, concurrency=concurrency,
                         sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed), max_turns=max_turns)
+    except ValidationError as e:
+        first = e.errors()[0]
+        _fail(f"invalid option: {'.'.join(map(str, first['loc'])) or 'value'}: {first['msg']}")
+    try:
         record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console)
-    except ValueError as e:
-        _fail(f"invalid option: {str(e).splitlines()[-1]}")
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed

@@ -73,6 +73,8 @@ def test_a_rerun_resumes_and_a_changed_checkpoint_is_refused(tmp_path):
     assert r.returncode == 2 and "model: 'ckpt' -> 'other-ckpt'" in r.stderr  # one label is one checkpoint
     r = agentmill("eval", "--sample", "--out", str(eval_dir), "--label", "x", "--model", "m", ok=False)
     assert r.returncode == 2 and "--base-url" in r.stderr
+    r = agentmill("eval", "--sample", "--out", str(eval_dir), "--label", "x", "--temperature", "-1", ok=False)
+    assert r.returncode == 2 and "invalid option: temperature: Input should be greater than or equal to 0" in r.stderr
 
 
 def test_a_broken_results_file_is_named(tmp_path):
