@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tomllib
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.grounded.assemble import Sources
 from agentmill.grounded.corpus import build_corpus, default_corpus_dir
@@ -34,6 +36,7 @@ class GroundConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seeds: int = Field(10, ge=1)
+    concurrency: int = Field(4, ge=1)  # seeds in flight at once (each waits mostly on its model roles)
     files: list[str] = Field(default_factory=list)  # the user's own folders of real files
     corpus: bool = True  # also search the bundled offline corpus
     corpus_dir: str | None = None
@@ -91,18 +94,27 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
     builder = builder or ImageBuilder()
     results_dir = store / "results"
     results_dir.mkdir(exist_ok=True)
-    outcomes, clients = [], {}
+    clients: dict = {}  # one client per role, shared by the seeds in flight
+    gate = asyncio.Semaphore(config.concurrency)
+
+    async def one(seed: Seed) -> SeedOutcome:
+        done = results_dir / f"{seed.seed_id}.json"
+        if done.exists():  # finished before a kill: never paid for twice
+            outcome = SeedOutcome.model_validate_json(done.read_text())
+        else:
+            try:
+                async with gate:
+                    outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients)
+            except Exception as e:  # noqa: BLE001 - a bug or an OS error in one seed never stops the others
+                outcome = SeedOutcome(seed_id=seed.seed_id, stage="harness", error=f"{type(e).__name__}: {e}", fault="harness")
+            else:  # not written for a harness failure: the next run tries that seed again
+                write_text_atomic(done, outcome.model_dump_json(indent=1))
+        if on_done:
+            on_done(outcome)
+        return outcome
+
     try:
-        for seed in seeds:
-            done = results_dir / f"{seed.seed_id}.json"
-            if done.exists():
-                outcome = SeedOutcome.model_validate_json(done.read_text())
-            else:
-                outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients)
-                done.write_text(outcome.model_dump_json(indent=1))
-            outcomes.append(outcome)
-            if on_done:
-                on_done(outcome)
+        outcomes = list(await asyncio.gather(*(one(s) for s in seeds)))  # in seed order, whatever finished first
     finally:
         for c in clients.values():
             await c.close()
