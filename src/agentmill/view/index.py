@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agentmill.view.verdicts import FilterJudge
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -51,16 +51,16 @@ CREATE TABLE IF NOT EXISTS trials (
     filters_failed TEXT,      -- every rule it fails, comma-separated
     facts_error TEXT          -- why the folder could not be read
 );
-CREATE INDEX IF NOT EXISTS trials_task ON trials(task, attempt);
-CREATE INDEX IF NOT EXISTS trials_hash ON trials(task_hash, attempt);
-CREATE INDEX IF NOT EXISTS trials_outcome ON trials(outcome, task, attempt);
-CREATE INDEX IF NOT EXISTS trials_reward ON trials(reward);
-CREATE INDEX IF NOT EXISTS trials_turns ON trials(turns);
-CREATE INDEX IF NOT EXISTS trials_tokens ON trials(tokens);
-CREATE INDEX IF NOT EXISTS trials_seconds ON trials(seconds);
-CREATE INDEX IF NOT EXISTS trials_finished ON trials(finished_at);
-CREATE INDEX IF NOT EXISTS trials_filter ON trials(filter_kept, filter_reason);
-CREATE INDEX IF NOT EXISTS trials_tamper ON trials(tamper);
+CREATE INDEX IF NOT EXISTS trials_task ON trials(task, attempt, trial_id);
+CREATE INDEX IF NOT EXISTS trials_hash ON trials(task_hash, attempt, trial_id);
+CREATE INDEX IF NOT EXISTS trials_outcome ON trials(outcome, task, attempt, trial_id);
+CREATE INDEX IF NOT EXISTS trials_reward ON trials(reward, trial_id);
+CREATE INDEX IF NOT EXISTS trials_turns ON trials(turns, trial_id);
+CREATE INDEX IF NOT EXISTS trials_tokens ON trials(tokens, trial_id);
+CREATE INDEX IF NOT EXISTS trials_seconds ON trials(seconds, trial_id);
+CREATE INDEX IF NOT EXISTS trials_finished ON trials(finished_at, trial_id);
+CREATE INDEX IF NOT EXISTS trials_filter ON trials(filter_kept, filter_reason, task, attempt, trial_id);
+CREATE INDEX IF NOT EXISTS trials_tamper ON trials(tamper, task, attempt, trial_id);
 """
 
 LEDGER_COLUMNS = ("trial_id", "task", "task_hash", "attempt", "state", "outcome", "reward", "prompt_tokens",
@@ -90,11 +90,14 @@ class TrialIndex:
         self._ledger_mark: tuple | None = None
         db = self.connect()
         try:
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            if self._meta(db, "version") != str(INDEX_VERSION):  # made by another viewer version: start again
+                db.execute("DROP TABLE IF EXISTS trials")
+                db.execute("DELETE FROM meta")
             db.executescript(SCHEMA)
-            stale = self._meta(db, "version") != str(INDEX_VERSION) or self._meta(db, "filters") != judge.key
-            if stale:  # another index version or another filter spec: every verdict is read again
+            self._set_meta(db, "version", str(INDEX_VERSION))
+            if self._meta(db, "filters") != judge.key:  # another filter spec: every verdict is read again
                 db.execute("UPDATE trials SET facts_of=NULL")
-                self._set_meta(db, "version", str(INDEX_VERSION))
                 self._set_meta(db, "filters", judge.key)
         finally:
             db.close()
