@@ -30,7 +30,84 @@ def _run(tmp_path, cases, **synth):
     return summary, servers
 
 
-def test_good_candidate_is_accepted(tmp_path):
-    summary, servers = _run(tmp_path, ["good"])
-    assert summary["accepted"] == 1
+def _gates(store: SynthStore, candidate_prefix: str) -> list[tuple[str, int, str]]:
+    return [(r["gate"], r["passed"], r["code"]) for r in store.rows(
+        "SELECT g.gate, g.passed, g.code FROM gate_results g JOIN attempts a USING (attempt_id) "
+        "WHERE a.candidate_id LIKE ? ORDER BY a.n, g.rowid", (candidate_prefix + "%",))]
+
+
+def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_path):
+    summary, servers = _run(tmp_path, list(CASES))
+    store = SynthStore.open_existing(tmp_path / "out")
+    states = {r["card_id"]: r["state"] for r in store.rows("SELECT card_id, state FROM candidates")}
+    # every card got exactly one box: the accepted ones reached their target, the too-easy one was paused
+    assert sorted(r["card_id"] for r in store.rows("SELECT card_id FROM candidates")) == sorted(f"card-{c}" for c in CASES)
+    assert states == {**{f"card-{c}": "accepted" for c in CASES if c != "easy"}, "card-easy": "rejected"}
+    fail = lambda gate, code: (gate, 0, code)  # noqa: E731
+
+    assert _gates(store, "card-good")[-1] == ("ballot", 1, "ok") and not any(not p for _, p, _ in _gates(store, "card-good"))
+    # weak verifier: a mutant (the right change on another record) survives -> negative gate, repaired
+    weak = _gates(store, "card-weak")
+    assert fail("negative", "mutant_survived") in weak and weak[-1] == ("ballot", 1, "ok")
+    # vacuous verifier: the untouched state passes -> negative gate, repaired
+    vac = _gates(store, "card-vacuous")
+    assert fail("negative", "vacuous") in vac and vac[-1] == ("ballot", 1, "ok")
+    # a reference call errors on replay -> positive gate (lint let it through: the arguments are well-typed)
+    bad = _gates(store, "card-badref")
+    assert ("lint", 1, "ok") in bad and fail("positive", "reference_error") in bad and bad[-1] == ("ballot", 1, "ok")
+    # an entity that does not exist -> structural lint, before any sandboxed replay
+    ghost = _gates(store, "card-ghost")
+    assert ghost[0] == fail("lint", "missing_entity") and ghost[-1] == ("ballot", 1, "ok")
+    # too easy: the target solves 3/3 -> ballot, repair keeps it easy, rejected after the bounded retries
+    easy = _gates(store, "card-easy")
+    assert easy.count(fail("ballot", "too_easy")) == 2
+    # a generator reply that does not parse: a failed attempt with a diagnosis, then a fresh generation
+    garbage = _gates(store, "card-garbage")
+    assert garbage[0] == fail("parse", "unparseable") and garbage[-1] == ("ballot", 1, "ok")
+
+    # diagnoses: the critic's where it made sense, the gate's own hint where its reply was prose
+    diag = {r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"]) for r in store.rows(
+        "SELECT a.candidate_id, d.* FROM diagnoses d JOIN attempts a USING (attempt_id)")}
+    assert diag["card-weak"] == ("weak_verifier", ["verifiers"], "critic")
+    assert diag["card-badref"] == ("bad_reference", ["calls"], "critic")
+    assert diag["card-ghost"] == ("state_mismatch", ["seed_sql", "entities"], "gate")
+    assert diag["card-easy"][0] == "capability_mismatch"
+    assert diag["card-garbage"][0] == "bad_task_composition"
+    # targeted repair: only the implicated components changed between the two attempts
+    # (ghost: the repair was allowed seed_sql and entities; its entities were already right and stayed)
+    for case, changed in (("weak", {"verifiers"}), ("badref", {"calls"}), ("ghost", {"seed_sql"})):
+        bodies = [json.loads(r["body"]) for r in store.rows(
+            "SELECT body FROM attempts WHERE candidate_id LIKE ? ORDER BY n", (f"card-{case}%",))]
+        assert {k for k in bodies[0] if bodies[0][k] != bodies[1][k]} == changed
+    # the easy card was flagged and paused by a meta-review
+    easy_card = store.rows("SELECT multiplier, flagged FROM cards WHERE card_id = 'card-easy'")[0]
+    assert easy_card["multiplier"] == 0 and "no acceptance" in easy_card["flagged"]
+
+    # the information barrier on the wire: no generator request named a card's source task
+    assert not any("eval-" in json.dumps(r) for r in servers["generator"].requests)
+    # the ballot ran real tools-agent rollouts against the target and solver endpoints: 3 each per ballot
+    assert len({json.dumps(r["messages"][1]) for r in servers["target"].requests}) >= 6
+    assert all("tools" in r for r in servers["solver"].requests)
+
+    # accepted samples: task folders `check` passes, and the JSONL
+    out = tmp_path / "out"
+    accepted = sorted(p.name for p in (out / "tasks").iterdir())
+    assert len(accepted) == 6 and all(name.startswith("card-") for name in accepted)
+    rows = [json.loads(line) for line in (out / "accepted.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == accepted
+    from agentmill.rollout.check import check_tasks
+    from agentmill.tasks import load_dataset
+
+    sample = [n for n in accepted if n.startswith(("card-weak", "card-ghost"))]  # two repaired ones: time
+    results = asyncio.run(check_tasks(load_dataset(out / "tasks", names=sample).tasks, concurrency=2))
+    assert {r.task.name: r.verdict for r in results} == {name: "ok" for name in sample}
     print(summary)
+
+    # the funnel in the report
+    from agentmill.synth.report import funnel
+
+    f = {row["gate"]: row for row in funnel(store)}
+    assert f["negative"]["failed"]["mutant_survived"] == 1 and f["negative"]["failed"]["vacuous"] == 1
+    assert f["positive"]["failed"]["reference_error"] == 1 and f["lint"]["failed"]["missing_entity"] == 1
+    assert f["ballot"]["failed"]["too_easy"] == 2 and f["parse"]["failed"]["unparseable"] == 1
+    assert f["accepted"]["passed"] == 6

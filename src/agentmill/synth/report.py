@@ -1,0 +1,114 @@
+"""`agentmill synth report OUT`: one self-contained HTML page of a synthesis run, read from its store.
+
+Sections: the funnel per gate (attempts in, passed, failures by code), critic diagnoses, coverage of
+each card against its target (target samples and multiply variants), ballot outcomes, cost and time
+per model role and per gate, meta-reviews (the guidance given), cards the information barrier refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from agentmill.atomic import write_text_atomic
+from agentmill.recipe.report import STYLE, bar_chart, esc
+from agentmill.synth.store import SynthStore
+
+GATE_ORDER = ["parse", "lint", "semantic", "positive", "negative", "ballot"]
+
+
+def funnel(store: SynthStore) -> list[dict]:
+    """[{gate, entered, passed, failed: {code: n}}] in gate order, then 'accepted' (candidates)."""
+    rows = store.rows("SELECT gate, passed, code FROM gate_results")
+    out = []
+    barrier = store.rows("SELECT leaks FROM barrier")
+    if barrier or store.get_meta("diagnosis"):
+        kinds = Counter(json.loads(b["leaks"])[0]["kind"] for b in barrier)
+        out.append({"gate": "barrier", "entered": len(store.cards()) + len(barrier), "passed": len(store.cards()),
+                    "failed": dict(kinds)})
+    gates = GATE_ORDER + sorted({r["gate"] for r in rows} - set(GATE_ORDER))
+    for g in gates:
+        mine = [r for r in rows if r["gate"] == g]
+        if not mine and g == "parse":
+            continue
+        out.append({"gate": g, "entered": len(mine), "passed": sum(r["passed"] for r in mine),
+                    "failed": dict(Counter(r["code"] for r in mine if not r["passed"]))})
+    candidates = store.rows("SELECT state FROM candidates")
+    out.append({"gate": "accepted", "entered": len(candidates), "passed": sum(c["state"] == "accepted" for c in candidates),
+                "failed": dict(Counter(c["state"] for c in candidates if c["state"] != "accepted"))})
+    return out
+
+
+def coverage(store: SynthStore) -> list[dict]:
+    acc = Counter((r["card_id"], r["kind"]) for r in store.rows("SELECT card_id, kind FROM acceptances"))
+    boxes = Counter(r["card_id"] for r in store.rows("SELECT card_id FROM candidates"))
+    return [{"card": c["card_id"], "source_task": c["source_task"], "target": c["target_count"],
+             "accepted": acc[(c["card_id"], "target")], "variants": acc[(c["card_id"], "multiply")],
+             "boxes": boxes[c["card_id"]], "multiplier": c["multiplier"], "flagged": c["flagged"] or ""}
+            for c in store.cards()]
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt_failed(failed: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(failed.items(), key=lambda kv: -kv[1])) or "-"
+
+
+def render(store: SynthStore) -> str:
+    f = funnel(store)
+    parts = [f"<h1>Synthesis report</h1><p class=muted>{esc(store.out)}</p>"]
+    parts.append("<section><h2>Funnel per gate</h2>"
+                 + bar_chart([r["gate"] for r in f], [r["passed"] for r in f], ghosts=[r["entered"] for r in f],
+                             value_text=[f"{r['passed']}/{r['entered']}" for r in f], caption="passed of entered")
+                 + _table(["gate", "entered", "passed", "failed (by code)"],
+                          [[r["gate"], r["entered"], r["passed"], _fmt_failed(r["failed"])] for r in f]) + "</section>")
+    diag = store.rows("SELECT category, by, COUNT(*) AS n FROM diagnoses GROUP BY category, by ORDER BY n DESC")
+    parts.append("<section><h2>Critic diagnoses</h2>" + _table(["category", "by", "count"],
+                 [[d["category"], d["by"], d["n"]] for d in diag]) + "</section>")
+    cov = coverage(store)
+    parts.append("<section><h2>Coverage against targets</h2>"
+                 + bar_chart([c["card"] for c in cov], [c["accepted"] for c in cov], ghosts=[c["target"] for c in cov],
+                             value_text=[f"{c['accepted']}/{c['target']}" for c in cov], caption="accepted of target")
+                 + _table(["card", "source task", "target", "accepted", "variants", "boxes", "weight", "flagged"],
+                          [list(c.values()) for c in cov]) + "</section>")
+    ballots = [json.loads(r["details"]) for r in store.rows("SELECT details FROM gate_results WHERE gate = 'ballot'")]
+    pairs = Counter((b.get("target_solves"), b.get("solver_solves")) for b in ballots if "target_solves" in b)
+    parts.append("<section><h2>Ballot outcomes</h2>" + _table(["target solves", "solver solves", "ballots"],
+                 [[t, s, n] for (t, s), n in sorted(pairs.items())]) + "</section>")
+    usage = store.rows("SELECT * FROM usage ORDER BY role")
+    gate_time = store.rows("SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate")
+    parts.append("<section><h2>Cost and time</h2><p>Wall time: " + esc(f"{float(store.get_meta('seconds') or 0):.1f}")
+                 + " s</p>" + _table(["role", "requests", "prompt tokens", "completion tokens", "cost (USD)"],
+                                     [[u["role"], u["requests"], u["prompt_tokens"], u["completion_tokens"],
+                                       f"{u['cost_usd']:.4f}"] for u in usage])
+                 + _table(["gate", "runs", "seconds", "mean seconds"],
+                          [[g["gate"], g["n"], f"{g['s']:.2f}", f"{g['s'] / g['n']:.2f}"] for g in gate_time]) + "</section>")
+    reviews = store.rows("SELECT after_boxes, review FROM meta_reviews ORDER BY n")
+    parts.append("<section><h2>Meta-reviews</h2>" + _table(["after boxes", "flagged", "systematic", "guidance"],
+                 [[r["after_boxes"], ", ".join(json.loads(r["review"])["flagged"]) or "-",
+                   ", ".join(json.loads(r["review"])["systematic"]) or "-", json.loads(r["review"])["guidance"] or "-"]
+                  for r in reviews]) + "</section>")
+    barrier = store.rows("SELECT card_id, source_task, leaks FROM barrier")
+    if barrier:
+        parts.append("<section><h2>Cards refused by the information barrier</h2>" + _table(
+            ["card", "source task", "leaks"], [[b["card_id"], b["source_task"], "; ".join(
+                f"{x['kind']} {x['value']!r} in {x['field']}" for x in json.loads(b["leaks"])[:5])] for b in barrier]) + "</section>")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>agentmill synth report</title>'
+            f"<style>{STYLE}</style></head><body><main>{''.join(parts)}</main></body></html>\n")
+
+
+def write_report(out_dir: Path, dest: Path | None = None) -> Path:
+    store = SynthStore.open_existing(out_dir)
+    try:
+        dest = Path(dest) if dest else Path(out_dir) / "report.html"
+        if dest.is_dir():
+            dest = dest / "report.html"
+        write_text_atomic(dest, render(store))
+        return dest
+    finally:
+        store.close()
