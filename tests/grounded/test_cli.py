@@ -14,6 +14,7 @@ from tests.conftest import sandbox, scratch_cache
 from tests.grounded import scripted
 from tests.grounded.test_e2e import _const
 from tests.helpers.chat_server import ChatServer
+from tests.recipe.test_report import CHROMIUM, open_in_chromium
 
 runner = CliRunner()
 
@@ -44,6 +45,8 @@ def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     assert len(json.loads((store / "coverage.json").read_text())) == 1
     page = (store / "report.html").read_text()
     assert 'id="coverage"' in page and "data analysis and reporting" in page and "attempts: admitted" in page
+    if CHROMIUM:  # rendered by a real browser, without a console error (the detector is tested in test_report)
+        assert open_in_chromium(store / "report.html", tmp_path, tmp_path / "ground-report.png", size="1100,1600") == []
     out = tmp_path / "sft.jsonl"
     res = runner.invoke(app, ["export", str(store / "sft"), "--format", "trl", "--out", str(out), "--min-turns", "1"])
     assert res.exit_code == 0, res.output

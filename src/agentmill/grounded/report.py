@@ -32,7 +32,7 @@ def render(store: Path) -> str:
             f"<td class='{'hit' if cells[(sec, p)] else ('plan' if planned[(sec, p)] else '')}'>"
             f"{cells[(sec, p)] or (planned[(sec, p)] and '·') or ''}</td>" for p in PATTERN_NAMES) + "</tr>"
         for sec in sectors)
-    legend = "".join(f"<li>{i + 1}. {html.escape(p)}</li>" for i, p in enumerate(PATTERN_NAMES))
+    legend = "".join(f"<li>{html.escape(p)}</li>" for p in PATTERN_NAMES)
     stages = Counter(o.stage if o.error is None else f"failed at {o.stage} ({o.fault})" for o in outcomes)
     gates = Counter(a.admission.gate for o in outcomes for a in o.attempts)
     funnel = "".join(f"<tr><td>{html.escape(k)}</td><td>{v}</td></tr>" for k, v in sorted(stages.items()))
