@@ -32,6 +32,15 @@ def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in ag
 app.add_typer(_ground_app(), name="ground")
 
 
+def _synth_app() -> typer.Typer:  # failure-driven synthesis: its commands live in agentmill.synth.cli
+    from agentmill.synth.cli import app as synth
+
+    return synth
+
+
+app.add_typer(_synth_app(), name="synth")
+
+
 def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
     from agentmill.envs.cli import env_app, import_app
 

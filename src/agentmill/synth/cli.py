@@ -1,0 +1,91 @@
+"""`agentmill synth ...`: failure-driven synthesis commands (a typer sub-app; cli.py adds it)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agentmill.errors import AgentmillError
+
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                  help="Failure-driven synthesis (AutoSynthData): verified tool tasks from a target model's failures.")
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _fail(message: str) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+class _Progress:
+    """Rich progress: boxes finished of the slot budget, accepted, and the last gate verdicts."""
+
+    def __init__(self, progress: Progress, total: int):
+        self.p = progress
+        self.boxes = progress.add_task("boxes", total=total, stats="")
+        self.accepted = self.rejected = self.started = 0
+        self.total = total
+        self.failed: dict[str, int] = {}
+
+    def __call__(self, kind: str, **info) -> None:
+        if kind == "gate" and not info["passed"]:
+            key = f"{info['gate']}:{info['code']}"
+            self.failed[key] = self.failed.get(key, 0) + 1
+        elif kind == "box_start":
+            self.started += 1
+            if self.started > self.total:  # multiply variants beyond the slot budget
+                self.total = self.started
+                self.p.update(self.boxes, total=self.total)
+        elif kind == "box_done":
+            self.accepted += info["accepted"]
+            self.rejected += not info["accepted"]
+            self.p.advance(self.boxes)
+        top = ", ".join(f"{k} {v}" for k, v in sorted(self.failed.items(), key=lambda kv: -kv[1])[:3])
+        self.p.update(self.boxes, stats=f"accepted {self.accepted}  rejected {self.rejected}  {top}")
+
+
+@app.command("run")
+def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The synthesis config (TOML)."),
+            out: Path = typer.Option(..., "--out", help="Output folder: synth.sqlite, tasks/, accepted.jsonl (resumes)."),
+            report: bool = typer.Option(True, "--report/--no-report", help="Write OUT/report.html at the end.")) -> None:
+    """Run synthesis (resumes when OUT holds an earlier run of it)."""
+    from agentmill.synth.config import load_config
+    from agentmill.synth.report import write_report
+    from agentmill.synth.run import run_synth
+
+    try:
+        config = load_config(config_path)
+    except AgentmillError as e:
+        _fail(str(e))
+    total = config.synth.max_slots  # the slot budget; variants add to it as they are planned
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[stats]}"))
+    with Progress(*columns, console=err, transient=False) as progress:
+        tracker = _Progress(progress, total)
+        try:
+            summary = asyncio.run(run_synth(config, out, on_event=tracker))
+        except AgentmillError as e:
+            _fail(str(e))
+    for problem in summary["card_problems"]:
+        err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
+    err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
+              f"{summary['seconds']:.1f}s -> {out / 'tasks'}", highlight=False)
+    if report:
+        err.print(f"report: {write_report(out)}", highlight=False)
+
+
+@app.command("report")
+def report_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+               dest: Optional[Path] = typer.Option(None, "--out", help="HTML file (default OUT/report.html).")) -> None:
+    """Write the HTML report of a synthesis run: funnel, diagnoses, coverage, ballots, cost and time."""
+    from agentmill.synth.report import write_report
+
+    try:
+        err.print(f"report: {write_report(out, dest)}", highlight=False)
+    except AgentmillError as e:
+        _fail(str(e))
