@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,12 @@ import pytest
 
 from agentmill.images import ImageBuilder
 from agentmill.tasks import write_task
+
+# The suite's own tasks need nothing beyond the host's userland; the tests of Debian-built images
+# choose their builder explicitly. So a task that would need a real image says so here instead of
+# downloading Debian in the middle of an unrelated test (tests/images/test_build.py checks the
+# default itself).
+os.environ.setdefault("AGENTMILL_IMAGES", "host")
 
 REWARD_IF = '#!/bin/bash\nif {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
 

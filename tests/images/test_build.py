@@ -163,3 +163,15 @@ def test_copy_never_follows_an_image_symlink_onto_the_host(tmp_path):
     assert (root / victim.relative_to("/") / "one.txt").read_text() == "1"  # the link resolved inside the image
     assert (root / victim.relative_to("/") / "file.txt").read_text() == "1"  # as Docker: the link, inside
     assert (root / "app/tree/sub/inner.txt").read_text() == "inner" and not (root / "app/tree/sub").is_symlink()
+
+
+def test_the_default_builder_is_auto_host_first_then_debian(monkeypatch):
+    from agentmill.images.build import builder_mode
+
+    monkeypatch.delenv("AGENTMILL_IMAGES", raising=False)
+    assert builder_mode() == "auto"
+    monkeypatch.setenv("AGENTMILL_IMAGES", "Host")
+    assert builder_mode() == "host"
+    monkeypatch.setenv("AGENTMILL_IMAGES", "docker")
+    with pytest.raises(Exception, match="AGENTMILL_IMAGES='docker': expected one of host, auto, debian"):
+        builder_mode()

@@ -91,10 +91,13 @@ MODES = ("host", "auto", "debian")
 MODE_ENV = "AGENTMILL_IMAGES"
 
 
+DEFAULT_MODE = "auto"  # public tasks run as written; tasks the host can stand in for keep the fast path
+
+
 def builder_mode(mode: str | None = None) -> str:
-    """host (default): the host's userland only; debian: every image from Debian's archive; auto:
-    the host's userland when it suffices, else a Debian-built image."""
-    chosen = (mode or os.environ.get(MODE_ENV) or "host").strip().lower()
+    """auto (default): the host's userland when it suffices, else a Debian-built image; host: the
+    host's userland only; debian: every image from Debian's archive."""
+    chosen = (mode or os.environ.get(MODE_ENV) or DEFAULT_MODE).strip().lower()
     if chosen not in MODES:
         raise AgentmillError(f"{MODE_ENV}={chosen!r}: expected one of {', '.join(MODES)}")
     return chosen
