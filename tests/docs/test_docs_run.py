@@ -74,6 +74,7 @@ RUN = [b for b in BLOCKS if b.mark == "run"]
 
 
 def _scratch(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name in ("recipes", "src", "examples", ".venv"):
         (tmp_path / name).symlink_to(ROOT / name)
     return tmp_path
@@ -81,7 +82,11 @@ def _scratch(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("block", RUN, ids=_ids(RUN))
 def test_runnable_examples_run(block, tmp_path):
-    cwd = _scratch(tmp_path)
+    r = _run(block, _scratch(tmp_path))
+    assert r.returncode == 0, f"{block.where} exited {r.returncode}:\n{r.stdout[-1500:]}\n{r.stderr[-3000:]}"
+
+
+def _run(block: Block, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
     if block.lang == "python":
         script = cwd / "example.py"
@@ -90,7 +95,7 @@ def test_runnable_examples_run(block, tmp_path):
     else:
         assert block.lang in SHELLS, f"{block.where}: only shell and python blocks can be marked run"
         r = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"{block.where} exited {r.returncode}:\n{r.stdout[-1500:]}\n{r.stderr[-3000:]}"
+    return r
 
 
 # ---------------------------------------------------------------- the checks can fail: planted defects
@@ -122,3 +127,13 @@ def test_planted_bad_blocks_are_caught(tmp_path):
     assert check_python(py) == "agentmill has no no_such_name"
     assert "mix.top_m" in check_toml(recipe, tmp_path / "r")
     assert "teacher" in check_toml(grid, tmp_path / "g")
+
+
+def test_a_planted_failing_runnable_block_fails(tmp_path):
+    fence = "```"
+    (shell, py) = _doc(tmp_path, f"<!-- doc-test: run -->\n{fence}bash\nagentmill status nowhere\necho never\n{fence}\n\n"
+                                 f"<!-- doc-test: run -->\n{fence}python\nimport agentmill\nagentmill.no_such_name\n{fence}\n")
+    assert shell.mark == py.mark == "run"
+    r = _run(shell, _scratch(tmp_path / "a"))
+    assert r.returncode != 0 and "never" not in r.stdout
+    assert _run(py, _scratch(tmp_path / "b")).returncode != 0
