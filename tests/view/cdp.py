@@ -90,7 +90,7 @@ class Browser:
     def new_page(self, width: int = 1280, height: int = 900) -> "Page":
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        page = Page(self, session)
+        page = Page(self, session, target)
         for domain in ("Page", "Runtime", "Log", "Network"):
             page.send(f"{domain}.enable")
         page.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
@@ -114,8 +114,11 @@ class Browser:
 
 
 class Page:
-    def __init__(self, browser: Browser, session: str):
-        self.browser, self.session = browser, session
+    def __init__(self, browser: Browser, session: str, target: str):
+        self.browser, self.session, self.target = browser, session, target
+
+    def close(self) -> None:
+        self.browser.send("Target.closeTarget", {"targetId": self.target})
 
     def send(self, method: str, params: dict | None = None, timeout: float = 30) -> dict:
         return self.browser.send(method, params, session=self.session, timeout=timeout)
@@ -125,15 +128,14 @@ class Page:
             return [e for e in self.browser.events if e.get("sessionId") == self.session]
 
     def goto(self, url: str, timeout: float = 30) -> None:
-        seen = len([e for e in self._events() if e["method"] == "Page.loadEventFired"])
+        """Navigate and wait for the load (or, for a new #fragment of the same page, the in-page navigation)."""
+        kinds = ("Page.loadEventFired", "Page.navigatedWithinDocument")
+        seen = len([e for e in self._events() if e["method"] in kinds])
         self.send("Page.navigate", {"url": url})
-        self.wait_for_event("Page.loadEventFired", after=seen, timeout=timeout)
-
-    def wait_for_event(self, method: str, *, after: int = 0, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
-        while len([e for e in self._events() if e["method"] == method]) <= after:
+        while len([e for e in self._events() if e["method"] in kinds]) <= seen:
             if time.monotonic() > deadline:
-                raise CdpError(f"no {method} within {timeout} s")
+                raise CdpError(f"{url}: not loaded within {timeout} s")
             time.sleep(0.02)
 
     def eval(self, expression: str):
@@ -145,10 +147,10 @@ class Page:
     def wait(self, expression: str, timeout: float = 15):
         """Poll until the expression is truthy; its value. A timeout names the expression."""
         deadline = time.monotonic() + timeout
-        while True:
-            value = self.eval(expression)
-            if value:
-                return value
+        while True:  # JavaScript's truth: an element (sent back as {}) counts as found
+            found, value = self.eval(f"(v => [!!v, v instanceof Node ? null : v])({expression})")
+            if found:
+                return value if value is not None else True
             if time.monotonic() > deadline:
                 raise CdpError(f"waited {timeout} s for {expression}")
             time.sleep(0.05)
