@@ -46,7 +46,7 @@ class ModelSpec(_Strict):
 
 class Source(_Strict):
     name: str
-    kind: Literal["harbor", "grounded"] = "harbor"  # grounded: `path` is an `agentmill ground` store
+    kind: Literal["harbor", "grounded", "synth"] = "harbor"  # grounded: `path` is an `agentmill ground` store; synth: an `agentmill synth run --out` folder
     path: str | None = None  # a folder of Harbor task folders (or a ground store)
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
@@ -58,6 +58,8 @@ class Source(_Strict):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
         if self.kind == "grounded" and self.path is None:
             raise ValueError(f"source '{self.name}': kind = \"grounded\" needs path = the ground store")
+        if self.kind == "synth" and self.path is None:
+            raise ValueError(f"source '{self.name}': kind = \"synth\" needs path = the synth output folder")
         return self
 
 

@@ -18,6 +18,10 @@ def source_path(recipe: Recipe, source: Source):
 
         load_grounded_tasks(path)  # one clear error when the folder is not a ground store
         return path / "tasks"
+    if source.kind == "synth":  # accepted tool tasks of an `agentmill synth run` output folder
+        from agentmill.synth.source import synth_tasks_dir
+
+        return synth_tasks_dir(path)
     return path
 
 
