@@ -174,12 +174,12 @@ class Page:
         self.eval(f"""(() => {{ const s = document.querySelector({json.dumps(selector)}); s.value = {json.dumps(value)};
             s.dispatchEvent(new Event("change", {{bubbles: true}})); return s.value; }})()""")
 
-    def screenshot(self, path: Path, *, full: bool = True) -> Path:
+    def screenshot(self, path: Path, *, full: bool = True, max_height: int = 4000) -> Path:
         params = {"format": "png"}
         if full:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
             params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 4000), "scale": 1})
+                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1})
         path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params)["data"]))
         return path
 

@@ -238,7 +238,7 @@ def test_screenshot_of_a_real_run(browser, tmp_path):
         v.page.wait("document.querySelectorAll('#trials tbody tr').length > 0")
         v.page.click("#trials tbody tr:first-child a.open")
         v.page.wait("document.querySelectorAll('.step').length > 2")
-        v.page.screenshot(tmp_path / "view.png")
+        v.page.screenshot(tmp_path / "view.png", max_height=1500)
         assert v.page.problems() == []
         shutil.copyfile(tmp_path / "view.png", ROOT / "docs" / "view.png")
     finally:

@@ -219,6 +219,9 @@ function stepNode(step, prev) {
     if (parsed.plan !== undefined) body.push(h("div", { className: "label" }, "plan"), pre(String(parsed.plan), "plan"));
     if (parsed.task_complete) body.push(h("div", { className: "label" }, "claims the task is complete"));
     body.push(h("details", {}, h("summary", {}, "message as sent by the model"), pre(step.message, "message")));
+  } else if (step.source === "system" && step.message) {  // the same for every trial: folded
+    body.push(h("details", {}, h("summary", {}, "system message (" + fmtNum(step.message.length) + " characters)"),
+                pre(step.message, "message")));
   } else if (step.message) {
     body.push(h("div", { className: "label" }, step.source === "agent" ? "message" : step.source + " message"),
               pre(step.message, "message"));
@@ -227,7 +230,7 @@ function stepNode(step, prev) {
   const results = (step.observation && step.observation.results) || [];
   for (const r of results) {
     body.push(h("div", { className: "label" }, "observation (as the model saw it)" + (r.source_call_id ? " · " + r.source_call_id : "")),
-              pre(r.content === null || r.content === undefined ? "" : r.content, "obs"));
+              r.content ? pre(r.content, "obs") : h("div", { className: "muted empty-obs" }, "(empty)"));
   }
   const shownExtra = Object.assign({}, extra); delete shownExtra.tools;
   if (Object.keys(shownExtra).length) body.push(h("details", {}, h("summary", {}, "step extra"), pre(JSON.stringify(shownExtra, null, 2))));
