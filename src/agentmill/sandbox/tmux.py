@@ -38,13 +38,36 @@ class TmuxSession:
 
     async def send_keys(self, keystrokes: str | list[str]) -> None:
         """Type keystrokes. A string is typed literally, its newlines pressed as Enter; a list may mix
-        literal text with named keys ("C-c", "Enter", ...)."""
+        literal text with named keys ("C-c", "Enter", ...). One tmux client exec types them all
+        (a command sequence)."""
         items = _split_newlines(keystrokes) if isinstance(keystrokes, str) else keystrokes
+        sequence: list[str] = []
         for item in items:
             if item in SPECIAL_KEYS:
-                await self._run("send-keys", "-t", self.name, item)
+                args = ["send-keys", "-t", self.name, item]
             elif item:
-                await self._run("send-keys", "-t", self.name, "-l", item)
+                args = ["send-keys", "-t", self.name, "-l", _tmux_literal(item)]
+            else:
+                continue
+            sequence += [";", *args] if sequence else args
+        if sequence:
+            await self._run(*sequence)
+
+    async def wait_for_prompt(self, prompt: str, before: str, seconds: float, lines: int = 2000) -> str | None:
+        """After a one-line command was typed: poll until the shell shows `prompt` again below new
+        output (the command finished), at most `seconds`. Returns the scrollback (as history_text)
+        when it did, None when the time ran out first. `before` is the scrollback before typing."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        delay = 0.005
+        while True:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return None
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.25)
+            text = await self.history_text(lines)
+            if prompt_returned(prompt, before, text):
+                return text
 
     async def screen(self) -> str:
         """The visible screen as text."""
@@ -66,6 +89,23 @@ class TmuxSession:
 
     async def stop(self) -> None:
         await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
+
+
+def _tmux_literal(text: str) -> str:
+    """tmux reads an argument ending in ';' as a command separator and one ending in '\\;' as text
+    ending in ';' (dropping the backslash): escaped so, text ending in ';' (`find ... \\;`) arrives whole."""
+    return text[:-1] + "\\;" if text.endswith(";") else text
+
+
+def last_line(text: str) -> str:
+    return text.rstrip("\n").rsplit("\n", 1)[-1]
+
+
+def prompt_returned(prompt: str, before: str, after: str) -> bool:
+    """The screen grew by at least one finished line and its last line is the shell's prompt again."""
+    before, after = before.rstrip("\n"), after.rstrip("\n")
+    return bool(prompt.strip()) and after != before and "\n" in after and last_line(after).rstrip() == prompt.rstrip() \
+        and (not after.startswith(before) or "\n" in after[len(before):])
 
 
 def _split_newlines(text: str) -> list[str]:

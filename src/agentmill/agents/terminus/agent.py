@@ -18,7 +18,7 @@ from agentmill.agents.terminus import prompt
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
 from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
-from agentmill.sandbox.tmux import SPECIAL_KEYS, TmuxSession
+from agentmill.sandbox.tmux import SPECIAL_KEYS, TmuxSession, last_line
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Step, ToolCall
 from agentmill.traces.redact import redact
@@ -96,15 +96,21 @@ class TerminusAgent:
     async def _execute(self, term: TmuxSession, reply: Reply, step: Step, history: str, stats: dict) -> tuple[str, str]:
         """Type the commands, wait, and return (what the model should see, the new scrollback)."""
         calls = []
+        screen: str | None = history  # the scrollback as it is now, while known without another look
         for i, cmd in enumerate(reply.commands):
             keys = cmd.keystrokes
             # the trajectory's record of the call is redacted like everything stored
             calls.append(ToolCall(tool_call_id=f"call_{step.step_id}_{i + 1}", function_name="terminal",
                                   arguments={"keystrokes": redact(keys)[0], "duration": cmd.duration}))
             await term.send_keys([keys] if keys in SPECIAL_KEYS else keys)
-            await asyncio.sleep(cmd.duration)
+            if screen is not None and cmd.duration > 0 and keys.endswith("\n") and keys.count("\n") == 1:
+                # the duration is an upper bound: a one-line command is done when its prompt is back
+                screen = await term.wait_for_prompt(last_line(screen), screen, cmd.duration)
+            else:
+                await asyncio.sleep(cmd.duration)
+                screen = None
             stats["commands"] += 1
-        new_history = await term.history_text()
+        new_history = screen if reply.commands and screen is not None else await term.history_text()
         output = _new_output(history, new_history) if reply.commands else await term.screen()
         output, redactions, truncated = observation_text(output)
         stats["redactions"] = stats.get("redactions", 0) + redactions
