@@ -32,6 +32,15 @@ def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in ag
 app.add_typer(_ground_app(), name="ground")
 
 
+def _train_app() -> typer.Typer:  # SFT and GRPO through TRL (the 'train' extra): commands live in agentmill.rl.cli
+    from agentmill.rl.cli import app as train
+
+    return train
+
+
+app.add_typer(_train_app(), name="train")
+
+
 def _synth_app() -> typer.Typer:  # failure-driven synthesis: its commands live in agentmill.synth.cli
     from agentmill.synth.cli import app as synth
 

@@ -31,6 +31,7 @@ def agentmill(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 @dataclass
 class Export:
     rows: list[dict]  # every rl row, by task name below
+    sft_rows: list[dict]  # `trl` rows of the same trials (every trial, --min-turns 0)
     tasks_dir: Path  # where the tasks live now (moved after the export)
     old_dir: Path  # where they were during the rollouts (gone)
 
@@ -52,12 +53,15 @@ def rl_export(tmp_path_factory) -> Export:
         agentmill("rollout", str(data), *sum((["--task", n] for n in TERMINAL), []), "--agent", "terminus",
                   "--model", "teacher", "--base-url", server.base_url, "--out", str(tmp / "run-terminus"))
     agentmill("rollout", str(data), "--task", TOOLS[0], "--agent", "oracle", "--out", str(tmp / "run-tools"))
-    rows = []
+    rows, sft_rows = [], []
     for run in ("run-terminus", "run-tools"):
         out = tmp / f"{run}.jsonl"
         agentmill("export", str(tmp / run), "--format", "rl", "--out", str(out))
         rows += [json.loads(line) for line in out.read_text().splitlines()]
+        sft = tmp / f"{run}-trl.jsonl"
+        agentmill("export", str(tmp / run), "--format", "trl", "--out", str(sft), "--min-turns", "0")
+        sft_rows += [json.loads(line) for line in sft.read_text().splitlines()]
     moved = tmp / "elsewhere" / "data-b"
     moved.parent.mkdir()
     shutil.move(str(data), str(moved))
-    return Export(rows, moved, data)
+    return Export(rows, sft_rows, moved, data)

@@ -180,6 +180,7 @@ class GRPOReward:
                                        concurrency=concurrency)
         self.builder = builder
         self.last: list[Scored] = []
+        self.history: list[Scored] = []  # every score of this reward function's life, in order
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
         n = len(completions)
@@ -188,4 +189,5 @@ class GRPOReward:
         items = [(task_hash_of((t or {}).get("ground_truth") if isinstance(t, dict) else None, info), c, _agent_of(info))
                  for t, info, c in zip(truths, infos, completions)]
         self.last = run_sync(score_batch(items, self.settings, builder=self.builder))
+        self.history += self.last
         return [s.score for s in self.last]
