@@ -18,7 +18,26 @@ from rich.text import Text
 from agentmill import defaults
 
 
-class TrialProgress:
+class _Shown:
+    """A rich bar on a terminal, or a plain line every few seconds (`_Ticker`) when not on one."""
+
+    _progress: Progress
+    _ticker: "_Ticker | None"
+
+    def __enter__(self):
+        self._started = time.monotonic()
+        self._progress.__enter__()
+        if self._ticker:
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._ticker:
+            self._ticker.stop()
+        self._progress.__exit__(*exc)
+
+
+class TrialProgress(_Shown):
     """A progress bar with ok/failed counts. Use as a context manager; call advance() per item.
     Not on a terminal: plain lines every `AGENTMILL_PROGRESS_INTERVAL` seconds instead."""
 
@@ -36,18 +55,6 @@ class TrialProgress:
             console=self.console, transient=False, disable=self._plain,
         )
         self._task = self._progress.add_task(what, total=total, ok=0, failed=0, rate="")
-
-    def __enter__(self) -> "TrialProgress":
-        self._started = time.monotonic()
-        self._progress.__enter__()
-        if self._ticker:
-            self._ticker.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._ticker:
-            self._ticker.stop()
-        self._progress.__exit__(*exc)
 
     def advance(self, ok: bool) -> None:
         if ok:
@@ -105,7 +112,7 @@ def progress_interval() -> float:
         return defaults.PROGRESS_INTERVAL
 
 
-class RolloutProgress:
+class RolloutProgress(_Shown):
     """Live rollout progress: done/running/failed, mean reward, tokens in/out, requests/s, ETA.
 
     Tokens and requests are read from the model client at every refresh (per request), not only
@@ -129,18 +136,6 @@ class RolloutProgress:
             disable=self._plain,
         )
         self._task = self._progress.add_task("trials", total=total)
-
-    def __enter__(self) -> "RolloutProgress":
-        self._started = time.monotonic()
-        self._progress.__enter__()
-        if self._ticker:
-            self._ticker.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._ticker:
-            self._ticker.stop()
-        self._progress.__exit__(*exc)
 
     def set_total(self, total: int) -> None:
         """The trials this invocation will run (known once finished ones are skipped)."""
