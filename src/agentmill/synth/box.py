@@ -7,12 +7,15 @@
                  (at most `max_repairs` repairs; every attempt, gate result, diagnosis, repair logged)
 
 A generator reply that does not parse is a failed attempt with a diagnosis, and the next attempt
-generates afresh. A fault that is not the candidate's (endpoint down, sandbox broken) ends the box
-as `interrupted`-like rejection with fault infra, never as a diagnosis of the candidate.
+generates afresh. A fault that is not the candidate's (an endpoint down past the client's retries, a
+broken sandbox) pauses the box (`outage_pause_s`, doubling) and runs the same step again, up to
+`outage_retries` times; after that the box ends `interrupted`, never blamed on the candidate, and a
+later run takes its card up again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +27,7 @@ from agentmill.synth.candidate import COMPONENTS, Candidate, CandidateBody, Cand
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.critic import Diagnosis, criticise, gate_diagnosis, repair
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
-from agentmill.synth.llm import dumps
+from agentmill.synth.llm import ask_json, dumps
 from agentmill.synth.output import publish, write_jsonl
 from agentmill.synth.prompt_files import load_prompt
 from agentmill.synth.store import SynthStore
@@ -48,9 +51,23 @@ class BoxEnv:
             self.on_event(kind, **info)
 
 
-async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
-    from agentmill.synth.llm import ask_json
+async def _pause(env: BoxEnv, try_no: int, what: str) -> None:
+    delay = env.config.synth.outage_pause_s * 2 ** try_no
+    env.emit("pause", what=what, seconds=delay)
+    await asyncio.sleep(delay)
 
+
+async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
+    for try_no in range(env.config.synth.outage_retries + 1):
+        body, raw, error = await _generate_once(env, card_view, parent)
+        if not (body is None and not raw and error and error.startswith("endpoint failed")):
+            break
+        if try_no < env.config.synth.outage_retries:
+            await _pause(env, try_no, f"generator: {error}")
+    return body, raw, error
+
+
+async def _generate_once(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
     guidance = env.store.latest_guidance()
     user = (f"Environment:\n{env.environment}\n\nCapability card:\n{dumps(card_view)}\n"
             + (f"\nAccepted sample to vary (change the request, state, entities, reference and verifiers):\n"
@@ -82,11 +99,15 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
     results = []
     for gate in env.gates:
         started = time.monotonic()
-        try:
-            r = await gate.run(ctx)
-        except Exception as e:  # noqa: BLE001 - a gate's own crash is the machinery's fault, never a crash of the run
-            r = GateResult(gate=gate.name, passed=False, code="gate_crashed", fault="infra",
-                           message=f"{type(e).__name__}: {e}"[:800])
+        for try_no in range(env.config.synth.outage_retries + 1):
+            try:
+                r = await gate.run(ctx)
+            except Exception as e:  # noqa: BLE001 - a gate's own crash is the machinery's fault, never a crash of the run
+                r = GateResult(gate=gate.name, passed=False, code="gate_crashed", fault="infra",
+                               message=f"{type(e).__name__}: {e}"[:800])
+            if r.passed or r.fault != "infra" or try_no == env.config.synth.outage_retries:
+                break
+            await _pause(env, try_no, f"{gate.name}: {r.code}: {r.message[:200]}")
         r.seconds = time.monotonic() - started
         env.gate_seconds[gate.name] = env.gate_seconds.get(gate.name, 0.0) + r.seconds
         results.append(r)
@@ -115,7 +136,7 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
             if body is None:
                 attempt = store.add_attempt(candidate_id, n, origin, None, raw, error)
                 if not raw and error and error.startswith("endpoint failed"):
-                    store.reject(candidate_id, f"infra: generator {error}")
+                    store.interrupt(candidate_id, f"infra: generator {error}")
                     env.emit("box_done", candidate=candidate_id, accepted=False)
                     return False
                 failed = GateResult(gate="parse", passed=False, code="unparseable", message=error or "",
@@ -146,7 +167,7 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
         last = f"{failed.gate}: {failed.code}: {failed.message}"
         if failed.fault == "infra":
             store.finish_attempt(attempt, time.monotonic() - started)
-            store.reject(candidate_id, f"infra: {last}")
+            store.interrupt(candidate_id, f"infra: {last}")
             env.emit("box_done", candidate=candidate_id, accepted=False)
             return False
         diagnosis: Diagnosis = await criticise(env.clients["critic"], card_view, body, failed, settings.prompts)

@@ -81,6 +81,8 @@ class SynthSettings(_Strict):
     cards: Path | None = Field(None, description="JSONL of capability cards (else [diagnosis] writes them)")
     prompts: Path | None = Field(None, description="a folder overriding the bundled prompt files")
     semantic_min_score: float = Field(6.0, ge=0, le=10)
+    outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
+    outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
 
 
 class SynthConfig(_Strict):

@@ -165,6 +165,11 @@ class SynthStore:
                   (cand.candidate_id, cand.card_id, cand.kind, cand.parent_id, attempt_id, cand.model_dump_json(), now)),
                  ("UPDATE candidates SET state = 'accepted', finished = ? WHERE candidate_id = ?", (now, cand.candidate_id)))
 
+    def interrupt(self, candidate_id: str, reason: str) -> None:
+        """Not the candidate's fault (an outage): the box ends without a verdict."""
+        self.db.execute("UPDATE candidates SET state = 'interrupted', reason = ?, finished = ? WHERE candidate_id = ?",
+                        (reason[:2000], time.time(), candidate_id))
+
     def reject(self, candidate_id: str, reason: str) -> None:
         self.db.execute("UPDATE candidates SET state = 'rejected', reason = ?, finished = ? WHERE candidate_id = ?",
                         (reason[:2000], time.time(), candidate_id))

@@ -1,0 +1,70 @@
+"""An endpoint outage pauses the box and resumes it; a lasting one ends the box `interrupted` (never a
+verdict on the candidate, never a crash), and the next run takes the card up again."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from contextlib import ExitStack
+
+from agentmill.synth.config import load_config
+from agentmill.synth.run import run_synth
+from agentmill.synth.store import SynthStore
+from tests.conftest import sandbox
+from tests.helpers.chat_server import ChatServer, Reply
+from tests.synth.scripted import Generator, card_line, config_text, role_servers
+
+pytestmark = sandbox
+
+
+class Flaky:
+    """503 for the first `down` requests, then the real policy."""
+
+    def __init__(self, policy, down: int):
+        self.policy, self.down, self.lock = policy, down, threading.Lock()
+
+    def __call__(self, request):
+        with self.lock:
+            self.down -= 1
+            if self.down >= 0:
+                return Reply(status=503, error="overloaded")
+        return self.policy(request)
+
+
+def _run(tmp_path, generator_policy, max_slots=1):
+    cards = tmp_path / "cards.jsonl"
+    cards.write_text(card_line("good") + "\n")
+    with ExitStack() as stack:
+        servers = {r: s for r, s in role_servers().items() if r not in ("target", "solver")}
+        servers["generator"] = ChatServer(generator_policy)
+        servers = {r: stack.enter_context(s) for r, s in servers.items()}
+        text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=max_slots)
+        (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false")
+                                             .replace("max_retries = 1", "max_retries = 0"))
+        events = []
+        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
+                                        on_event=lambda kind, **info: events.append((kind, info))))
+    return summary, events, servers
+
+
+def test_a_short_outage_pauses_and_the_box_goes_on(tmp_path):
+    summary, events, servers = _run(tmp_path, Flaky(Generator(), down=2))
+    assert summary["accepted"] == 1
+    pauses = [info for kind, info in events if kind == "pause"]
+    assert len(pauses) == 2 and pauses[1]["seconds"] == 2 * pauses[0]["seconds"]
+    assert [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates")] == ["accepted"]
+
+
+def test_a_lasting_outage_interrupts_the_box_and_a_later_run_takes_it_up(tmp_path):
+    summary, events, _ = _run(tmp_path, Flaky(Generator(), down=100))
+    assert summary["accepted"] == 0
+    store = SynthStore.open_existing(tmp_path / "out")
+    rows = store.rows("SELECT state, reason FROM candidates")
+    assert rows[0]["state"] == "interrupted" and "503" in rows[0]["reason"]
+    assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0  # not the candidate's fault
+    store.close()
+    # the endpoint is back: the next run on the same folder, with budget for one more slot, serves the card
+    summary, _, _ = _run(tmp_path, Generator(), max_slots=2)
+    assert summary["accepted"] == 1
+    states = [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates ORDER BY slot")]
+    assert states == ["interrupted", "accepted"]
