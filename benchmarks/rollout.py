@@ -490,7 +490,8 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--turns", type=int, default=30, help="`true` turns in the overhead trial (default 30)")
     p.add_argument("--repeats", type=int, default=5, help="timed overhead trials, after one warm-up (default 5)")
-    p.add_argument("--concurrency", default="1,32,256", help="comma-separated concurrency levels (default 1,32,256)")
+    p.add_argument("--concurrency", default="1,32,256",
+                   help="comma-separated concurrency levels (default 1,32,256); '' measures only the overhead per turn")
     p.add_argument("--min-trials", type=int, default=16, help="trials per level at least (default 16)")
     p.add_argument("--max-trials", type=int, default=512,
                    help="trials per level at most (default 512); otherwise 2 x concurrency")
@@ -505,7 +506,7 @@ def parse_args(argv=None):
         args.levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     except ValueError:
         p.error(f"--concurrency: not a comma-separated list of integers: {args.concurrency!r}")
-    if not args.levels or min(args.levels) < 1 or args.turns < 1 or args.repeats < 1 or args.min_trials < 1 \
+    if (args.levels and min(args.levels) < 1) or args.turns < 1 or args.repeats < 1 or args.min_trials < 1 \
             or args.max_trials < args.min_trials:
         p.error("--turns, --repeats, --min-trials and every concurrency level must be >= 1, "
                 "and --max-trials >= --min-trials")
@@ -564,6 +565,9 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
             console.print()
 
         # 2. trials per second
+        levels = []
+        if not args.levels:
+            return _finish(args, report, [], meter, reaps, ok, started)
         n_tasks = max(trials_for(c, args) for c in args.levels)
         console.print(f"[bold]2. terminus trials per second via run_rollout[/] (3 instant turns each; trials per level: "
                       + ", ".join(f"{trials_for(c, args)} at {c}" for c in args.levels) + ")")
@@ -584,7 +588,6 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
         if warm["failed"]:
             ok = False
             console.print(f"[red]warm-up rollout did not pass:[/] {warm['failures']}")
-        levels = []
         for c in args.levels:
             r = await bench_level(base, tasks[:trials_for(c, args)], endpoint, meter, builder, c, args.model_concurrency)
             levels.append(r)
@@ -594,41 +597,45 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
         report["trials"] = levels
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    return _finish(args, report, levels, meter, reaps, ok, started)
 
-    tbl = Table(box=box.ASCII2)
-    for col in ("conc.", "trials", "wall s", "trials/s", "not passed", "p50 ms", "p90 ms", "CPU ms/trial",
-                "cores", "machine"):
-        tbl.add_column(col, justify="right")
-    for r in levels:
-        tbl.add_row(str(r["concurrency"]), str(r["trials"]), f"{r['wall_s']:.1f}", f"{r['trials_per_s']:.2f}",
-                    str(r["failed"]), ms(r["phase_p50_s"]["total"]), ms(r["trial_p90_s"]),
-                    f"{r['cpu_ms_per_trial']:.0f}", f"{r['cores_busy']:.2f}", f"{r['machine_cores_busy']:.2f}")
-    console.print(tbl)
-    tbl = Table(box=box.ASCII2, title="per trial p50 (ms), and this process")
-    for col in ("conc.", "sandbox start", "agent", "verifier", "model call p50/p99", "tmux exec",
-                "loop lag p99/max", "host", "server", "mem MiB"):
-        tbl.add_column(col, justify="right")
-    for r in levels:
-        ph = r["phase_p50_s"]
-        tbl.add_row(str(r["concurrency"]), ms(ph["sandbox_start"]), ms(ph["agent"]), ms(ph["verifier"]),
-                    f"{ms(r['model_call_p50_s'])} / {ms(r['model_call_p99_s'])}", ms(r["tmux_exec_p50_s"]),
-                    f"{r['loop_lag_p99_ms']:.0f} / {r['loop_lag_max_ms']:.0f}", f"{r['host_process_core_pct']:.0f}%",
-                    f"{r['server_process_core_pct']:.0f}%", f"{r['machine_mem_used_peak_mib']:.0f}")
-    console.print(tbl)
-    console.print("p50/p90 = one trial's latency (rootfs copy, agent sandbox start, agent's 3 turns, verifier sandbox), "
-                  "without run_rollout's writing and fsyncing of the trial folder and ledger row, which trials/s "
-                  f"includes. CPU ms/trial and cores count {meter.scope}; machine = the whole machine's busy cores; host / server = this "
-                  "process / the scripted server process as a share of one core; mem MiB = peak drop of the machine's "
-                  "MemAvailable; loop lag = how late a 20 ms timer fired (the event loop was blocked).")
-    for r in levels:
-        if r["turns_not_3"]:
-            console.print(f"[red]concurrency {r['concurrency']}: {r['turns_not_3']} trial(s) did not take 3 turns[/]")
-        if r["model_retries"]:
-            console.print(f"[yellow]concurrency {r['concurrency']}: {r['model_retries']} model request retries[/]")
-        if r["not_passed_by_outcome"]:
-            console.print(f"[red]concurrency {r['concurrency']}: not passed by outcome:[/] {r['not_passed_by_outcome']}")
-        for f in r["failures"]:
-            console.print(f"[red]concurrency {r['concurrency']}: not passed:[/] {f}")
+
+def _finish(args, report: dict, levels: list, meter: CpuMeter, reaps: ReapCounter, ok: bool, started: float) -> int:
+    if levels:
+        tbl = Table(box=box.ASCII2)
+        for col in ("conc.", "trials", "wall s", "trials/s", "not passed", "p50 ms", "p90 ms", "CPU ms/trial",
+                    "cores", "machine"):
+            tbl.add_column(col, justify="right")
+        for r in levels:
+            tbl.add_row(str(r["concurrency"]), str(r["trials"]), f"{r['wall_s']:.1f}", f"{r['trials_per_s']:.2f}",
+                        str(r["failed"]), ms(r["phase_p50_s"]["total"]), ms(r["trial_p90_s"]),
+                        f"{r['cpu_ms_per_trial']:.0f}", f"{r['cores_busy']:.2f}", f"{r['machine_cores_busy']:.2f}")
+        console.print(tbl)
+        tbl = Table(box=box.ASCII2, title="per trial p50 (ms), and this process")
+        for col in ("conc.", "sandbox start", "agent", "verifier", "model call p50/p99", "tmux exec",
+                    "loop lag p99/max", "host", "server", "mem MiB"):
+            tbl.add_column(col, justify="right")
+        for r in levels:
+            ph = r["phase_p50_s"]
+            tbl.add_row(str(r["concurrency"]), ms(ph["sandbox_start"]), ms(ph["agent"]), ms(ph["verifier"]),
+                        f"{ms(r['model_call_p50_s'])} / {ms(r['model_call_p99_s'])}", ms(r["tmux_exec_p50_s"]),
+                        f"{r['loop_lag_p99_ms']:.0f} / {r['loop_lag_max_ms']:.0f}", f"{r['host_process_core_pct']:.0f}%",
+                        f"{r['server_process_core_pct']:.0f}%", f"{r['machine_mem_used_peak_mib']:.0f}")
+        console.print(tbl)
+        console.print("p50/p90 = one trial's latency (rootfs copy, agent sandbox start, agent's 3 turns, verifier sandbox), "
+                      "without run_rollout's writing and fsyncing of the trial folder and ledger row, which trials/s "
+                      f"includes. CPU ms/trial and cores count {meter.scope}; machine = the whole machine's busy cores; host / server = this "
+                      "process / the scripted server process as a share of one core; mem MiB = peak drop of the machine's "
+                      "MemAvailable; loop lag = how late a 20 ms timer fired (the event loop was blocked).")
+        for r in levels:
+            if r["turns_not_3"]:
+                console.print(f"[red]concurrency {r['concurrency']}: {r['turns_not_3']} trial(s) did not take 3 turns[/]")
+            if r["model_retries"]:
+                console.print(f"[yellow]concurrency {r['concurrency']}: {r['model_retries']} model request retries[/]")
+            if r["not_passed_by_outcome"]:
+                console.print(f"[red]concurrency {r['concurrency']}: not passed by outcome:[/] {r['not_passed_by_outcome']}")
+            for f in r["failures"]:
+                console.print(f"[red]concurrency {r['concurrency']}: not passed:[/] {f}")
     others = max((r["machine_cores_busy"] - r["cores_busy"] for r in [report["turns"], *levels]), default=0.0)
     if meter.path is not None and others > 0.25:
         console.print(f"[yellow]warning:[/] other work kept up to {others:.2f} cores busy during the trials: "
