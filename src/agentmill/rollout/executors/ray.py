@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -178,10 +179,13 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             return False
         options = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **self.init_options}
+        where = f"--address {self.address}" if self.address else "Ray"
+        problem = _unreachable(self.address) if self.address else None
+        if problem:  # Ray itself would retry for minutes before it says so
+            raise AgentmillError(f"{where}: could not join a Ray cluster: {problem}")
         try:
             ray.init(address=self.address, **options)
         except (ConnectionError, ValueError, RuntimeError) as e:
-            where = f"--address {self.address}" if self.address else "Ray"
             raise AgentmillError(f"{where}: could not join a Ray cluster: {str(e).splitlines()[0]}") from None
         return True
 
@@ -261,6 +265,18 @@ def _failure(work, job, message: str):
     if failure is None:
         raise AgentmillError(f"ray: a job could not run: {message}")
     return failure(job, message)
+
+
+def _unreachable(address: str, timeout: float = 10.0) -> str | None:
+    """Why nothing answers at a `host:port` cluster address, or None (also for 'auto' and ray:// forms)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        return f"nothing answers at {address} ({e.strerror or type(e).__name__}); is `ray start --head` running there?"
+    return None
 
 
 def _brief(e: BaseException) -> str:

@@ -1,0 +1,326 @@
+"""The Ray executor on a real multi-node Ray cluster started on this machine (a head and worker nodes,
+each with its own raylet, object store and agentmill cache): same ledger as the local executor, each
+node building its own images, the endpoint and key reaching the workers, and exactly-once records
+when a node's raylet is killed mid-run."""
+
+import asyncio
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from agentmill.agents import agent_class
+from agentmill.errors import AgentmillError
+from agentmill.models.client import ModelClient
+from agentmill.paths import cache_dir, scratch_dir
+from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.executor import make_executor
+from agentmill.rollout.executors.ray import RayExecutor
+from agentmill.rollout.executors.task_files import land_task, pack_task
+from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.runner import run_rollout
+from agentmill.tasks.dataset import load_dataset, sample_dataset_path
+from agentmill.tasks.io import load_task
+from agentmill.verify.toolkit import ensure_toolkit, toolkit_path
+from tests.conftest import sandbox, simple_task
+from tests.helpers.chat_server import ChatServer, solving_policy
+
+pytestmark = sandbox
+CLI = [sys.executable, "-m", "agentmill.cli"]
+MB = 1 << 20
+# Lean on 2 shared cores: one CPU per node, no dashboard, small object stores; a dead node is noticed fast.
+HEAD = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": 80 * MB,
+        "_system_config": {"health_check_initial_delay_ms": 500, "health_check_period_ms": 500,
+                           "health_check_failure_threshold": 3}}
+NODE = {"num_cpus": 1, "object_store_memory": 80 * MB}
+
+
+def node_cache(name: str) -> Path:
+    """A node's own agentmill cache (images, landed tasks) that sandbox uids can reach. The offline
+    verifier toolkit is linked from the shared cache: building it again per node would only cost time."""
+    path = scratch_dir() / "test-cache" / f"ray-{name}-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    for p in (path, path.parent):
+        p.chmod(0o711)
+    link = path / "toolkit"
+    if not link.exists():
+        link.symlink_to(toolkit_path().parent)
+    return path
+
+
+@contextmanager
+def node_env(cache: Path):
+    """Processes a node starts (its raylet, hence its workers) inherit this environment."""
+    old = os.environ.get("AGENTMILL_CACHE")
+    os.environ["AGENTMILL_CACHE"] = str(cache)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("AGENTMILL_CACHE", None)
+        else:
+            os.environ["AGENTMILL_CACHE"] = old
+
+
+@pytest.fixture(scope="module")
+def cluster(request):
+    assert ensure_toolkit(build=True) is not None
+    caches = {"head": node_cache("head"), "second": node_cache("second")}
+    holder = {}
+
+    def teardown():  # always: a failing test must not leave raylets behind
+        if ray.is_initialized():
+            ray.shutdown()
+        if "cluster" in holder:
+            holder["cluster"].shutdown()
+
+    request.addfinalizer(teardown)
+    with node_env(caches["head"]):
+        holder["cluster"] = Cluster(initialize_head=True, head_node_args=HEAD)
+    with node_env(caches["second"]):
+        holder["cluster"].add_node(**NODE)
+    holder["cluster"].wait_for_nodes()
+    holder["cluster"].caches = caches
+    return holder["cluster"]
+
+
+def sample_tasks(names):
+    ds = load_dataset(sample_dataset_path(), names=list(names))
+    return ds, sorted(ds.tasks, key=lambda t: t.name)
+
+
+def oracle_config(ds, tasks, *, attempts=1, concurrency=2) -> RolloutConfig:
+    return RolloutConfig(dataset=str(ds.root), task_hashes={t.name: t.content_hash for t in tasks}, agent="oracle",
+                         agent_version=agent_class("oracle").version, attempts=attempts, concurrency=concurrency)
+
+
+def ledger_rows(run: Path) -> dict[str, tuple]:
+    ledger = Ledger(run / "ledger.sqlite")
+    try:
+        return {r["trial_id"]: (r["task"], r["attempt"], r["state"], r["outcome"], r["reward"]) for r in ledger.rows()}
+    finally:
+        ledger.close()
+
+
+def trial_folders(run: Path) -> list[str]:
+    return sorted(p.name for p in (run / "trials").iterdir())
+
+
+FIRST = ["access-log-top-clients", "csv-revenue-by-region", "errors-per-hour", "extract-email-addresses",
+         "json-users-to-csv", "top-word-frequencies"]
+
+
+def test_ray_executor_records_what_the_local_executor_records(cluster, tmp_path):
+    ds, tasks = sample_tasks(FIRST)
+    config = oracle_config(ds, tasks)
+    asyncio.run(run_rollout(config, tasks, tmp_path / "local"))
+    executor = RayExecutor(2, address=cluster.address)
+    recorded = Counter()
+    report = asyncio.run(run_rollout(config, tasks, tmp_path / "ray", executor=executor,
+                                     on_done=lambda r: recorded.update([r.trial_id])))
+
+    local, remote = ledger_rows(tmp_path / "local"), ledger_rows(tmp_path / "ray")
+    assert remote == local and len(remote) == len(tasks)
+    assert {row[3] for row in remote.values()} == {"passed"}  # the oracle solves every sample task
+    assert recorded == Counter({tid: 1 for tid in local}) and report.ran == len(tasks)
+    assert trial_folders(tmp_path / "ray") == sorted(local)
+    # both nodes ran trials, each from its own landed copy of the task and its own image cache
+    nodes = {n["NodeID"]: n for n in ray_nodes(cluster)}
+    assert set(executor.ran_on.values()) == set(nodes) and len(nodes) == 2
+    for name, cache in cluster.caches.items():
+        landed = {p.name for p in (cache / "shipped-tasks").iterdir() if not p.name.startswith(".")}
+        assert landed and landed <= {t.content_hash for t in tasks}, name
+        assert any((cache / "images").glob("*/rootfs")), f"{name} built no image of its own"
+    # the trial folders (written by the driver) say where the driver found each task
+    for tid, row in remote.items():
+        record = json.loads((tmp_path / "ray" / "trials" / tid / "trial.json").read_text())
+        assert record["task_path"] == str(sample_dataset_path().resolve() / row[0])
+
+
+def ray_nodes(cluster):
+    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+    try:
+        return [n for n in ray.nodes() if n["Alive"]]
+    finally:
+        ray.shutdown()
+
+
+def test_a_killed_node_reruns_its_trials_and_every_trial_is_recorded_once(cluster, tmp_path):
+    names = ["archive-conf-files", "dedupe-photos", "fix-column-sum-cli", "ini-to-env-file", "jsonl-event-counts",
+             "markdown-table-of-contents"]
+    ds, tasks = sample_tasks(names)
+    config = oracle_config(ds, tasks, attempts=2, concurrency=1)
+    with node_env(node_cache("doomed")):
+        doomed = cluster.add_node(**NODE)
+    cluster.wait_for_nodes()
+    executor = RayExecutor(1, address=cluster.address, refresh_seconds=0.5)
+    killed = threading.Event()
+
+    def kill_when_busy():  # once the doomed node has finished a trial and has another in flight
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not killed.is_set():
+            finished_there = doomed.node_id in executor.ran_on.values()
+            if finished_there and executor.busy().get(doomed.node_id, 0) > 0:
+                time.sleep(0.3)  # mid-trial
+                doomed.kill_raylet()
+                killed.set()
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_when_busy, daemon=True)
+    killer.start()
+    recorded = Counter()
+    run = tmp_path / "run"
+    try:
+        report = asyncio.run(run_rollout(config, tasks, run, executor=executor,
+                                         on_done=lambda r: recorded.update([r.trial_id])))
+    finally:
+        killed.set()
+        killer.join()
+        cluster.remove_node(doomed, allow_graceful=False)
+    assert executor.requeued, "the doomed node was killed with no trial in flight: nothing tested"
+    rows = ledger_rows(run)
+    assert len(rows) == report.planned == 12
+    assert {row[2] for row in rows.values()} == {"done"} and {row[3] for row in rows.values()} == {"passed"}
+    assert recorded == Counter({tid: 1 for tid in rows})  # recorded once each, lost ones included
+    assert trial_folders(run) == sorted(rows)  # one folder per trial, no half-written leftovers
+    for i in executor.requeued:  # what the dead node had in flight finished on a surviving node
+        assert executor.ran_on[i] != doomed.node_id
+
+
+class Crashing:
+    """Generic jobs: 'crash' takes its worker process down with it, every time."""
+
+    async def __call__(self, job):
+        if job == "crash":
+            os._exit(1)
+        return job * 2
+
+    def failure(self, job, message):
+        return f"failed: {message}"
+
+
+def test_a_job_that_keeps_killing_its_worker_ends_as_a_failure_and_the_others_finish(cluster):
+    executor = RayExecutor(1, address=cluster.address, node_losses=2, refresh_seconds=0.2)
+    out = asyncio.run(executor.map(Crashing(), ["a", "b", "crash", "c"]))
+    assert out[:2] == ["aa", "bb"] and out[3] == "cc"
+    assert out[2].startswith("failed: its Ray node died 2 times while running it")
+    assert executor.requeued.count(2) == 1
+
+
+def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypatch):
+    simple_task(tmp_path / "ds", "hello")
+    task = load_task(tmp_path / "ds" / "hello")
+    # set in the driver only: the raylets (and their workers) started before it, so the key must travel
+    monkeypatch.setenv("AGENTMILL_RAY_TEST_KEY", "sekrit-key")
+    with ChatServer(solving_policy({"hello": "echo hello > /app/out.txt\n"})) as srv:
+        seen = []
+        handler = srv._httpd.RequestHandlerClass
+
+        class Recording(handler):
+            def do_POST(self):
+                seen.append(self.headers.get("authorization"))
+                super().do_POST()
+
+        srv._httpd.RequestHandlerClass = Recording
+        config = RolloutConfig(dataset=str(tmp_path / "ds"), task_hashes={"hello": task.content_hash}, agent="terminus",
+                               agent_version=agent_class("terminus").version, model="scripted", base_url=srv.base_url,
+                               api_key_env="AGENTMILL_RAY_TEST_KEY", concurrency=1)
+
+        async def go():
+            client = ModelClient.from_env(base_url=srv.base_url, model="scripted", api_key_env="AGENTMILL_RAY_TEST_KEY")
+            try:
+                return await run_rollout(config, [task], tmp_path / "run", client=client,
+                                         executor=RayExecutor(1, address=cluster.address))
+            finally:
+                await client.close()
+
+        report = asyncio.run(go())
+    assert [r.outcome.value for r in report.results] == ["passed"]
+    assert seen and set(seen) == {"Bearer sekrit-key"}
+    assert report.results[0].tokens["prompt"] > 0  # counted on the node, carried back in the result
+
+
+def test_rollout_cli_runs_on_a_cluster_by_address(cluster, tmp_path):
+    run = tmp_path / "run"
+    r = subprocess.run([*CLI, "rollout", "--sample", "--task", "git-tag-release-branch", "--task", "ini-to-env-file",
+                        "--agent", "oracle", "--executor", "ray", "--address", cluster.address, "--out", str(run),
+                        "-c", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "2 trials run" in r.stderr
+    assert {row[3] for row in ledger_rows(run).values()} == {"passed"}
+
+
+def test_rollout_cli_refuses_bad_executor_options(tmp_path):
+    r = subprocess.run([*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "a"),
+                        "--address", "10.0.0.1:6379"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--address: only with --executor ray" in r.stderr
+    r = subprocess.run([*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "b"),
+                        "--executor", "slurm"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unknown executor 'slurm' (known: local, ray)" in r.stderr
+
+
+def test_an_unreachable_cluster_is_one_clear_error():
+    executor = make_executor("ray", concurrency=1, address="127.0.0.1:1")
+    with pytest.raises(AgentmillError, match="--address 127.0.0.1:1: could not join a Ray cluster"):
+        asyncio.run(executor.map(Crashing(), ["a"]))
+
+
+# -- task folders shipped to nodes --------------------------------------------------------------------------
+
+def test_a_shipped_task_lands_byte_for_byte(tmp_path):
+    simple_task(tmp_path / "ds", "hello")
+    (tmp_path / "ds" / "hello" / "__pycache__").mkdir()
+    (tmp_path / "ds" / "hello" / "__pycache__" / "x.pyc").write_bytes(b"cache")  # not content: left out
+    task = load_task(tmp_path / "ds" / "hello")
+    landed = land_task(task, pack_task(task), root=tmp_path / "node")
+    assert landed.content_hash == task.content_hash and landed.name == "hello"
+    assert landed.path == tmp_path / "node" / task.content_hash / "hello"
+    assert os.access(landed.path / "solution" / "solve.sh", os.X_OK)
+    assert not (landed.path / "__pycache__").exists()
+    assert land_task(task, b"not read again", root=tmp_path / "node").path == landed.path  # landed once per node
+
+
+def test_a_shipped_task_that_does_not_match_its_hash_is_refused(tmp_path):
+    simple_task(tmp_path / "ds", "hello")
+    task = load_task(tmp_path / "ds" / "hello")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(pack_task(task)), mode="r:gz") as src, tarfile.open(fileobj=buf, mode="w:gz") as dst:
+        for info in src.getmembers():
+            data = src.extractfile(info).read() if info.isfile() else None
+            if info.name.endswith("solve.sh"):
+                data = b"#!/bin/bash\necho planted > /app/out.txt\n"
+                info.size = len(data)
+            dst.addfile(info, io.BytesIO(data) if data is not None else None)
+    with pytest.raises(AgentmillError, match="does not match its content hash"):
+        land_task(task, buf.getvalue(), root=tmp_path / "node")
+    assert not (tmp_path / "node" / task.content_hash).exists()  # nothing half-landed is left to reuse
+    # a landed copy edited on the node afterwards is refused too
+    landed = land_task(task, pack_task(task), root=tmp_path / "node")
+    (landed.path / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    with pytest.raises(AgentmillError, match="was modified"):
+        land_task(task, pack_task(task), root=tmp_path / "node")
+
+
+def test_a_tar_that_escapes_its_folder_is_refused(tmp_path):
+    simple_task(tmp_path / "ds", "hello")
+    task = load_task(tmp_path / "ds" / "hello")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("hello/../../escaped.txt")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"bad"))
+    with pytest.raises(tarfile.FilterError):
+        land_task(task, buf.getvalue(), root=tmp_path / "node")
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "node" / "escaped.txt").exists()
