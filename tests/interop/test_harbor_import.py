@@ -46,8 +46,10 @@ def _by_folder(run: Path) -> dict[str, dict]:
 
 def test_every_trial_is_imported_with_its_typed_outcome_and_reward(tmp_path):
     run = tmp_path / "run"
-    report = import_harbor_job(_job(tmp_path), run)
+    calls = []
+    report = import_harbor_job(_job(tmp_path), run, progress=lambda done, total: calls.append((done, total)))
     assert report.problems == [] and report.imported == len(CASES)
+    assert calls == [(i, len(CASES)) for i in range(1, len(CASES) + 1)]
     got = _by_folder(run)
     for name, _, _, rewards, outcome in CASES:
         assert got[name]["outcome"] == outcome, name

@@ -18,8 +18,13 @@ def import_harbor_cmd(
     from agentmill.errors import AgentmillError
     from agentmill.interop.harbor_import import import_harbor_job
 
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TextColumn("trial folders"), TimeRemainingColumn())
     try:
-        report = import_harbor_job(job_dir, out)
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("import", total=None)
+            report = import_harbor_job(job_dir, out, progress=lambda done, total: bar.update(task, completed=done, total=total))
     except AgentmillError as e:
         console.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None

@@ -19,6 +19,7 @@ import re
 import shutil
 import stat
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,16 +56,19 @@ class ImportReport:
 @dataclass
 class _Parsed:
     folder: Path
-    harbor: HarborTrial
+    harbor: HarborTrial  # without its `config` (a big record, and only the model is read from it)
     ours: dict  # agent_result.metadata["agentmill"], when an agentmill export wrote the job
+    model: str | None = None
 
 
-def import_harbor_job(job_dir: Path, out: Path) -> ImportReport:
+def import_harbor_job(job_dir: Path, out: Path, *, progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    """Import every trial folder of `job_dir` into the run folder `out`; `progress(done, total)` after each folder."""
     job_dir, out = Path(job_dir), Path(out)
     folders = _trial_folders(job_dir)
     _claim(out, job_dir)
     report = ImportReport(out)
     parsed = [p for p in (_parse(f, report.problems) for f in folders) if p is not None]
+    total, step = len(folders), 0
     attempts = _attempts(parsed)
     trials_dir = out / "trials"
     trials_dir.mkdir(parents=True, exist_ok=True)
@@ -74,6 +78,9 @@ def import_harbor_job(job_dir: Path, out: Path) -> ImportReport:
         seen: set[str] = set()
         task_hashes: dict[str, str] = {}
         for p in parsed:
+            step += 1
+            if progress:
+                progress(step + total - len(parsed), total)
             try:
                 trial, result, trajectory = _convert(p, attempts[id(p)], job_dir)
             except (ValueError, KeyError, TypeError, OSError, RecursionError) as e:
@@ -134,7 +141,10 @@ def _parse(folder: Path, problems: list[str]) -> _Parsed | None:
             raise ValueError("result.json: agent_result.metadata.agentmill is not an object")
         if "trial_id" in meta and not (isinstance(meta["trial_id"], str) and _TRIAL_ID.fullmatch(meta["trial_id"])):
             raise ValueError("result.json: agent_result.metadata.agentmill.trial_id is not a trial id")
-        return _Parsed(folder, harbor, meta)
+        parsed = _Parsed(folder, harbor, meta)
+        parsed.model = _model(parsed)
+        harbor.config = None
+        return parsed
     except ValidationError as e:
         err = e.errors()[0]
         problems.append(f"{folder}: result.json: {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']}")
@@ -147,7 +157,7 @@ def _attempts(parsed: list[_Parsed]) -> dict[int, int]:
     """Attempt index per trial: Harbor has none, so trials of one (task, agent, model) count up by start time."""
     groups: dict[tuple, list[_Parsed]] = defaultdict(list)
     for p in parsed:
-        groups[(p.harbor.task_name, p.harbor.agent_info.name, _model(p))].append(p)
+        groups[(p.harbor.task_name, p.harbor.agent_info.name, p.model)].append(p)
     out = {}
     for members in groups.values():
         members.sort(key=lambda p: (p.harbor.started_at or "", p.harbor.trial_name))
@@ -171,7 +181,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
     reward = scalar_reward(rewards)
     exc = h.exception_info
     outcome = ours.get("outcome") or outcome_of(exc.exception_type if exc else None, reward).value
-    model = _model(p)
+    model = p.model
     task_hash = ours.get("task_hash") or h.task_checksum or hash_text(f"harbor-task:{h.task_name}")
     trial_id = ours.get("trial_id") or hash_text(json.dumps({"harbor_job": _job_key(job_dir), "trial": h.trial_name}))[:24]
     task_path = ours.get("task_path") or ((h.task_id or {}).get("path") if isinstance(h.task_id, dict) else None)
@@ -276,7 +286,7 @@ def _write_trial(trials_dir: Path, trial: dict, result: TrialResult, trajectory:
 
 def _write_run_config(out: Path, job_dir: Path, parsed: list[_Parsed], task_hashes: dict[str, str]) -> None:
     """config.json, so a later `agentmill rollout --out` into this folder is refused (other agent, other tasks)."""
-    agents = sorted({(p.harbor.agent_info.name, p.harbor.agent_info.version, _model(p) or "") for p in parsed})
+    agents = sorted({(p.harbor.agent_info.name, p.harbor.agent_info.version, p.model or "") for p in parsed})
     name, version, model = agents[0] if len(agents) == 1 else ("harbor-import", "mixed", "")
     config = RolloutConfig(dataset=str(job_dir.resolve()), task_hashes=task_hashes, agent=name, agent_version=version,
                            model=model or None)
