@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agentmill.view.verdicts import FilterJudge
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -87,7 +87,6 @@ class TrialIndex:
         self.min_interval = min_interval
         self._lock = threading.Lock()
         self._checked = 0.0
-        self._ledger_mark: tuple | None = None
         db = self.connect()
         try:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -128,37 +127,37 @@ class TrialIndex:
     def _copy_ledger(self, db: sqlite3.Connection) -> None:
         if not self.ledger_path.exists():
             return
-        uri = f"file:{self.ledger_path.resolve()}?mode=ro"
-        src = sqlite3.connect(uri, uri=True, timeout=30)
+        src = sqlite3.connect(f"file:{self.ledger_path.resolve()}?mode=ro", uri=True, timeout=30)
         try:
-            mark = src.execute("SELECT COUNT(*), MAX(finished_at), MAX(started_at), SUM(state='running') FROM trials").fetchone()
-            if mark == self._ledger_mark:
+            mark = json.dumps(src.execute("SELECT COUNT(*), MAX(finished_at), MAX(started_at), SUM(state='running') "
+                                          "FROM trials").fetchone())
+            if mark == self._meta(db, "ledger_mark"):  # nothing started, finished or forgotten since the last look
                 return
             cols = ", ".join(LEDGER_COLUMNS)
             known = db.execute("SELECT COUNT(*), MAX(finished_at), MAX(started_at) FROM trials").fetchone()
-            full = self._ledger_mark is None or known[0] > mark[0]
-            if full:  # first look, or trials were forgotten: copy every row
-                rows = src.execute(f"SELECT {cols} FROM trials")
-            else:  # only what changed since the last look: new, restarted or newly finished trials
+            forgotten = known[0] > json.loads(mark)[0]
+            tokens = "COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0)"
+            if forgotten:  # trials were removed from the ledger: copy every row, drop the rest
+                rows = src.execute(f"SELECT {cols}, {tokens} FROM trials")
+            else:  # what changed since the last look: new, restarted or newly finished trials
                 since = max(known[1] or 0, known[2] or 0)
-                rows = src.execute(f"SELECT {cols} FROM trials WHERE state='running' OR finished_at >= ? OR started_at >= ?",
-                                   (since, since))
-            placeholders = ", ".join("?" * len(LEDGER_COLUMNS))
-            updates = ", ".join(f"{c}=excluded.{c}" for c in LEDGER_COLUMNS[1:])
+                rows = src.execute(f"SELECT {cols}, {tokens} FROM trials WHERE state='running' OR finished_at >= ? "
+                                   f"OR started_at >= ?", (since, since))
+            placeholders = ", ".join("?" * (len(LEDGER_COLUMNS) + 1))
+            updates = ", ".join(f"{c}=excluded.{c}" for c in (*LEDGER_COLUMNS[1:], "tokens"))
             db.execute("BEGIN")
-            if full:
+            if forgotten:
                 db.execute("CREATE TEMP TABLE IF NOT EXISTS seen (trial_id TEXT PRIMARY KEY)")
                 db.execute("DELETE FROM seen")
             for batch in _batches(rows, 5000):
-                db.executemany(f"INSERT INTO trials ({cols}) VALUES ({placeholders}) ON CONFLICT(trial_id) DO UPDATE SET {updates}",
-                               batch)
-                if full:
+                db.executemany(f"INSERT INTO trials ({cols}, tokens) VALUES ({placeholders}) "
+                               f"ON CONFLICT(trial_id) DO UPDATE SET {updates}", batch)
+                if forgotten:
                     db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", [(r[0],) for r in batch])
-            if full:
+            if forgotten:
                 db.execute("DELETE FROM trials WHERE trial_id NOT IN (SELECT trial_id FROM seen)")
-            db.execute("UPDATE trials SET tokens = COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0)")
+            self._set_meta(db, "ledger_mark", mark)
             db.execute("COMMIT")
-            self._ledger_mark = mark
         finally:
             src.close()
 
