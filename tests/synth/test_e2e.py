@@ -101,7 +101,6 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     sample = [n for n in accepted if n.startswith(("card-weak", "card-ghost"))]  # two repaired ones: time
     results = asyncio.run(check_tasks(load_dataset(out / "tasks", names=sample).tasks, concurrency=2))
     assert {r.task.name: r.verdict for r in results} == {name: "ok" for name in sample}
-    print(summary)
 
     # the funnel in the report
     from agentmill.synth.report import funnel
@@ -111,3 +110,17 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     assert f["positive"]["failed"]["reference_error"] == 1 and f["lint"]["failed"]["missing_entity"] == 1
     assert f["ballot"]["failed"]["too_easy"] == 2 and f["parse"]["failed"]["unparseable"] == 1
     assert f["accepted"]["passed"] == 6
+    from typer.testing import CliRunner
+
+    from agentmill.cli import app
+
+    result = CliRunner().invoke(app, ["synth", "report", str(out), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r.html").read_text()
+    for text in ("Funnel per gate", "mutant_survived 1", "reference_error 1", "missing_entity 1", "too_easy 2",
+                 "weak_verifier", "capability_mismatch", "Coverage against targets", "card-easy", "Ballot outcomes",
+                 "Cost and time", "Meta-reviews"):
+        assert text in page, text
+    usage = {u["role"]: u["requests"] for u in store.rows("SELECT role, requests FROM usage")}
+    assert usage["generator"] == len(servers["generator"].requests) and usage["target"] == len(servers["target"].requests)
+    assert "<script" not in page and 'src="http' not in page and "<link" not in page  # self-contained
