@@ -105,10 +105,10 @@ def tune_server(keep_nagle: bool) -> None:
     socketserver.TCPServer.request_queue_size = 1024
 
 
-def _serve(conn, keep_nagle: bool) -> None:
+def _serve(conn, keep_nagle: bool, policy=bench_policy) -> None:
     """Child process: the ChatServer, on its own GIL and core share, like a real endpoint."""
     tune_server(keep_nagle)
-    with ChatServer(bench_policy, model=MODEL) as srv:
+    with ChatServer(policy, model=MODEL) as srv:
         conn.send(srv.base_url)
         conn.recv()  # until told to stop
         conn.send(len(srv.requests))
@@ -117,20 +117,21 @@ def _serve(conn, keep_nagle: bool) -> None:
 class Endpoint:
     """The scripted server, in a forked child process (default) or a thread of this process."""
 
-    def __init__(self, mode: str, keep_nagle: bool = False):
-        self.mode, self.keep_nagle = mode, keep_nagle
+    def __init__(self, mode: str, keep_nagle: bool = False, policy=bench_policy):
+        self.mode, self.keep_nagle, self.policy = mode, keep_nagle, policy
         self.proc = self.conn = self.server = None
         self.base_url = ""
 
     def __enter__(self) -> "Endpoint":
         if self.mode == "thread":
             tune_server(self.keep_nagle)
-            self.server = ChatServer(bench_policy, model=MODEL).__enter__()
+            self.server = ChatServer(self.policy, model=MODEL).__enter__()
             self.base_url = self.server.base_url
         else:
             ctx = multiprocessing.get_context("fork")  # before any thread or event loop exists
             self.conn, child = ctx.Pipe()
-            self.proc = ctx.Process(target=_serve, args=(child, self.keep_nagle), daemon=True, name="chat-server")
+            self.proc = ctx.Process(target=_serve, args=(child, self.keep_nagle, self.policy), daemon=True,
+                                    name="chat-server")
             self.proc.start()
             if not self.conn.poll(30):
                 raise RuntimeError("the scripted chat server did not start")
