@@ -324,3 +324,45 @@ def test_a_tar_that_escapes_its_folder_is_refused(tmp_path):
     with pytest.raises(tarfile.FilterError):
         land_task(task, buf.getvalue(), root=tmp_path / "node")
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "node" / "escaped.txt").exists()
+
+
+RECIPE = """
+[[sources]]
+name = "hello"
+path = "ds"
+
+[rollout]
+agent = "oracle"
+concurrency = 1
+{where}
+
+[trace_filters]
+min_turns = 0
+
+[[exports]]
+format = "trl"
+file = "trl.jsonl"
+"""
+
+
+def run_recipe(tmp_path, where: str, out: str):
+    recipe = tmp_path / f"{out}.toml"
+    recipe.write_text(RECIPE.format(where=where))
+    return subprocess.run([*CLI, "run", str(recipe), "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"})
+
+
+def test_a_recipe_runs_its_rollout_on_ray_and_the_executor_is_not_identity(cluster, tmp_path):
+    for i in range(3):
+        simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
+    r = run_recipe(tmp_path, f'executor = "ray"\naddress = "{cluster.address}"', "on-ray")
+    assert r.returncode == 0, r.stderr
+    assert "rollout: 3 trials (3 run now, 0 reused from earlier runs, 0 already done)" in r.stderr
+    rows = ledger_rows((tmp_path / "on-ray" / "rollout").resolve())
+    assert len(rows) == 3 and {row[3] for row in rows.values()} == {"passed"}
+    # the same recipe run locally reuses every trial: where trials ran is not part of their identity
+    r = run_recipe(tmp_path, "", "local")
+    assert r.returncode == 0, r.stderr
+    assert "3 run now" not in r.stderr and ledger_rows((tmp_path / "local" / "rollout").resolve()) == rows
+    r = run_recipe(tmp_path, 'address = "10.0.0.1:6379"', "bad")
+    assert r.returncode != 0 and 'address: only with executor = "ray"' in r.stderr, r.stderr

@@ -104,6 +104,16 @@ class Rollout(_Strict):
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     temperature: float | None = None  # overrides the model's
+    # Where trials run (not identity: a run may move between executors): "local", or "ray" (a
+    # cluster; concurrency is then per node) at `address` (default: $RAY_ADDRESS, else a local Ray).
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+    @model_validator(mode="after")
+    def _address_needs_ray(self) -> "Rollout":
+        if self.address and self.executor != "ray":
+            raise ValueError('address: only with executor = "ray"')
+        return self
 
 
 class Export(_Strict):

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from agentmill.agents import agent_class
-from agentmill.errors import TaskError
+from agentmill.errors import AgentmillError, TaskError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
@@ -39,6 +39,18 @@ def rollout_identity(rollout: Rollout, model: ModelSpec) -> dict:
                               model=_model_name(rollout, model), sampling=sampling(model, rollout),
                               max_turns=rollout.max_turns)
     return {**ident, "attempts": rollout.attempts}
+
+
+def _executor(rollout: Rollout, say):
+    """`[rollout] executor`: None for the local one (the runner's default), else one made by name."""
+    if rollout.executor == "local":
+        return None
+    from agentmill.rollout.executor import make_executor
+
+    try:
+        return make_executor(rollout.executor, concurrency=rollout.concurrency, address=rollout.address, say=say)
+    except ValueError as e:
+        raise AgentmillError(f"[rollout] executor: {e}") from None
 
 
 def default_store_dir(run_dir: Path) -> Path:
@@ -69,7 +81,8 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
     )
     store = TrialStore(store_dir or default_store_dir(run_dir))
     preflight(run_dir, config)  # refuse before starting a model server
-    kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store)
+    kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store,
+                  executor=_executor(rollout, say))
     try:
         if served is not None:
             async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env,
