@@ -49,6 +49,12 @@ class Viewer:
     def wait_count(self, text: str) -> None:
         self.page.wait(f"document.querySelector('#pager-top .count') && "
                        f"document.querySelector('#pager-top .count').textContent === {json.dumps(text)}")
+        self.no_stray_values()
+
+    def no_stray_values(self) -> None:
+        """No JavaScript null/undefined/NaN rendered as words into the page."""
+        words = self.page.eval("document.querySelector('main').innerText.match(/\\b(null|undefined|NaN)\\b/g)")
+        assert not words, words
 
 
 @pytest.fixture
@@ -128,6 +134,7 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     assert steps[0].startswith("#1 user") and "quantity * unit_price" in steps[0]
     assert "#2 agent" in steps[1] and "csv.DictReader(fh)" in steps[1] and "observation (as the model saw it)" in steps[1]
     assert page.eval("document.querySelector('.summary').textContent").count("passed") == 1
+    viewer.no_stray_values()
     page.click("#tab-verifier")
     page.wait("document.querySelector('#filter-rules')")
     body = page.eval("document.querySelector('#tab-body').textContent")

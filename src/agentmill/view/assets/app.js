@@ -32,7 +32,7 @@ function pre(s, className) { return h("pre", { className: className || "" }, s);
 function link(href, label, props) { return h("a", Object.assign({ href }, props || {}), label); }
 function trialHref(id) { return "#/trial/" + encodeURIComponent(id); }
 function compareHref(a, b) { return "#/compare/" + encodeURIComponent(a) + "/" + encodeURIComponent(b); }
-function show(...nodes) { const main = document.getElementById("main"); main.replaceChildren(...nodes); }
+function show(...nodes) { document.getElementById("main").replaceChildren(...nodes.flat().filter((n) => n instanceof Node)); }
 
 function fmtNum(x, digits) {
   if (x === null || x === undefined) return "–";
