@@ -204,3 +204,16 @@ def test_a_reward_file_is_read_when_result_json_has_no_verifier_result(tmp_path)
     import_harbor_job(job, tmp_path / "run")
     got = next(iter(_by_folder(tmp_path / "run").values()))
     assert (got["outcome"], got["reward"]) == ("passed", 1.0)
+
+
+def test_harbor_terminus_trajectories_export_as_the_conversation_the_model_had(tmp_path):
+    """Terminus-2 speaks JSON in its reply and reads the terminal as the next user turn: the SFT row says so."""
+    job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0)])
+    import_harbor_job(job, tmp_path / "run")
+    from agentmill.traces.render import render
+
+    rec = next(iter(iter_traces(tmp_path / "run")))
+    messages = render(rec.trajectory, reasoning="drop").messages
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert not any("tool_calls" in m for m in messages)
+    assert messages[3]["content"] == "$ echo 0\n0\n" and json.loads(messages[2]["content"])["analysis"] == "turn 0"

@@ -85,6 +85,10 @@ class TrialResult(_Harbor):
     verifier: TimingInfo | None = None
 
 
+# Harbor's agents that speak in the reply text (JSON keystrokes) and see the terminal as the next
+# user turn, as agentmill's terminus does: their trajectories render as that conversation
+HARBOR_TEXT_AGENTS = frozenset({"terminus", "terminus-1", "terminus-2"})
+
 # agentmill outcome -> the exception type Harbor records for it (passed/failed: none)
 EXCEPTION_OF: dict[Outcome, str] = {
     Outcome.AGENT_ERROR: "AgentError",

@@ -24,6 +24,7 @@ import json
 from typing import Any, Literal
 
 from agentmill.traces.atif import Step, Trajectory
+from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS
 from agentmill.traces.redact import scrub
 
 Reasoning = Literal["think", "drop"]
@@ -109,7 +110,7 @@ def rendering_of(trajectory: Trajectory) -> str:
     try:
         return agent_class(trajectory.agent.name).rendering
     except UnknownAgentError:
-        return "tool_calls"
+        return "text" if trajectory.agent.name in HARBOR_TEXT_AGENTS else "tool_calls"
 
 
 def _observation(step: Step) -> str | None:
