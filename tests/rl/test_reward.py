@@ -138,3 +138,22 @@ def test_live_multi_turn_episode_through_the_interaction_interface(rl_export):
         assert episode.final is not None and episode.final.scored.outcome == "failed" and episode.final.score == 0.0
 
     asyncio.run(play())
+
+
+def test_hostile_completions_score_0_and_never_stop_the_batch(rl_export):
+    """What a policy may write is hostile: garbage, a killed terminal, every process killed, a flood of
+    output. Each scores 0 on its own episode; the honest completion in the same batch still scores 1."""
+    task = TERMINAL[0]
+    row = rl_export.row(task)
+    hostile = ["not json at all {{{", terminus([("tmux kill-server\n", 0.5)]), terminus([("kill -9 -1\n", 0.5)]),
+               terminus([("yes | head -c 50000000\n", 2.0)]), {"role": "assistant", "content": None}]
+    completions = [*hostile, solve(rl_export, task)]
+    reward = GRPOReward(tasks=rl_export.tasks_dir, concurrency=3)
+    scores = reward(prompts=[row["prompt"]] * len(completions), completions=completions,
+                    reward_model=[row["reward_model"]] * len(completions), extra_info=[row["extra_info"]] * len(completions))
+    assert scores == [0.0] * len(hostile) + [1.0], [s.model_dump() for s in reward.last]
+    assert not any(s.tampered for s in reward.last)
+    # killing its own terminal or processes ends the episode unverified (sandbox_error): never worth more than failing
+    assert {s.outcome for s in reward.last[1:3]} == {"sandbox_error"}
+    with pytest.raises(ValueError, match="less than or equal to 0"):
+        GRPOReward(tasks=rl_export.tasks_dir, error_reward=0.5)

@@ -9,7 +9,8 @@
 Each completion runs as one episode (rl/episode.py) in a fresh sandbox on the task resolved by
 hash (rl/resolve.py), and scores what the task's verifier says. Tampering with the verifier
 already scores 0; `tamper_penalty=P` scores it -P instead, so the policy learns it is worse than
-failing. Episodes that end in the harness's fault (sandbox, verifier, image) score `error_reward`.
+failing. Episodes that end in a sandbox, verifier or task error score `error_reward` (at most 0:
+the policy can end its own episode that way, e.g. by killing every process in its sandbox).
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class RewardSettings(BaseModel):
 
     tasks: list[Path] = Field(default_factory=list)  # folders to find tasks in (else $AGENTMILL_RL_TASKS)
     tamper_penalty: float | None = Field(None, ge=0)  # None: tampering scores 0, like any failure
-    error_reward: float = 0.0  # the harness's fault, not the policy's
+    # sandbox / verifier / task failures. Never above a failure's 0: a policy can cause a sandbox error
+    # itself (killing its terminal or every process ends the trial as sandbox_error, unverified)
+    error_reward: float = Field(0.0, le=0.0)
     concurrency: int = Field(4, gt=0)  # episodes at once within one batch
 
 
