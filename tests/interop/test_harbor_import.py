@@ -74,6 +74,8 @@ def test_imported_trials_keep_trajectory_tokens_timings_and_verifier_output(tmp_
     assert rec.result["verifier_stdout"] == "tests ran\n"
     assert rec.trial["model"] == "openai/teacher" and rec.trial["agent"] == "terminus-2" and rec.trial["instruction"] == "Solve alpha."
     assert rec.telemetry.assistant_turns == 2 and rec.telemetry.commands == 2 and rec.telemetry.reasoning_steps == 2
+    assert rec.telemetry.completion_claimed and not rec.telemetry.premature_completion  # the last reply: task_complete
+    assert _by_folder(run)["alpha__bbbbbbb"]["rec"].telemetry.premature_completion  # claimed, but failed
     timeout = _by_folder(run)["beta__ccccccc"]["rec"]
     assert timeout.result["exception"] == "AgentTimeoutError: AgentTimeoutError happened"
 

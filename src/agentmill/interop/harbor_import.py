@@ -35,7 +35,7 @@ from agentmill.rollout.result import Timings, TrialResult
 from agentmill.tasks.hashing import hash_text
 from agentmill.traces.atif import AgentInfo, Trajectory
 from agentmill.traces.harbor_atif import trajectory_from_harbor
-from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, outcome_of, scalar_reward
+from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS, STDERR, STDOUT, TRAJECTORY, outcome_of, scalar_reward
 from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.verify.outcome import RewardError, parse_reward
@@ -196,7 +196,8 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
         notes=list(ours.get("notes") or []) + ([] if ours else [f"imported from Harbor trial {h.trial_name}"]),
         timings=Timings(**ours["timings"]) if ours.get("timings") else _timings(h),
         tokens={"prompt": (ctx.n_input_tokens or 0) if ctx else 0, "completion": (ctx.n_output_tokens or 0) if ctx else 0},
-        cost_usd=ctx.cost_usd if ctx else None, agent_metadata=ours.get("agent_metadata") or {}, tamper=ours.get("tamper") or [])
+        cost_usd=ctx.cost_usd if ctx else None, agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
+        tamper=ours.get("tamper") or [])
     trial = {"trial_id": trial_id, "task": h.task_name, "task_hash": task_hash, "task_path": task_path,
              "task_source": ours.get("task_source") or h.source, "task_metadata": ours.get("task_metadata") or {},
              "verifier_hash": ours.get("verifier_hash"), "instruction": instruction, "attempt": attempt,
@@ -211,6 +212,19 @@ def _job_key(job_dir: Path) -> str:
         return str(json.loads(_read_bytes(job_dir / "result.json") or b"{}")["id"])
     except (ValueError, KeyError, TypeError, OSError):
         return job_dir.resolve().name
+
+
+def _claimed(h: HarborTrial, trajectory: Trajectory) -> dict:
+    """Harbor's terminus agents end by replying `"task_complete": true`: recorded where telemetry (and the
+    `--completion` filter) reads agentmill's terminus claim."""
+    if h.agent_info.name not in HARBOR_TEXT_AGENTS:
+        return {}
+    last = next((s.message for s in reversed(trajectory.steps) if s.source == "agent"), "")
+    try:
+        reply = json.loads(last)
+    except ValueError:
+        return {"terminus": {"completed": False}}
+    return {"terminus": {"completed": isinstance(reply, dict) and reply.get("task_complete") is True}}
 
 
 def _trajectory(p: _Parsed) -> Trajectory:
