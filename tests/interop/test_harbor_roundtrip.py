@@ -179,3 +179,16 @@ def test_secrets_in_a_trajectory_are_redacted_in_the_job(tmp_path):
     report = export_run(tmp_path / "run", "harbor-job", tmp_path / "job", spec=KEEP_ALL)
     text = next((tmp_path / "job").glob("*/agent/trajectory.json")).read_text()
     assert token not in text and "[REDACTED" in text and report.redactions == 1
+
+
+def test_task_names_from_other_harnesses_make_plain_trial_folder_names(tmp_path):
+    from agentmill.traces.formats_harbor import trial_name
+
+    assert trial_name("harbor/hello-world", "abcdef0123") == "hello-world__abcdef0"
+    assert trial_name("../../etc/passwd", "abcdef0123") == "passwd__abcdef0"
+    assert trial_name("..", "../x") == "task__x"
+    job = write_job(tmp_path / "jobs", [dict(task="../../escape", name="e__0000001", reward=1.0)])
+    import_harbor_job(job, tmp_path / "run")
+    export_run(tmp_path / "run", "harbor-job", tmp_path / "out" / "job", spec=KEEP_ALL)
+    assert [p.name for p in (tmp_path / "out" / "job").iterdir() if p.is_dir()][0].startswith("escape__")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["job"] and not (tmp_path / "escape").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable
@@ -31,8 +32,11 @@ METADATA_KEY = "agentmill"
 
 
 def trial_name(task: str, trial_id: str) -> str:
-    """Harbor's `<task name, 32 characters>__<7 characters>`; the suffix comes from the trial id, so it is stable."""
-    return f"{task[:32].rstrip('_-')}__{trial_id[:7]}"
+    """Harbor's `<task name, 32 characters>__<7 characters>` (an `org/name` task: its name); the suffix comes
+    from the trial id, so it is stable. Only a plain file name comes out, whatever an imported task was called."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", task.split("/")[-1]).lstrip(".") or "task"
+    suffix = re.sub(r"[^A-Za-z0-9]", "", trial_id)[:7] or "0000000"
+    return f"{name[:32].rstrip('_-')}__{suffix}"
 
 
 def write_harbor_job(records: Iterable[TraceRecord], out: Path, *, allow_empty: bool = False) -> tuple[int, int]:
