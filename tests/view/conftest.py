@@ -77,3 +77,15 @@ def browser(tmp_path_factory):
     b = Browser(tmp_path_factory.mktemp("chromium-profile"))
     yield b
     b.close()
+
+
+@pytest.fixture(scope="session")
+def tools_run(tmp_path_factory) -> Path:
+    """The oracle replaying a bundled tool task's reference calls (function calling, `role: tool` results)."""
+    if not needs_sandbox():
+        pytest.skip("bubblewrap not installed")
+    out = tmp_path_factory.mktemp("view-tools") / "run"
+    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "rollout", "--sample-tools", "--agent", "oracle",
+                        "--task", "itsm-hold-for-vendor", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out

@@ -52,8 +52,10 @@ class Viewer:
         self.no_stray_values()
 
     def no_stray_values(self) -> None:
-        """No JavaScript null/undefined/NaN rendered as words into the page."""
-        words = self.page.eval("document.querySelector('main').innerText.match(/\\b(null|undefined|NaN)\\b/g)")
+        """No JavaScript null/undefined/NaN rendered as words into the page (outside the shown texts themselves)."""
+        words = self.page.eval("""(() => { const c = document.querySelector('main').cloneNode(true);
+            c.querySelectorAll('pre').forEach(p => p.remove());
+            return c.textContent.match(/\\b(null|undefined|NaN)\\b/g); })()""")
         assert not words, words
 
 
@@ -248,5 +250,28 @@ def test_screenshot_of_a_real_run(browser, tmp_path):
         v.page.screenshot(tmp_path / "view.png", max_height=1500)
         assert v.page.problems() == []
         shutil.copyfile(tmp_path / "view.png", ROOT / "docs" / "view.png")
+    finally:
+        v.close()
+
+
+def test_a_tool_calling_trajectory(browser, tools_run, tmp_path):
+    v = Viewer(browser, tools_run, tmp_path / "i.sqlite")
+    page = v.page
+    try:
+        v.open()
+        v.wait_count("1–1 of 1")
+        page.click("#trials tbody tr:first-child a.open")
+        page.wait("document.querySelectorAll('.step.agent').length === 3")
+        names = page.eval("[...document.querySelectorAll('.call-name')].map(n => n.textContent)")
+        assert names == ["get_incident", "set_incident_state", "add_work_note"]
+        call = json.loads(page.eval("document.querySelectorAll('pre.call')[1].textContent"))
+        assert call == {"number": "INC0020005", "state": "on_hold", "on_hold_reason": "awaiting_vendor"}
+        result = json.loads(page.eval("document.querySelectorAll('pre.obs')[1].textContent"))
+        assert result["number"] == "INC0020005"
+        system = page.eval("document.querySelector('.step.system').textContent")
+        assert "system message (" in system and "tools offered (" in system  # folded, not spread over the page
+        assert page.eval("[...document.querySelectorAll('.step.system details')].every(d => !d.open)")  # closed
+        v.no_stray_values()
+        assert page.problems() == []
     finally:
         v.close()

@@ -117,3 +117,43 @@ def test_view_command_serves_until_interrupted(nop_run, tmp_path):
     r = subprocess.run([sys.executable, "-m", "agentmill.cli", "view", str(tmp_path / "nowhere")], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'}: no such folder"]
+
+
+def test_a_registered_source_is_opened_and_served(tmp_path, real_run):
+    """The extension point synthesis stores use: an opener, a kind, JSON routes; no change to the viewer."""
+    from agentmill.view import source as registry
+
+    class FakeStore:
+        kind, title = "fake-store", "a fake store"
+
+        def __init__(self, path):
+            self.path = path
+
+        def routes(self):
+            return {"summary": lambda p: {"kind": self.kind, "title": self.title},
+                    "candidates": lambda p: {"candidates": [p.get("gate", ["any"])[-1]]}}
+
+        def close(self):
+            pass
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "fake-store.txt").write_text("x")
+    registry.register_source("fake-store", lambda path, **o: FakeStore(path) if (path / "fake-store.txt").is_file() else None)
+    try:
+        opened = open_source(store)
+        assert isinstance(opened, FakeStore)
+        assert open_source(real_run, index=tmp_path / "i.sqlite").kind == "rollout"  # other folders still open as before
+        with pytest.raises(Exception, match="known kinds: fake-store, rollout"):
+            open_source(tmp_path)
+        server = ViewServer(opened, 0)
+        server.start_background()
+        try:
+            assert json.loads(get(server, "/api/summary")[2]) == {"kind": "fake-store", "title": "a fake store"}
+            assert json.loads(get(server, "/api/candidates?gate=solver")[2]) == {"candidates": ["solver"]}
+            assert get(server, "/api/trials")[0] == 404
+        finally:
+            server.shutdown()
+            server.server_close()
+    finally:
+        registry._OPENERS[:] = [o for o in registry._OPENERS if o[0] != "fake-store"]
