@@ -1,0 +1,148 @@
+"""Hundreds of episodes in flight: N concurrent terminus trials against a scripted model that takes
+`--delay` seconds per reply (default 256 trials, 2 s), each `--commands` shell commands then the
+completion claim and its confirmation, every trial a full isolated trial through `run_rollout`.
+
+    .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--json PATH]
+
+Printed: wall time of the N concurrent trials against the ideal (one trial's time alone, measured
+first with the same slow model: its model turns x delay plus its sandbox and verifier time), the
+event loop's lag (p50/p99/max of a 20 ms timer: time the loop was blocked), the peak number of
+trials alive at once, and memory per live episode (the machine's MemAvailable drop at the peak,
+which counts each episode's sandbox processes too, divided by the peak number alive; and this
+process's own RSS growth, divided the same way). CPU is counted as in benchmarks/rollout.py.
+Exits non-zero unless every trial passed. Run it as root, like agentmill itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import logging
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
+
+from agentmill.images import ImageBuilder  # noqa: E402
+from agentmill.rollout.runner import run_rollout  # noqa: E402
+from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
+
+
+def slow_policy(request, *, delay: float, commands: int) -> Reply:
+    """Every reply after `delay` s (the server answers concurrently, one thread per request)."""
+    done = sum(1 for m in request["messages"] if m["role"] == "assistant")
+    if done < commands:
+        keys = rb.ECHO if done == commands - 1 else f"echo working-{done} > /tmp/w{done}\n"
+        return Reply(terminus_json([(keys, 0)]), delay=delay)
+    return Reply(terminus_json([], complete=True), delay=delay)
+
+
+async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch_rss: bool = False) -> dict:
+    run_dir = base / name
+    config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096)
+    client, chat = rb.timed_client(endpoint.base_url, 4096)
+    alive = {"now": 0, "peak": 0}
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def started(_plan):
+        alive["now"] += 1
+        alive["peak"] = max(alive["peak"], alive["now"])
+
+    def finished(_result):
+        alive["now"] -= 1
+
+    try:
+        with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu:
+            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder,
+                                       on_start=started, on_done=finished)
+    finally:
+        await client.close()
+    results = report.results
+    bad = [r for r in results if not r.passed]
+    await asyncio.to_thread(shutil.rmtree, run_dir, True)
+    peak = max(alive["peak"], 1)
+    summary = mon.summary()
+    return {"episodes": report.ran, "wall_s": cpu.wall, "peak_alive": alive["peak"],
+            "trial_s_p50": rb.pct([r.timings.total for r in results], 50),
+            "trial_s_max": max((r.timings.total for r in results), default=0.0),
+            "sandbox_start_s_p50": rb.pct([r.timings.sandbox_start for r in results], 50),
+            "verifier_s_p50": rb.pct([r.timings.verifier for r in results], 50),
+            "agent_s_p50": rb.pct([r.timings.agent for r in results], 50),
+            "model_calls": len(chat.samples), "model_retries": client.stats.retries,
+            "cpu_s": cpu.ours, "cores_busy": cpu.ours / cpu.wall, "machine_cores_busy": cpu.machine / cpu.wall,
+            "host_cpu_s": cpu.host, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
+            "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
+            if watch_rss else None,
+            "not_passed": len(bad) + (len(tasks) - report.ran),
+            "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
+            **summary}
+
+
+async def run(args, endpoint, meter) -> int:
+    base = rb.bench_dir()
+    builder = ImageBuilder()
+    try:
+        tasks = await asyncio.to_thread(lambda: [
+            rb.make_task(base / "tasks", f"fly-{i:04d}", f"Write the word hello into /app/out.txt. (episode {i})\n")
+            for i in range(args.episodes + 2)])
+        await builder.get(tasks[0])
+        await batch(base, "warm", tasks[:1], endpoint, meter, builder)  # untimed: imports, toolkit, caches
+        alone = await batch(base, "alone", tasks[1:2], endpoint, meter, builder)
+        ideal = alone["trial_s_p50"]
+        rb.console.print(f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
+                         f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
+                         f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)")
+        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, watch_rss=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    many["ideal_s"] = ideal
+    many["wall_over_ideal"] = many["wall_s"] / ideal
+    cpu_floor = many["cpu_s"] / max(1, rb.os.cpu_count() or 1)
+    rb.console.print(
+        f"{many['episodes']} episodes at once (peak {many['peak_alive']} alive): wall {many['wall_s']:.2f} s = "
+        f"[bold]{100 * (many['wall_over_ideal'] - 1):+.0f}%[/] over the ideal {ideal:.2f} s; slowest trial "
+        f"{many['trial_s_max']:.2f} s; event-loop lag p50/p99/max {many['loop_lag_p50_ms']:.0f} / "
+        f"[bold]{many['loop_lag_p99_ms']:.0f}[/] / {many['loop_lag_max_ms']:.0f} ms; memory per live episode "
+        f"{many['mem_per_episode_mib']:.1f} MiB (machine), this process {many['host_rss_growth_per_episode_kib']:.0f} KiB; "
+        f"CPU {many['cpu_s']:.1f} s ({many['cpu_s'] / max(many['episodes'], 1) * 1e3:.0f} ms per episode; on "
+        f"{rb.os.cpu_count()} cores at least {cpu_floor:.1f} s of wall), cores busy {many['cores_busy']:.2f} "
+        f"(machine {many['machine_cores_busy']:.2f}); {many['model_retries']} model retries; "
+        f"{many['not_passed']} not passed")
+    if meter.path is not None and many["machine_cores_busy"] - many["cores_busy"] > 0.25:
+        rb.console.print("[yellow]warning:[/] other work was running: figures understated")
+    for f in many["failures"]:
+        rb.console.print(f"[red]not passed:[/] {f}")
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "alone": alone, "many": many},
+                                        indent=2, default=str))
+    return 0 if many["not_passed"] == 0 and alone["not_passed"] == 0 else 1
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--episodes", type=int, default=256, help="concurrent trials (default 256)")
+    p.add_argument("--delay", type=float, default=2.0, help="seconds the model takes per reply (default 2)")
+    p.add_argument("--commands", type=int, default=3, help="shell commands per episode before completion (default 3)")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = p.parse_args()
+    if args.episodes < 1 or args.delay < 0 or args.commands < 1:
+        p.error("--episodes and --commands must be >= 1, --delay >= 0")
+    logging.getLogger("asyncio").addFilter(rb.ReapCounter())
+    meter = rb.CpuMeter()
+    policy = functools.partial(slow_policy, delay=args.delay, commands=args.commands)
+    try:
+        with rb.Endpoint("process", policy=policy) as endpoint:
+            return asyncio.run(run(args, endpoint, meter))
+    finally:
+        meter.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
