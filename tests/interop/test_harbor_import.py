@@ -219,3 +219,15 @@ def test_harbor_terminus_trajectories_export_as_the_conversation_the_model_had(t
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
     assert not any("tool_calls" in m for m in messages)
     assert messages[3]["content"] == "$ echo 0\n0\n" and json.loads(messages[2]["content"])["analysis"] == "turn 0"
+
+
+def test_an_import_is_refused_while_another_process_writes_the_folder(tmp_path):
+    from agentmill.rollout.lock import RunLock, RunLockedError
+
+    job = _job(tmp_path)
+    run = tmp_path / "run"
+    import_harbor_job(job, run)
+    with RunLock(run):
+        with pytest.raises(RunLockedError):
+            import_harbor_job(job, run)
+    assert import_harbor_job(job, run).already == len(CASES)

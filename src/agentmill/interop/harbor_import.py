@@ -31,6 +31,7 @@ from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.lock import RunLock
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.tasks.hashing import hash_text
 from agentmill.traces.atif import AgentInfo, Trajectory
@@ -66,6 +67,11 @@ def import_harbor_job(job_dir: Path, out: Path, *, progress: Callable[[int, int]
     job_dir, out = Path(job_dir), Path(out)
     folders = _trial_folders(job_dir)
     _claim(out, job_dir)
+    with RunLock(out):  # one process writes a run folder at a time (a rollout, or another import)
+        return _import(job_dir, out, folders, progress)
+
+
+def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[int, int], None] | None) -> ImportReport:
     report = ImportReport(out)
     parsed = [p for p in (_parse(f, report.problems) for f in folders) if p is not None]
     total, step = len(folders), 0
