@@ -183,6 +183,10 @@ def check_toml(block: Block, scratch: Path) -> str | None:
             _validate_recipe(data, "recipe")
         elif {"base", "eval"} & set(data) or set(data) <= {"grid", "variants", "timeout"} and data:
             _validate_matrix(data, scratch)
+        elif "env" in data or "diagnosis" in data:  # a synth config (or its [diagnosis] table)
+            from agentmill.synth.config import DiagnosisConfig, SynthConfig
+
+            DiagnosisConfig.model_validate(data["diagnosis"]) if set(data) == {"diagnosis"} else SynthConfig.model_validate(data)
         elif "roles" in data or "seeds" in data:
             from agentmill.grounded.roles import Roles
             from agentmill.grounded.run import GroundConfig

@@ -1,0 +1,42 @@
+"""The synth config: one clear error naming the file and the field; relative paths resolve against the file."""
+
+import pytest
+
+from agentmill.errors import AgentmillError
+from agentmill.synth.config import load_config
+
+ROLE = '[roles.{r}]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"\n'
+ALL = "".join(ROLE.format(r=r) for r in ("generator", "critic", "judge", "target", "solver"))
+
+
+def write(tmp_path, text: str):
+    p = tmp_path / "synth.toml"
+    p.write_text(text)
+    return p
+
+
+def test_a_complete_config_loads_with_paths_resolved(tmp_path):
+    cfg = load_config(write(tmp_path, '[synth]\ncards = "c.jsonl"\n[env]\ngym_dir = "gym"\n' + ALL))
+    assert cfg.synth.cards == tmp_path / "c.jsonl" and cfg.env.gym_dir == tmp_path / "gym"
+    assert cfg.ballot.k == 3 and cfg.roles["solver"].client().model == "m"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + ALL.replace("[roles.solver]", "[roles.solvr]"),
+     "missing [roles.solver]"),
+    ('[env]\ngyms = ["itsm"]\n' + ALL, "synth.cards or [diagnosis]"),
+    ('[synth]\ncards = "c"\n[env]\n' + ALL, "set gyms"),
+    ('[synth]\ncards = "c"\nworkerz = 2\n[env]\ngyms = ["itsm"]\n' + ALL, "field 'synth.workerz'"),
+    ('[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nk = 0\n' + ALL, "field 'ballot.k'"),
+    ("[synth\n", "invalid TOML"),
+])
+def test_bad_configs_are_one_clear_error(tmp_path, text, message):
+    with pytest.raises(AgentmillError, match=r"synth\.toml") as e:
+        load_config(write(tmp_path, text))
+    assert message in str(e.value)
+
+
+def test_without_a_ballot_the_target_and_solver_are_not_needed(tmp_path):
+    roles = "".join(ROLE.format(r=r) for r in ("generator", "critic", "judge"))
+    cfg = load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nenabled = false\n' + roles))
+    assert set(cfg.roles) == {"generator", "critic", "judge"}
