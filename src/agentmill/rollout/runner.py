@@ -55,9 +55,22 @@ class RolloutReport:
     skipped: int  # already done in this run folder
     recovered: int  # left unfinished by an interrupted earlier run (settled from their folder, or run again)
     ran: int
-    results: list[TrialResult]
+    results: list[TrialResult]  # verifier output cut to its tail (slim_result); the trial folder holds all of it
     reused: int = 0  # taken from the trial store (finished by an earlier run sharing it)
     unrecorded: list[str] = field(default_factory=list)  # trials whose folder could not be written
+
+
+# Characters of each verifier stream a report keeps per recorded trial: a long rollout's memory must
+# not grow with verifier output (the trial folder holds all of it: verifier/stdout.txt, stderr.txt).
+REPORT_OUTPUT_CHARS = 4096
+
+
+def slim_result(result: TrialResult) -> TrialResult:
+    """The result as RolloutReport.results keeps it: verifier output cut to its last REPORT_OUTPUT_CHARS."""
+    if len(result.verifier_stdout) <= REPORT_OUTPUT_CHARS and len(result.verifier_stderr) <= REPORT_OUTPUT_CHARS:
+        return result
+    return result.model_copy(update={"verifier_stdout": result.verifier_stdout[-REPORT_OUTPUT_CHARS:],
+                                     "verifier_stderr": result.verifier_stderr[-REPORT_OUTPUT_CHARS:]})
 
 
 def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -197,7 +210,7 @@ async def run_rollout(
                         pass
             if on_done:
                 on_done(result)
-            return result
+            return result if plan.trial_id in unrecorded else slim_result(result)
 
         results = await (executor or LocalExecutor(config.concurrency)).map(attempt, todo, before=dispatched, after=record)
         return RolloutReport(planned=len(plans), skipped=len(plans) - len(todo) - reused, recovered=interrupted,
