@@ -143,7 +143,7 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     assert "4/4 checks passed" in body and '"reward": 1' in body and "✗ min_turns: >= 5 assistant turns" in body
     page.click("#tab-task")
     page.wait("document.querySelectorAll('a.task-file').length > 3")
-    page.click("a.task-file")  # environment/Dockerfile: the first file
+    page.click('a.task-file[data-path="environment/Dockerfile"]')
     page.wait("document.querySelector('.task-file-text')")
     assert page.eval("document.querySelector('.task-file-text').textContent").startswith("FROM debian:bookworm-slim")
 

@@ -157,3 +157,21 @@ def test_a_registered_source_is_opened_and_served(tmp_path, real_run):
             server.server_close()
     finally:
         registry._OPENERS[:] = [o for o in registry._OPENERS if o[0] != "fake-store"]
+
+
+def test_a_huge_task_folder_is_listed_up_to_the_cap(tmp_path):
+    from agentmill.view.trial import TASK_LISTING_CAP, task_summary
+
+    task = tmp_path / "task"
+    (task / "environment" / "app").mkdir(parents=True)
+    (task / "instruction.md").write_text("x")
+    for i in range(TASK_LISTING_CAP + 100):
+        (task / "environment" / "app" / f"f{i:04d}.txt").write_text("y")
+    (task / "environment" / "link").symlink_to("/etc/passwd")
+    summary = task_summary({"task": "big", "task_path": str(task), "instruction": "x"})
+    paths = [f["path"] for f in summary["files"]]
+    assert len(paths) == TASK_LISTING_CAP and summary["files_cut"]
+    assert paths[:2] == ["instruction.md", "environment/app/f0000.txt"] and "environment/link" not in paths
+    small = task_summary({"task_path": str(task / "environment" / "app"), "instruction": None})
+    assert summary["exists"] and small["files_cut"]
+    assert task_summary({"task_path": str(tmp_path / "gone")})["exists"] is False

@@ -8,6 +8,7 @@ task's own folder.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from agentmill.view.index import read_json
@@ -80,15 +81,25 @@ def task_dir(trial: dict) -> Path | None:
 def task_summary(trial: dict) -> dict:
     """The task's instruction (as the trial recorded it) and its files, when the task folder still exists."""
     root = task_dir(trial)
+    files = _listing(root) if root is not None else []
+    return {"name": trial.get("task"), "path": trial.get("task_path"), "exists": root is not None,
+            "instruction": trial.get("instruction"), "metadata": trial.get("task_metadata"), "files": files,
+            "files_cut": len(files) >= TASK_LISTING_CAP}
+
+
+def _listing(root: Path) -> list[dict]:
+    """The first TASK_LISTING_CAP plain files under root, in path order, without walking the rest
+    (an environment may hold tens of thousands of files)."""
     files: list[dict] = []
-    if root is not None:
-        for p in sorted(root.rglob("*")):
-            if len(files) >= TASK_LISTING_CAP:
-                break
+    for folder, dirs, names in os.walk(root):  # links to folders are not followed
+        dirs.sort()
+        for name in sorted(names):
+            p = Path(folder) / name
             if p.is_file() and not p.is_symlink():
                 files.append({"path": p.relative_to(root).as_posix(), "bytes": p.stat().st_size})
-    return {"name": trial.get("task"), "path": trial.get("task_path"), "exists": root is not None,
-            "instruction": trial.get("instruction"), "metadata": trial.get("task_metadata"), "files": files}
+            if len(files) >= TASK_LISTING_CAP:
+                return files
+    return files
 
 
 def task_file(trials_dir: Path, trial_id: str, rel: str) -> dict:

@@ -300,8 +300,9 @@ function taskNodes(d) {
   const fileBox = h("div", { id: "task-file" });
   out.push(h("div", { className: "label" }, "files of " + t.path),
     h("ul", { className: "files" }, t.files.map((f) => h("li", {},
-      h("a", { href: "#", className: "task-file", onclick: (ev) => { ev.preventDefault(); openTaskFile(d.trial_id, f.path, fileBox); } }, f.path),
-      " ", h("span", { className: "muted" }, fmtNum(f.bytes) + " bytes")))), fileBox);
+      h("a", { href: "#", className: "task-file", dataset: { path: f.path }, onclick: (ev) => { ev.preventDefault(); openTaskFile(d.trial_id, f.path, fileBox); } }, f.path),
+      " ", h("span", { className: "muted" }, fmtNum(f.bytes) + " bytes")))),
+    t.files_cut ? h("p", { className: "muted" }, "Only the first " + t.files.length + " files are listed.") : null, fileBox);
   return out;
 }
 
