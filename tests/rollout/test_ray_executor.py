@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from ray.cluster_utils import Cluster
 
 from agentmill.agents import agent_class
 from agentmill.errors import AgentmillError
+from agentmill.images.layers import remove_tree
 from agentmill.models.client import ModelClient
 from agentmill.paths import cache_dir, scratch_dir
 from agentmill.rollout.config import RolloutConfig
@@ -56,7 +56,11 @@ def node_cache(name: str) -> Path:
     link = path / "toolkit"
     if not link.exists():
         link.symlink_to(toolkit_path().parent)
+    NODE_CACHES.append(path)
     return path
+
+
+NODE_CACHES: list[Path] = []
 
 
 @contextmanager
@@ -84,6 +88,8 @@ def cluster(request):
             ray.shutdown()
         if "cluster" in holder:
             holder["cluster"].shutdown()
+        for cache in NODE_CACHES:
+            remove_tree(cache)
 
     request.addfinalizer(teardown)
     with node_env(caches["head"]):
@@ -156,39 +162,42 @@ def ray_nodes(cluster):
         ray.shutdown()
 
 
-def test_a_killed_node_reruns_its_trials_and_every_trial_is_recorded_once(cluster, tmp_path):
-    names = ["archive-conf-files", "dedupe-photos", "fix-column-sum-cli", "ini-to-env-file", "jsonl-event-counts",
-             "markdown-table-of-contents"]
-    ds, tasks = sample_tasks(names)
+def test_a_node_joining_then_killed_mid_run_reruns_its_trials_and_each_is_recorded_once(cluster, tmp_path):
+    for i in range(6):  # each trial takes at least 2 s: the new node joins, and is killed, mid-run
+        simple_task(tmp_path / "ds", f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
+    ds = load_dataset(tmp_path / "ds")
+    tasks = sorted(ds.tasks, key=lambda t: t.name)
     config = oracle_config(ds, tasks, attempts=2, concurrency=1)
-    with node_env(node_cache("doomed")):
-        doomed = cluster.add_node(**NODE)
-    cluster.wait_for_nodes()
     executor = RayExecutor(1, address=cluster.address, refresh_seconds=0.5)
-    killed = threading.Event()
+    holder = {}
 
-    def kill_when_busy():  # once the doomed node has finished a trial and has another in flight
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not killed.is_set():
-            finished_there = doomed.node_id in executor.ran_on.values()
-            if finished_there and executor.busy().get(doomed.node_id, 0) > 0:
-                time.sleep(0.3)  # mid-trial
-                doomed.kill_raylet()
-                killed.set()
-                return
-            time.sleep(0.05)
+    async def join_then_kill():  # a third node joins the running cluster; once it has finished a trial
+        await asyncio.sleep(1)  # and has another in flight, its raylet is killed
+        with node_env(node_cache("doomed")):  # (Ray starts nodes from the main thread only: here, in the loop)
+            holder["doomed"] = doomed = cluster.add_node(**NODE)
+        while not (doomed.node_id in executor.ran_on.values() and executor.busy().get(doomed.node_id, 0) > 0):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # mid-trial
+        doomed.kill_raylet()
 
-    killer = threading.Thread(target=kill_when_busy, daemon=True)
-    killer.start()
     recorded = Counter()
     run = tmp_path / "run"
+
+    async def go():
+        killer = asyncio.create_task(join_then_kill())
+        try:
+            return await run_rollout(config, tasks, run, executor=executor,
+                                     on_done=lambda r: recorded.update([r.trial_id]))
+        finally:
+            killer.cancel()
+
     try:
-        report = asyncio.run(run_rollout(config, tasks, run, executor=executor,
-                                         on_done=lambda r: recorded.update([r.trial_id])))
+        report = asyncio.run(go())
     finally:
-        killed.set()
-        killer.join()
-        cluster.remove_node(doomed, allow_graceful=False)
+        if "doomed" in holder:
+            cluster.remove_node(holder["doomed"], allow_graceful=False)
+    doomed = holder["doomed"]
+    assert doomed.node_id in executor.ran_on.values(), "the node that joined mid-run got no work"
     assert executor.requeued, "the doomed node was killed with no trial in flight: nothing tested"
     rows = ledger_rows(run)
     assert len(rows) == report.planned == 12
@@ -258,8 +267,12 @@ def test_rollout_cli_runs_on_a_cluster_by_address(cluster, tmp_path):
                         "--agent", "oracle", "--executor", "ray", "--address", cluster.address, "--out", str(run),
                         "-c", "1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "2 trials run" in r.stderr
+    assert "2 trials run" in r.stderr and "progress: 2/2 trials done" in r.stderr
     assert {row[3] for row in ledger_rows(run).values()} == {"passed"}
+    # the executor is not identity: the same command run locally resumes the cluster's run
+    r = subprocess.run([*CLI, "rollout", "--sample", "--task", "git-tag-release-branch", "--task", "ini-to-env-file",
+                        "--agent", "oracle", "--out", str(run)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "0 trials run, 2 already done" in r.stderr, r.stderr
 
 
 def test_rollout_cli_refuses_bad_executor_options(tmp_path):
@@ -366,3 +379,12 @@ def test_a_recipe_runs_its_rollout_on_ray_and_the_executor_is_not_identity(clust
     assert "3 run now" not in r.stderr and ledger_rows((tmp_path / "local" / "rollout").resolve()) == rows
     r = run_recipe(tmp_path, 'address = "10.0.0.1:6379"', "bad")
     assert r.returncode != 0 and 'address: only with executor = "ray"' in r.stderr, r.stderr
+
+
+def test_without_ray_installed_the_executor_names_the_extra(monkeypatch):
+    from agentmill.rollout import executor as registry
+
+    monkeypatch.delitem(registry.EXECUTORS, "ray")
+    monkeypatch.setitem(sys.modules, "agentmill.rollout.executors.ray", None)  # as if `import ray` failed
+    with pytest.raises(ValueError, match=r"executor 'ray' needs the 'ray' extra: pip install 'agentmill\[ray\]'"):
+        make_executor("ray", concurrency=1)
