@@ -16,7 +16,7 @@ config = am.RolloutConfig(
 )
 report = asyncio.run(am.run_rollout(config, dataset.tasks, out / "run"))
 summary = am.summarize(out / "run")
-print(f"{report.ran} trials ran; outcomes {summary['outcomes']}; pass@1 {summary['pass_at_k']['1']['mean']:.2f}")
+print(f"{report.ran} trials ran; outcomes {summary['outcomes']}; mean reward {summary['mean_reward']}")
 
 keep_all = am.FilterSpec(min_turns=0)  # oracle trajectories are one turn long: keep them
 sft = am.export_run(out / "run", "trl", out / "sft.jsonl", spec=keep_all)

@@ -97,12 +97,26 @@ def shell_commands(block: Block) -> list[str]:
 
 
 def _tokens(line: str) -> list[str]:
+    line = _substituted(re.sub(r"`[^`]*`", "VALUE", line))
     try:
         lex = shlex.shlex(line, posix=True, punctuation_chars=False)
         lex.whitespace_split, lex.commenters = True, "#"
         return list(lex)
     except ValueError:  # an unbalanced quote in a synopsis: plain words, comment cut
         return line.split("#", 1)[0].split()
+
+
+def _substituted(line: str) -> str:
+    """`$(...)` (nested parentheses included) -> VALUE: a value the shell computes, not part of the command."""
+    while (start := line.find("$(")) >= 0:
+        depth, end = 0, len(line)
+        for i in range(start + 1, len(line)):
+            depth += {"(": 1, ")": -1}.get(line[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        line = line[:start] + "VALUE" + line[end:]
+    return line
 
 
 def cli_group():

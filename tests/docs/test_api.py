@@ -59,7 +59,7 @@ def test_the_quickstart_example_runs_in_under_30_lines(tmp_path):
     assert len(script.read_text().splitlines()) < 30
     r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "4 trials ran; outcomes {'passed': 4}; pass@1 1.00" in r.stdout
+    assert "4 trials ran; outcomes {'passed': 4}; mean reward 1.0" in r.stdout
     rows = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all(row["provenance"]["agent"] == "oracle@1" for row in rows)
     job = json.loads((tmp_path / "harbor-job" / "result.json").read_text())

@@ -137,3 +137,8 @@ def test_a_planted_failing_runnable_block_fails(tmp_path):
     r = _run(shell, _scratch(tmp_path / "a"))
     assert r.returncode != 0 and "never" not in r.stdout
     assert _run(py, _scratch(tmp_path / "b")).returncode != 0
+
+
+def test_shell_substitutions_are_values_not_options():
+    assert check_command('agentmill status $(python -c "print(f(g()))") --json')[1] is None
+    assert "no option --jsn" in check_command("agentmill status `ls -d runs/*` --jsn")[1]
