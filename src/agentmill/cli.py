@@ -156,15 +156,16 @@ def _rollout_executor(name: str, address: str | None, concurrency: int, model: s
 
     if address and name != "ray":
         _fail("--address: only with --executor ray")
-    options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
-    try:
-        chosen = make_executor(name, concurrency=concurrency, **options)
-    except ValueError as e:
-        _fail(f"--executor: {e}")
     if name == "ray" and model == LOCAL_MODEL:
         console.print("[yellow]note:[/yellow] the embedded model listens on this machine's loopback: only Ray nodes "
                       "on this machine reach it (give other nodes --base-url of a served model)", highlight=False)
-    return chosen
+    options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
+    try:
+        return make_executor(name, concurrency=concurrency, **options)
+    except ValueError as e:
+        _fail(f"--executor: {e}")
+    except AgentmillError as e:
+        _fail(str(e))
 
 
 @app.command()
@@ -193,7 +194,7 @@ def rollout(
     retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
-    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a Ray started on this machine."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names

@@ -284,10 +284,23 @@ def test_rollout_cli_refuses_bad_executor_options(tmp_path):
     assert r.returncode == 2 and "unknown executor 'slurm' (known: local, ray)" in r.stderr
 
 
-def test_an_unreachable_cluster_is_one_clear_error():
-    executor = make_executor("ray", concurrency=1, address="127.0.0.1:1")
-    with pytest.raises(AgentmillError, match="--address 127.0.0.1:1: could not join a Ray cluster"):
-        asyncio.run(executor.map(Crashing(), ["a"]))
+def test_an_unreachable_cluster_is_one_clear_error_before_anything_starts(tmp_path):
+    with pytest.raises(AgentmillError, match="--address 127.0.0.1:1: could not join a Ray cluster: nothing answers"):
+        make_executor("ray", concurrency=1, address="127.0.0.1:1")
+    # through the CLI: refused before the embedded model would start, with a word on loopback endpoints
+    r = subprocess.run([*CLI, "rollout", "--sample", "--model", "local", "--out", str(tmp_path / "run"),
+                        "--executor", "ray", "--address", "127.0.0.1:1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "could not join a Ray cluster" in r.stderr
+    assert "only Ray nodes on this machine reach it" in r.stderr and "starting the embedded model" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_cluster_with_no_node_to_run_on_stops_the_run_with_a_message():
+    executor = RayExecutor(1, address="local", wait_for_nodes=1,
+                           init_options={"num_cpus": 0, "object_store_memory": 80 * MB})  # a Ray with no CPU
+    with pytest.raises(AgentmillError, match=r"ray: no node to run on for 1s; 2 trial\(s\) not run"):
+        asyncio.run(executor.map(Crashing(), ["a", "b"]))
+    assert not ray.is_initialized()  # the Ray it started for the run is gone
 
 
 # -- task folders shipped to nodes --------------------------------------------------------------------------

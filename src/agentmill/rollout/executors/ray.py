@@ -143,11 +143,14 @@ class RayExecutor(Executor):
                  wait_for_nodes: float = 120.0, refresh_seconds: float = 2.0, init_options: dict | None = None,
                  say: Callable[[str], None] | None = None):
         """`concurrency`: jobs at once on each node. `address`: the cluster (`ray start --head` prints it);
-        None: $RAY_ADDRESS, else a Ray started on this machine for the run. `node_losses`: how often a job's
+        None: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for the run. `node_losses`: how often a job's
         node may die under it before it is recorded as failed. `wait_for_nodes`: seconds without any node
         to run on before the run stops (what is left runs on resume)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        problem = _unreachable(address) if address else None
+        if problem:  # refused before anything costly starts (Ray itself would retry for minutes)
+            raise AgentmillError(f"--address {address}: could not join a Ray cluster: {problem}")
         self.concurrency, self.address = concurrency, address
         self.node_losses, self.wait_for_nodes, self.refresh_seconds = node_losses, wait_for_nodes, refresh_seconds
         self.init_options = init_options or {}
@@ -180,9 +183,6 @@ class RayExecutor(Executor):
             return False
         options = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False, **self.init_options}
         where = f"--address {self.address}" if self.address else "Ray"
-        problem = _unreachable(self.address) if self.address else None
-        if problem:  # Ray itself would retry for minutes before it says so
-            raise AgentmillError(f"{where}: could not join a Ray cluster: {problem}")
         try:
             ray.init(address=self.address, **options)
         except (ConnectionError, ValueError, RuntimeError) as e:
