@@ -156,8 +156,11 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     assert page.eval("[...document.querySelectorAll('#compare .summary')].map(s => s.textContent.match(/attempt: (\\d)/)[1])") == ["1", "0"]
     assert page.screenshot(tmp_path / "compare.png").stat().st_size > 5000
 
-    # back to the list by the link, and compare any two trials picked in the list
-    page.click("main p a")
+    # back to the list as it was left (its filter kept), and compare any two trials picked in the list
+    page.click("#back")
+    viewer.wait_count("1–2 of 2")
+    assert page.eval("document.querySelector('#filters input[name=task]').value") == "csv-revenue-by-region"
+    page.click("#clear")
     viewer.wait_count("1–10 of 10")
     page.click("#trials tbody tr:nth-child(1) input.pick")
     assert page.eval("document.querySelector('#compare-selected').disabled")

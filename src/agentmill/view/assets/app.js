@@ -4,7 +4,7 @@
 "use strict";
 
 const PAGE = 50;
-const state = { summary: null, selected: new Set() };
+const state = { summary: null, selected: new Set(), listHash: "#/" };  // listHash: back to the list as it was
 
 // ------------------------------------------------------------------ DOM helpers
 
@@ -138,6 +138,7 @@ function filterForm(params) {
 }
 
 async function viewList(params) {
+  state.listHash = location.hash || "#/";
   await loadSummary();  // the counts follow a run in progress
   const offset = Math.max(0, parseInt(params.get("offset") || "0", 10) || 0);
   const query = {};
@@ -320,7 +321,7 @@ async function viewTrial(id, tab) {
   const base = trialHref(id);
   const content = tab === "verifier" ? verifierNodes(d) : tab === "task" ? taskNodes(d)
     : tab === "raw" ? [pre(JSON.stringify(d.result, null, 2))] : trajectoryNodes(d);
-  show(h("p", {}, link("#/", "← all trials")), summaryNode(d), attemptsNode(d, id),
+  show(h("p", {}, link(state.listHash, "← all trials", { id: "back" })), summaryNode(d), attemptsNode(d, id),
        h("nav", { className: "tabs" }, tabs.map(([k, label]) => link(base + "?tab=" + k, label, { className: k === tab ? "on" : "", id: "tab-" + k }))),
        h("section", { className: "box", id: "tab-body" }, content));
 }
@@ -338,7 +339,7 @@ async function viewCompare(a, b) {
   }
   cells.push(h("div", { className: "col" }, h("section", { className: "box" }, h("h2", {}, "Verifier"), verifierNodes(da))),
              h("div", { className: "col" }, h("section", { className: "box" }, h("h2", {}, "Verifier"), verifierNodes(db))));
-  show(h("p", {}, link("#/", "← all trials"), " · ", link(trialHref(a), "open left"), " · ", link(trialHref(b), "open right")),
+  show(h("p", {}, link(state.listHash, "← all trials", { id: "back" }), " · ", link(trialHref(a), "open left"), " · ", link(trialHref(b), "open right")),
        h("div", { className: "compare", id: "compare" }, cells));
 }
 
