@@ -132,6 +132,11 @@ def test_the_index_follows_a_run_that_grows_and_shrinks(tmp_path):
     ledger.close()
     # a reopened viewer reuses the index file and agrees with it
     assert page(open_source(tmp_path / "run"), task="task-00001")["total"] == 10
+    # the index is a cache: a file that is not a database is replaced, not fatal
+    (tmp_path / "run" / "view.sqlite").write_bytes(b"garbage" * 1000)
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / "run" / f"view.sqlite{suffix}").unlink(missing_ok=True)
+    assert page(open_source(tmp_path / "run"))["total"] == 99
 
 
 def test_an_unreadable_trial_folder_is_reported_and_the_rest_still_show(real_run, tmp_path):

@@ -87,6 +87,14 @@ class TrialIndex:
         self.min_interval = min_interval
         self._lock = threading.Lock()
         self._checked = 0.0
+        try:
+            self._prepare(judge)
+        except sqlite3.DatabaseError:  # not a database (a torn copy, another file): it is only a cache
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._prepare(judge)
+
+    def _prepare(self, judge: FilterJudge) -> None:
         db = self.connect()
         try:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
