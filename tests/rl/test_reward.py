@@ -157,3 +157,21 @@ def test_hostile_completions_score_0_and_never_stop_the_batch(rl_export):
     assert {s.outcome for s in reward.last[1:3]} == {"sandbox_error"}
     with pytest.raises(ValueError, match="less than or equal to 0"):
         GRPOReward(tasks=rl_export.tasks_dir, error_reward=0.5)
+
+
+def test_reward_calls_from_several_threads(rl_export):
+    """Trainers call reward functions from worker threads, each with its own event loop: every loop
+    gets its own image builder (asyncio locks belong to one loop) and every score is right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentmill.rl.reward import shared_builder
+
+    async def builder_of_this_loop():
+        return shared_builder(), shared_builder()
+
+    (a1, a2), (b1, _) = asyncio.run(builder_of_this_loop()), asyncio.run(builder_of_this_loop())
+    assert a1 is a2 and a1 is not b1
+    jobs = [(t, solve(rl_export, t), 1.0) for t in TERMINAL] + [(t, NOP, 0.0) for t in TERMINAL]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        scores = list(pool.map(lambda j: verl_score(rl_export, j[0], j[1]), jobs))
+    assert scores == [want for _, _, want in jobs]

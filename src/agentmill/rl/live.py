@@ -44,7 +44,7 @@ class LiveEpisode:
     def __init__(self, task: Task, settings: RewardSettings, *, builder: ImageBuilder | None = None,
                  agent: str | None = None, max_turns: int = 50):
         self.task, self.settings, self.agent, self.max_turns = task, settings, agent, max_turns
-        self.builder = builder or shared_builder()
+        self.builder = builder  # default: this event loop's shared builder, taken at start()
         self._asks: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue()
         self._turns: asyncio.Queue[PolicyTurn | None] = asyncio.Queue()
         self._run: asyncio.Task[Episode] | None = None
@@ -58,6 +58,7 @@ class LiveEpisode:
         if self._run is not None:
             raise AgentmillError("the episode has already started")
         await asyncio.to_thread(require_toolkit)
+        self.builder = self.builder or shared_builder()
         self._run = asyncio.ensure_future(run_episode(self.task, self._source, self.builder, agent=self.agent,
                                                       max_turns=self.max_turns))
         return await self._next()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -70,17 +71,20 @@ def score_episode(episode: Episode, settings: RewardSettings) -> Scored:
                   tamper_kinds=kinds, error=(r.exception or "") if r.outcome in HARNESS_FAULTS else "")
 
 
-_builder: ImageBuilder | None = None
+# one image builder per event loop: its per-image locks are asyncio locks, which belong to one loop
+# (reward functions called from several threads each run their own loop)
+_builders: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _builder_lock = threading.Lock()
 _toolkit_checked = False
 
 
 def shared_builder() -> ImageBuilder:
-    global _builder
+    loop = asyncio.get_running_loop()
     with _builder_lock:
-        if _builder is None:
-            _builder = ImageBuilder()
-        return _builder
+        builder = _builders.get(loop)
+        if builder is None:
+            builder = _builders[loop] = ImageBuilder()
+        return builder
 
 
 async def score_completion(task_hash: str, completion: Any, settings: RewardSettings, *, agent: str | None = None,
