@@ -37,15 +37,15 @@ def _gates(store: SynthStore, candidate_prefix: str) -> list[tuple[str, int, str
 
 
 def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_path):
-    summary, servers = _run(tmp_path, list(CASES))
+    cases = [c for c in CASES if c != "good"]  # 'garbage' ends as a clean candidate: the good path, once
+    summary, servers = _run(tmp_path, cases)
     store = SynthStore.open_existing(tmp_path / "out")
     states = {r["card_id"]: r["state"] for r in store.rows("SELECT card_id, state FROM candidates")}
     # every card got exactly one box: the accepted ones reached their target, the too-easy one was paused
-    assert sorted(r["card_id"] for r in store.rows("SELECT card_id FROM candidates")) == sorted(f"card-{c}" for c in CASES)
-    assert states == {**{f"card-{c}": "accepted" for c in CASES if c != "easy"}, "card-easy": "rejected"}
+    assert sorted(r["card_id"] for r in store.rows("SELECT card_id FROM candidates")) == sorted(f"card-{c}" for c in cases)
+    assert states == {**{f"card-{c}": "accepted" for c in cases if c != "easy"}, "card-easy": "rejected"}
     fail = lambda gate, code: (gate, 0, code)  # noqa: E731
 
-    assert _gates(store, "card-good")[-1] == ("ballot", 1, "ok") and not any(not p for _, p, _ in _gates(store, "card-good"))
     # weak verifier: a mutant (the right change on another record) survives -> negative gate, repaired
     weak = _gates(store, "card-weak")
     assert fail("negative", "mutant_survived") in weak and weak[-1] == ("ballot", 1, "ok")
@@ -63,7 +63,8 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     assert easy.count(fail("ballot", "too_easy")) == 2
     # a generator reply that does not parse: a failed attempt with a diagnosis, then a fresh generation
     garbage = _gates(store, "card-garbage")
-    assert garbage[0] == fail("parse", "unparseable") and garbage[-1] == ("ballot", 1, "ok")
+    assert garbage == [fail("parse", "unparseable"), ("lint", 1, "ok"), ("semantic", 1, "ok"), ("positive", 1, "ok"),
+                       ("negative", 1, "ok"), ("ballot", 1, "ok")]
 
     # diagnoses: the critic's where it made sense, the gate's own hint where its reply was prose
     diag = {r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"]) for r in store.rows(
@@ -92,14 +93,14 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     # accepted samples: task folders `check` passes, and the JSONL
     out = tmp_path / "out"
     accepted = sorted(p.name for p in (out / "tasks").iterdir())
-    assert len(accepted) == 6 and all(name.startswith("card-") for name in accepted)
+    assert len(accepted) == 5 and all(name.startswith("card-") for name in accepted)
     rows = [json.loads(line) for line in (out / "accepted.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == accepted
     from agentmill.rollout.check import check_tasks
     from agentmill.tasks import load_dataset
 
-    sample = [n for n in accepted if n.startswith(("card-weak", "card-ghost"))]  # two repaired ones: time
-    results = asyncio.run(check_tasks(load_dataset(out / "tasks", names=sample).tasks, concurrency=2))
+    sample = [n for n in accepted if n.startswith("card-weak")]  # a repaired one (the gates are check's machinery)
+    results = asyncio.run(check_tasks(load_dataset(out / "tasks", names=sample).tasks))
     assert {r.task.name: r.verdict for r in results} == {name: "ok" for name in sample}
 
     # the funnel in the report
@@ -109,7 +110,7 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     assert f["negative"]["failed"]["mutant_survived"] == 1 and f["negative"]["failed"]["vacuous"] == 1
     assert f["positive"]["failed"]["reference_error"] == 1 and f["lint"]["failed"]["missing_entity"] == 1
     assert f["ballot"]["failed"]["too_easy"] == 2 and f["parse"]["failed"]["unparseable"] == 1
-    assert f["accepted"]["passed"] == 6
+    assert f["accepted"]["passed"] == 5
     from typer.testing import CliRunner
 
     from agentmill.cli import app
