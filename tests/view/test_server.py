@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -117,6 +118,13 @@ def test_view_command_serves_until_interrupted(nop_run, tmp_path):
     r = subprocess.run([sys.executable, "-m", "agentmill.cli", "view", str(tmp_path / "nowhere")], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'}: no such folder"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "agentmill.cli", "view", str(nop_run), "--port", str(port)],
+                           capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
 
 
 def test_a_registered_source_is_opened_and_served(tmp_path, real_run):

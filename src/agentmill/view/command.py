@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from agentmill.errors import AgentmillError
 from agentmill.view import ViewServer, open_source
 
 
@@ -19,7 +20,7 @@ def run_view(path: Path, port: int, filters: Path | None, console: Console) -> N
         server = ViewServer(source, port)
     except OSError as e:
         source.close()
-        raise SystemExit(f"error: cannot listen on {port}: {e.strerror}") from None
+        raise AgentmillError(f"cannot listen on 127.0.0.1:{port}: {e.strerror}") from None
     print(f"agentmill view: {server.url}  (loopback only; Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
