@@ -40,3 +40,17 @@ def test_without_a_ballot_the_target_and_solver_are_not_needed(tmp_path):
     roles = "".join(ROLE.format(r=r) for r in ("generator", "critic", "judge"))
     cfg = load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nenabled = false\n' + roles))
     assert set(cfg.roles) == {"generator", "critic", "judge"}
+
+
+def test_resuming_with_another_environment_is_refused(tmp_path):
+    import asyncio
+
+    from agentmill.synth.run import run_synth
+    from agentmill.synth.store import SynthStore
+
+    store = SynthStore(tmp_path / "out")
+    store.set_meta("env", '{"gyms":["collab"],"gym_dir":null}')
+    store.close()
+    cfg = load_config(write(tmp_path, '[synth]\ncards = "c.jsonl"\n[env]\ngyms = ["itsm"]\n' + ALL))
+    with pytest.raises(AgentmillError, match="made for env .*collab.* this config says .*itsm"):
+        asyncio.run(run_synth(cfg, tmp_path / "out"))

@@ -93,6 +93,9 @@ def render(store: SynthStore) -> str:
                  [[r["after_boxes"], ", ".join(json.loads(r["review"])["flagged"]) or "-",
                    ", ".join(json.loads(r["review"])["systematic"]) or "-", json.loads(r["review"])["guidance"] or "-"]
                   for r in reviews]) + "</section>")
+    problems = [p for p in (store.get_meta("card_problems") or "").splitlines() if p]
+    if problems:
+        parts.append("<section><h2>Cards not used</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul></section>")
     barrier = store.rows("SELECT card_id, source_task, leaks FROM barrier")
     if barrier:
         parts.append("<section><h2>Cards refused by the information barrier</h2>" + _table(

@@ -42,6 +42,16 @@ async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -
     return "\n\n".join(parts)
 
 
+def _same_environment(store: SynthStore, config: SynthConfig) -> None:
+    """A resumed run must generate for the environment the folder's accepted tasks were made for."""
+    env = config.env.model_dump_json()
+    before = store.get_meta("env")
+    if before is None:
+        store.set_meta("env", env)
+    elif before != env:
+        raise AgentmillError(f"{store.out}: made for env {before}, but this config says {env}; use another --out")
+
+
 async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[str]:
     """Cards into the store (once); returns the problems met (bad lines, barrier rejections)."""
     if store.get_meta("cards_loaded"):
@@ -63,6 +73,8 @@ async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | N
     store = SynthStore(out)
     clients = {role: rc.client() for role, rc in config.roles.items()}
     try:
+        _same_environment(store, config)
+        store.set_meta("config", config.model_dump_json())
         interrupted = store.interrupt_open()
         materialize(store, config.env)
         problems = await load_cards(config, store, clients)
