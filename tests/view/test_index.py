@@ -1,7 +1,6 @@
 """The viewer's index and queries: a real run's facts against the exporter's own funnel, list queries,
 a 100,000-trial ledger paged by indexed queries, a run that grows and shrinks, unreadable folders."""
 
-import json
 import shutil
 import sqlite3
 
@@ -11,7 +10,7 @@ from agentmill.rollout.ledger import Ledger
 from agentmill.traces.export import export_run
 from agentmill.traces.filters import FilterSpec
 from agentmill.view import open_source
-from agentmill.view.queries import BadQuery, TrialQuery, list_trials
+from agentmill.view.queries import BadQuery, TrialQuery
 from tests.view.synthetic import synthetic_ledger
 
 

@@ -3,14 +3,11 @@ hostile JSON made valid, bad parameters named; and the `agentmill view` command 
 
 import http.client
 import json
-import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +46,7 @@ def test_loopback_only_host_checked_and_csp_everywhere(served):
         status, headers, _ = get(served, path)
         assert "script-src 'self'" in headers["Content-Security-Policy"] and "'unsafe-inline'" not in headers["Content-Security-Policy"]
         assert headers["X-Content-Type-Options"] == "nosniff"
-    assert get(served, "/")[0] == 200 and get(served, f"/", host=f"localhost:{served.port}")[0] == 200
+    assert get(served, "/")[0] == 200 and get(served, "/", host=f"localhost:{served.port}")[0] == 200
     # DNS rebinding: a page on another name that resolves to 127.0.0.1 must not read the run
     for host in (f"evil.example:{served.port}", "127.0.0.1", f"127.0.0.1:{served.port + 1}", ""):
         status, _, body = get(served, "/api/summary", host=host)
