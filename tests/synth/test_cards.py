@@ -97,7 +97,10 @@ def test_cards_file_reports_bad_lines_and_keeps_the_rest(tmp_path):
     from tests.synth.scripted import card_line
 
     path = tmp_path / "cards.jsonl"
-    path.write_text(card_line("good") + "\n" + '{"card_id": "x"}\n' + card_line("good") + "\n" + card_line("weak") + "\n")
+    escape = card_line("weak").replace("card-weak", "../../etc/evil")  # card ids name folders: never a path
+    path.write_text(card_line("good") + "\n" + '{"card_id": "x"}\n' + card_line("good") + "\n" + escape + "\n"
+                    + card_line("weak") + "\n")
     cards, problems = read_cards(path)
     assert [c.card_id for c in cards] == ["card-good", "card-weak"]
     assert problems[0].startswith(f"{path}:2: field 'source_task'") and problems[1] == f"{path}:3: duplicate card_id 'card-good'"
+    assert problems[2].startswith(f"{path}:4: field 'card_id': String should match pattern")

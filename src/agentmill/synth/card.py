@@ -18,7 +18,8 @@ GENERATOR_FIELDS = ("capability", "tools", "workflow", "target_failure", "teache
 
 class CapabilityCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    card_id: str = Field(min_length=1)
+    # names folders (tasks/<card_id>-s0001): a safe file name, never a path
+    card_id: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     source_task: str = Field(min_length=1)
     capability: str = Field(min_length=1, description="the capability tested, in general terms")
     tools: list[str] = Field(min_length=1, description="gym tools the workflow needs")
