@@ -101,6 +101,15 @@ def test_unknown_task_is_a_clear_error(rl_export):
         compute_score("agentmill/x", NOP, "0123456789abcdef" * 4, {}, tasks=[str(rl_export.tasks_dir)])
     with pytest.raises(TaskNotFound, match="names no task"):
         compute_score("agentmill/x", NOP, "", {}, tasks=[str(rl_export.tasks_dir)])
+    # in a TRL batch, a stale row is left out (None) with a warning; a batch where nothing resolves is an error
+    row = rl_export.row(TERMINAL[0])
+    reward = GRPOReward(tasks=rl_export.tasks_dir)
+    with pytest.warns(UserWarning, match="left a completion out: no task with content hash 0123456789abcdef"):
+        scores = reward(prompts=[None, None], completions=[NOP, NOP], extra_info=[{}, {}],
+                        reward_model=[{"ground_truth": "0123456789abcdef" * 4}, row["reward_model"]])
+    assert scores == [None, 0.0]
+    with pytest.raises(TaskNotFound):
+        reward(prompts=[None], completions=[NOP], reward_model=[{"ground_truth": "f" * 64}], extra_info=[{}])
 
 
 def test_live_multi_turn_episode_through_the_interaction_interface(rl_export):

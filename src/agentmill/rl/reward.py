@@ -16,7 +16,9 @@ the policy can end its own episode that way, e.g. by killing every process in it
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import warnings
 import weakref
 from collections.abc import Coroutine
 from pathlib import Path
@@ -34,6 +36,9 @@ from agentmill.verify.outcome import Outcome
 
 # not the policy's doing: the sandbox, the verifier, the endpoint, or a broken task
 HARNESS_FAULTS = {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT, Outcome.INFRA_ERROR, Outcome.TASK_ERROR}
+
+
+NOT_FOUND = "task_not_found"  # a batch item whose task is in none of the folders (score NaN: left out)
 
 
 class RewardSettings(BaseModel):
@@ -110,9 +115,15 @@ async def score_batch(items: list[tuple[str, Any, str | None]], settings: Reward
 
     async def one(task_hash: str, completion: Any, agent: str | None) -> Scored:
         async with gate:
-            return await score_completion(task_hash, completion, settings, agent=agent, builder=builder)
+            try:
+                return await score_completion(task_hash, completion, settings, agent=agent, builder=builder)
+            except TaskNotFound as e:  # one stale row: reported and left out, the batch goes on
+                return Scored(score=math.nan, outcome=NOT_FOUND, error=str(e))
 
-    return list(await asyncio.gather(*(one(*item) for item in items)))
+    scored = list(await asyncio.gather(*(one(*item) for item in items)))
+    if scored and all(s.outcome == NOT_FOUND for s in scored):  # nothing resolves: the setup is wrong, say so
+        raise TaskNotFound(scored[0].error)
+    return scored
 
 
 def run_sync(coro: Coroutine) -> Any:
@@ -176,7 +187,9 @@ class GRPOReward:
     """A TRL `reward_funcs` entry: `GRPOTrainer(..., reward_funcs=[GRPOReward(tasks="datasets/")])`.
 
     Every completion of the batch runs in its own sandbox (at most `concurrency` at once); the
-    scores of the last batch, with outcomes and tamper evidence, stay in `last` for logging."""
+    scores of the last batch, with outcomes and tamper evidence, stay in `last` for logging. A row
+    whose task is in none of the folders gets None (left out, with a warning); a batch where no row
+    resolves raises TaskNotFound (the folders are wrong)."""
 
     __name__ = "agentmill_verifier"  # TRL names the reward in its logs after it
 
@@ -189,7 +202,7 @@ class GRPOReward:
         self.last: list[Scored] = []
         self.history: list[Scored] = []  # every score of this reward function's life, in order
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float]:
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         n = len(completions)
         truths = columns.get("reward_model") or [None] * n
         infos = columns.get("extra_info") or [None] * n
@@ -197,4 +210,8 @@ class GRPOReward:
                  for t, info, c in zip(truths, infos, completions)]
         self.last = run_sync(score_batch(items, self.settings, builder=self.builder))
         self.history += self.last
-        return [s.score for s in self.last]
+        for s in self.last:
+            if s.outcome == NOT_FOUND:
+                warnings.warn(f"agentmill reward left a completion out: {s.error}", stacklevel=2)
+        # None is TRL's "no reward from this function" (it becomes NaN and is left out of the sum)
+        return [None if s.outcome == NOT_FOUND else s.score for s in self.last]

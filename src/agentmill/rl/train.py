@@ -25,7 +25,7 @@ from typing import Any
 
 from agentmill.errors import AgentmillError
 from agentmill.rl.chat_template import use_marked_template
-from agentmill.rl.reward import GRPOReward
+from agentmill.rl.reward import NOT_FOUND, GRPOReward
 from agentmill.rl.sft_data import prepare_rows
 
 TRAIN_MODULES = ("torch", "transformers", "trl", "datasets", "accelerate")
@@ -134,7 +134,7 @@ def train_rl(model: Path, data: list[Path], tasks: list[Path], out: Path, *, ste
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
     return TrainReport(out, steps, [h["loss"] for h in trainer.state.log_history if "loss" in h],
-                       rewards=[s.score for s in reward.history],
+                       rewards=[s.score for s in reward.history if s.outcome != NOT_FOUND],
                        notes=[f"outcomes: {', '.join(sorted({s.outcome for s in reward.history}))}"])
 
 
