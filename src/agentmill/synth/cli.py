@@ -52,7 +52,7 @@ class _Progress:
 @app.command("run")
 def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The synthesis config (TOML)."),
             out: Path = typer.Option(..., "--out", help="Output folder: synth.sqlite, tasks/, accepted.jsonl (resumes)."),
-            report: bool = typer.Option(True, "--report/--no-report", help="Write OUT/report.html at the end.")) -> None:
+            no_report: bool = typer.Option(False, "--no-report", help="Do not write OUT/report.html at the end.")) -> None:
     """Run synthesis (resumes when OUT holds an earlier run of it)."""
     from agentmill.synth.config import load_config
     from agentmill.synth.report import write_report
@@ -75,7 +75,7 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
         err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
               f"{summary['seconds']:.1f}s -> {out / 'tasks'}", highlight=False)
-    if report:
+    if not no_report:
         err.print(f"report: {write_report(out)}", highlight=False)
 
 
