@@ -162,8 +162,8 @@ def test_hostile_completions_score_0_and_never_stop_the_batch(rl_export):
                     reward_model=[row["reward_model"]] * len(completions), extra_info=[row["extra_info"]] * len(completions))
     assert scores == [0.0] * len(hostile) + [1.0], [s.model_dump() for s in reward.last]
     assert not any(s.tampered for s in reward.last)
-    # killing its own terminal or processes ends the episode unverified (sandbox_error): never worth more than failing
-    assert {s.outcome for s in reward.last[1:3]} == {"sandbox_error"}
+    # killing its own terminal or processes is the agent's failure, unverified: never worth more than failing
+    assert {s.outcome for s in reward.last[1:3]} == {"agent_error"}
     with pytest.raises(ValueError, match="less than or equal to 0"):
         GRPOReward(tasks=rl_export.tasks_dir, error_reward=0.5)
 

@@ -74,6 +74,34 @@ def test_agent_error_is_typed(tmp_path):
     assert result.steps[0].message == "about to fail"  # the partial trajectory survives
 
 
+def test_an_agent_that_kills_its_own_sandbox_is_an_agent_error_not_infra(tmp_path):
+    class Killer:
+        name, version, needs_solution = "killer", "0", False
+
+        async def run(self, task, sandbox, result: AgentResult):
+            result.steps.append(Step(step_id=1, source="agent", message="kill everything"))
+            await sandbox.exec("kill -9 -1")  # the guest server dies with the agent's processes
+            await sandbox.exec("echo still here?")
+
+    task = load_task(simple_task(tmp_path))
+    r = asyncio.run(run_trial(task, Killer(), ImageBuilder(cache=scratch_cache(tmp_path))))
+    assert r.outcome is Outcome.AGENT_ERROR and not r.outcome.is_infra, (r.outcome, r.exception)
+    assert "died under the agent's commands" in r.exception and r.reward is None
+
+
+def test_a_sandbox_that_fails_before_the_agent_acts_is_infra(tmp_path):
+    from agentmill.errors import SandboxError
+
+    class Unlucky:
+        name, version, needs_solution = "unlucky", "0", False
+
+        async def run(self, task, sandbox, result):
+            raise SandboxError("tmux new-session failed (-9)")  # as under heavy oversubscription
+
+    r = trial(tmp_path, Unlucky())
+    assert r.outcome is Outcome.SANDBOX_ERROR and r.outcome.is_infra and "sandbox failed during the agent" in r.exception
+
+
 def test_needs_container_is_sandbox_error_with_reason(tmp_path):
     r = trial(tmp_path, NopAgent(), dockerfile="FROM alpine:3.19\n")
     assert r.outcome is Outcome.SANDBOX_ERROR and "container backend" in r.exception

@@ -47,7 +47,7 @@ class RewardSettings(BaseModel):
     tasks: list[Path] = Field(default_factory=list)  # folders to find tasks in (else $AGENTMILL_RL_TASKS)
     tamper_penalty: float | None = Field(None, ge=0)  # None: tampering scores 0, like any failure
     # sandbox / verifier / task failures. Never above a failure's 0: a policy can cause a sandbox error
-    # itself (killing its terminal or every process ends the trial as sandbox_error, unverified)
+    # itself (were an agent-caused death ever typed as the machinery's, it must not pay more than failing)
     error_reward: float = Field(0.0, le=0.0)
     concurrency: int = Field(4, gt=0)  # episodes at once within one batch
 

@@ -90,8 +90,13 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             agent_outcome = Outcome.AGENT_TIMEOUT
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
         except SandboxError as e:
-            result.exception = f"sandbox failed during the agent: {e}"
-            return result
+            if not _agent_acted(agent_result):  # the terminal or guest failed before any action: the machinery's
+                result.exception = f"sandbox failed during the agent: {e}"
+                return result
+            # after the agent acted: its own commands killed the guest or the terminal (kill -9 -1, tmux
+            # kill-server, memory). Its failure, not to be rerun as infrastructure, and not verified
+            agent_outcome = Outcome.AGENT_ERROR
+            result.exception = f"the sandbox died under the agent's commands: {e}"
         except EndpointError as e:
             result.outcome, result.exception = Outcome.INFRA_ERROR, str(e)
             return result
@@ -128,6 +133,10 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
     finally:
         timings.total = time.monotonic() - started
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+def _agent_acted(agent_result: AgentResult) -> bool:
+    return any(step.source == "agent" for step in agent_result.steps)
 
 
 def _brief(e: BaseException) -> str:
