@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -77,8 +78,18 @@ def node_env(cache: Path):
             os.environ["AGENTMILL_CACHE"] = old
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ray_auth_mode():
+    """One authentication mode for every Ray process of this module (nodes, drivers, CLI runs): a local
+    `ray.init()` would otherwise switch its own process to token mode and write ~/.ray/auth_token,
+    which later clusters on the machine would pick up while this module's cluster does not."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_AUTH_MODE", "disabled")
+        yield
+
+
 @pytest.fixture(scope="module")
-def cluster(request):
+def cluster(request, ray_auth_mode):
     assert ensure_toolkit(build=True) is not None
     caches = {"head": node_cache("head"), "second": node_cache("second")}
     holder = {}
@@ -123,8 +134,7 @@ def trial_folders(run: Path) -> list[str]:
     return sorted(p.name for p in (run / "trials").iterdir())
 
 
-FIRST = ["access-log-top-clients", "csv-revenue-by-region", "errors-per-hour", "extract-email-addresses",
-         "json-users-to-csv", "top-word-frequencies"]
+FIRST = ["access-log-top-clients", "csv-revenue-by-region", "extract-email-addresses", "json-users-to-csv"]
 
 
 def test_ray_executor_records_what_the_local_executor_records(cluster, tmp_path):
@@ -273,6 +283,30 @@ def test_rollout_cli_runs_on_a_cluster_by_address(cluster, tmp_path):
     r = subprocess.run([*CLI, "rollout", "--sample", "--task", "git-tag-release-branch", "--task", "ini-to-env-file",
                         "--agent", "oracle", "--out", str(run)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "0 trials run, 2 already done" in r.stderr, r.stderr
+
+
+def test_ctrl_c_on_the_driver_loses_only_trials_in_flight_and_the_resume_finishes(cluster, tmp_path):
+    for i in range(4):
+        simple_task(tmp_path / "ds", f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
+    run = tmp_path / "run"
+    cmd = [*CLI, "rollout", str(tmp_path / "ds"), "--agent", "oracle", "--executor", "ray", "--address", cluster.address,
+           "--out", str(run), "-c", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(not p.name.startswith(".") for p in (run / "trials").glob("*")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "resume with:" in err
+    rows = ledger_rows(run)
+    done = {tid for tid, row in rows.items() if row[2] == "done"}
+    assert done and len(done) < 4 and set(trial_folders(run)) == done  # folders only for what was recorded
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"{4 - len(done)} trials run, {len(done)} already done" in r.stderr
+    rows = ledger_rows(run)
+    assert len(rows) == 4 and {row[3] for row in rows.values()} == {"passed"} and trial_folders(run) == sorted(rows)
 
 
 def test_rollout_cli_refuses_bad_executor_options(tmp_path):

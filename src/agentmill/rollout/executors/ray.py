@@ -168,12 +168,14 @@ class RayExecutor(Executor):
         if not jobs:
             return []
         started_here = self._connect()
-        pool = self._pool = _NodePool(ray.put(work), self.concurrency, self.say)
+        pool = None
         try:
+            pool = self._pool = _NodePool(ray.put(work), self.concurrency, self.say)
             return await self._dispatch(pool, work, jobs, before, after)
         finally:
             self._pool = None
-            await asyncio.to_thread(pool.close)
+            if pool is not None:
+                await asyncio.to_thread(pool.close)
             if started_here:
                 ray.shutdown()
 
