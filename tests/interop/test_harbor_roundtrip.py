@@ -192,3 +192,30 @@ def test_task_names_from_other_harnesses_make_plain_trial_folder_names(tmp_path)
     export_run(tmp_path / "run", "harbor-job", tmp_path / "out" / "job", spec=KEEP_ALL)
     assert [p.name for p in (tmp_path / "out" / "job").iterdir() if p.is_dir()][0].startswith("escape__")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["job"] and not (tmp_path / "escape").exists()
+
+
+@sandbox
+def test_a_model_driven_terminus_run_round_trips_to_the_same_sft_rows(tmp_path):
+    """Through a real endpoint (a scripted chat server): trajectories with reasoning, tokens and sampling come back
+    exactly, so the SFT rows exported from the imported run equal those of the original, character for character."""
+    from tests.conftest import REWARD_IF, simple_task
+    from tests.helpers.chat_server import ChatServer, solving_policy
+
+    data = tmp_path / "data"
+    simple_task(data, "hello")
+    simple_task(data, "goodbye", test_sh=REWARD_IF.format(cond="grep -qx goodbye /app/out.txt"))
+    run = tmp_path / "run"
+    with ChatServer(solving_policy({"hello": "echo hello > /app/out.txt\n"})) as srv:
+        r = subprocess.run([*CLI, "rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
+                            "--out", str(run), "--temperature", "0", "--attempts", "2"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    export_run(run, "harbor-job", tmp_path / "job", spec=KEEP_ALL)
+    import_harbor_job(tmp_path / "job", tmp_path / "back")
+    _same_trials(run, tmp_path / "back")
+    rows = {}
+    for name in ("run", "back"):
+        export_run(tmp_path / name, "trl", tmp_path / f"{name}.jsonl", spec=KEEP_ALL)
+        rows[name] = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+    assert rows["back"] == rows["run"] and len(rows["run"]) == 4
+    assert {row["provenance"]["outcome"] for row in rows["run"]} == {"passed", "failed"}
+
