@@ -68,3 +68,23 @@ def test_a_lasting_outage_interrupts_the_box_and_a_later_run_takes_it_up(tmp_pat
     assert summary["accepted"] == 1
     states = [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates ORDER BY slot")]
     assert states == ["interrupted", "accepted"]
+
+
+def test_a_dead_ballot_endpoint_is_an_outage_not_a_verdict_on_the_candidate(tmp_path):
+    cards = tmp_path / "cards.jsonl"
+    cards.write_text(card_line("good") + "\n")
+    with ExitStack() as stack:
+        servers = role_servers()
+        servers["target"] = ChatServer(lambda r: Reply(status=503, error="down"))
+        servers = {r: stack.enter_context(s) for r, s in servers.items()}
+        text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=1, max_slots=1)
+        (tmp_path / "synth.toml").write_text(text.replace("max_retries = 1", "max_retries = 0"))
+        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out"))
+    store = SynthStore.open_existing(tmp_path / "out")
+    assert summary["accepted"] == 0
+    assert store.rows("SELECT state FROM candidates")[0]["state"] == "interrupted"
+    ballot = store.rows("SELECT passed, code, fault FROM gate_results WHERE gate = 'ballot'")
+    assert ballot == [{"passed": 0, "code": "ballot_infra", "fault": "infra"}]
+    assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0
+    # the ballot's trials were real rollouts: two tries of 3 target trials, each ended infra_error
+    assert len(servers["target"].requests) == 6

@@ -9,21 +9,28 @@ import asyncio
 
 from agentmill.agents.tools import ToolsAgent
 from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.runner import run_rollout
 from agentmill.synth.gates.base import GateContext, GateResult
 from agentmill.verify.outcome import Outcome
 
 
 async def _solves(ctx: GateContext, role: str) -> tuple[int, int, list[str]]:
-    """(passes, infra failures, outcomes) of k tools-agent trials of the role's model."""
+    """(passes, infra failures, outcomes) of k tools-agent trials of the role's model. A rerun (after an
+    outage pause) resumes the same run folder: finished trials stay, infra failures run again."""
     b = ctx.settings.ballot
     client = ctx.clients[role]
     config = RolloutConfig(dataset=str(ctx.task_dir.parent), task_hashes={ctx.task.name: ctx.task.content_hash},
                            agent=ToolsAgent.name, agent_version=ToolsAgent.version, model=client.model,
                            sampling=client.sampling, max_turns=b.max_turns, attempts=b.k, base_url=client.base_url,
                            concurrency=b.concurrency)
-    report = await run_rollout(config, [ctx.task], ctx.work_dir / f"ballot-{role}", client=client)
-    outcomes = [r.outcome for r in report.results]
+    run_dir = ctx.work_dir / f"ballot-{role}"
+    await run_rollout(config, [ctx.task], run_dir, client=client, retry_infra=True)
+    ledger = Ledger(run_dir / "ledger.sqlite")
+    try:
+        outcomes = [Outcome(r["outcome"]) for r in ledger.rows() if r["state"] == "done"]
+    finally:
+        ledger.close()
     return (sum(o is Outcome.PASSED for o in outcomes), sum(o.is_infra for o in outcomes), [o.value for o in outcomes])
 
 
