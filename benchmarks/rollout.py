@@ -400,7 +400,7 @@ async def _turn_trials(task, client, chat: Timer, builder, turns: int, repeats: 
 
 
 async def bench_call_baseline(base_url: str, messages: list, json_schema: dict | None, n: int = 30) -> dict:
-    """One chat request, n times in a row: through ModelClient.chat (openai SDK), and as a raw HTTP/1.1
+    """One chat request, n times in a row: through ModelClient.chat, and as a raw HTTP/1.1
     POST of the same body on one keep-alive asyncio socket. Tells the client stack's share of a model
     call from the server's and the socket's."""
     body = {"model": MODEL, "messages": messages, "temperature": 0}
