@@ -329,6 +329,15 @@ def test_an_unreachable_cluster_is_one_clear_error_before_anything_starts(tmp_pa
     assert not (tmp_path / "run").exists()
 
 
+def test_a_node_with_other_agentmill_code_is_left_out_with_the_reason(cluster):
+    executor = RayExecutor(1, address=cluster.address, wait_for_nodes=1, driver_code="0" * 64)  # as if the driver's
+    with pytest.raises(AgentmillError) as err:  # checkout differed from every node's
+        asyncio.run(executor.map(Crashing(), ["a"]))
+    assert "ray: no node to run on for 1s; 1 trial(s) not run" in str(err.value)
+    assert str(err.value).count("its agentmill code differs from the driver's (code hash") == 2  # both nodes, named
+    assert executor.ran_on == {}
+
+
 def test_a_cluster_with_no_node_to_run_on_stops_the_run_with_a_message():
     executor = RayExecutor(1, address="local", wait_for_nodes=1,
                            init_options={"num_cpus": 0, "object_store_memory": 80 * MB})  # a Ray with no CPU

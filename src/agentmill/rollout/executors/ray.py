@@ -21,13 +21,16 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+import agentmill
 from agentmill.errors import AgentmillError
 from agentmill.rollout.executor import EXECUTORS, Executor
 from agentmill.rollout.executors.task_files import land_task, pack_task
+from agentmill.tasks.hashing import hash_tree
 from agentmill.tasks.model import Task
 
 # How a call fails when its node (or the actor's process) is gone: the job runs again elsewhere.
@@ -45,12 +48,24 @@ class Unrunnable:
 class NodeWorker:
     """One per node: runs jobs with the shipped `work`, never touches the driver's run folder."""
 
-    def __init__(self, work):
+    def __init__(self, work, driver_code: str):
+        self.work, self.driver_code = work, driver_code
+        self.tasks: dict[str, Task] = {}  # content hash -> this node's landed copy
+
+    async def hello(self) -> str | None:
+        """Why this node cannot run jobs, or None once it can: the same agentmill code as the driver
+        (else its trials would not be the ones their identity names), and its own verifier toolkit."""
         from agentmill.rollout.runner import require_toolkit
 
-        require_toolkit()  # this node verifies with its own offline toolkit: built once per machine
-        self.work = work
-        self.tasks: dict[str, Task] = {}  # content hash -> this node's landed copy
+        mine = await asyncio.to_thread(code_hash)
+        if mine != self.driver_code:
+            return (f"its agentmill code differs from the driver's (code hash {mine[:12]}, driver {self.driver_code[:12]}): "
+                    "install the same checkout on every node")
+        try:
+            await asyncio.to_thread(require_toolkit)  # built once per machine, from PyPI
+        except AgentmillError as e:
+            return str(e)
+        return None
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -83,44 +98,72 @@ class _Actor:
     node_id: str
     handle: object
     busy: int = 0
-    alive: bool = True
+    state: str = "starting"  # then "ready" once its hello said so, or "dead"
+    hello: asyncio.Future | None = None
 
 
 class _NodePool:
-    """An actor on every alive node that has CPUs; nodes that join later get one at the next refresh."""
+    """An actor on every alive node that has CPUs; nodes that join later get one at the next refresh.
+    An actor takes jobs once its hello came back clean; a node whose hello names a problem, or whose
+    worker failed to start 3 times, is left out of the run with the reason."""
 
-    def __init__(self, work_ref, concurrency: int, say: Callable[[str], None]):
-        self.work_ref, self.concurrency, self.say = work_ref, concurrency, say
+    def __init__(self, work_ref, concurrency: int, say: Callable[[str], None], driver_code: str):
+        self.work_ref, self.concurrency, self.say, self.driver_code = work_ref, concurrency, say, driver_code
         self.actors: dict[str, _Actor] = {}
+        self.failed_starts: Counter[str] = Counter()
+        self.left_out: dict[str, str] = {}  # node id -> why
 
     def refresh(self) -> None:
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0}
         for node_id, actor in list(self.actors.items()):
-            if node_id not in alive and actor.alive:
+            if node_id not in alive:
                 self.lost(actor)  # its calls fail on their own; no new ones go there
-        for node_id in sorted(alive):  # a node whose worker died gets a new one (a job's own crashes are capped)
-            if node_id not in self.actors or not self.actors[node_id].alive:
+        for node_id in sorted(alive - set(self.left_out)):  # a node whose worker died gets a new one
+            if node_id not in self.actors or self.actors[node_id].state == "dead":
                 self.actors[node_id] = _Actor(node_id, RemoteNodeWorker.options(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                    max_concurrency=self.concurrency).remote(self.work_ref))
+                    max_concurrency=self.concurrency).remote(self.work_ref, self.driver_code))
+
+    def starting(self) -> list[_Actor]:
+        return [a for a in self.actors.values() if a.state == "starting"]
+
+    def greeted(self, actor: _Actor) -> None:
+        """The actor's hello came back: ready, left out with the reason, or failed to start."""
+        if actor.state != "starting":
+            return
+        try:
+            problem = actor.hello.result()
+        except Exception as e:  # noqa: BLE001 - the worker died starting (import error, node lost)
+            self.failed_starts[actor.node_id] += 1
+            problem = f"its worker failed to start 3 times (last: {_brief(e)})" if self.failed_starts[actor.node_id] >= 3 else None
+            actor.state = "dead"
+            _kill(actor.handle)
+        if problem:
+            self.left_out[actor.node_id] = problem
+            self.say(f"ray: node {actor.node_id[:12]} left out of this run: {problem}")
+            actor.state = "dead"
+            _kill(actor.handle)
+        elif actor.state == "starting":
+            actor.state = "ready"
 
     def free(self) -> _Actor | None:
-        """The alive actor with the fewest jobs in flight, if it has room."""
-        ready = [a for a in self.actors.values() if a.alive and a.busy < self.concurrency]
+        """The ready actor with the fewest jobs in flight, if it has room."""
+        ready = [a for a in self.actors.values() if a.state == "ready" and a.busy < self.concurrency]
         return min(ready, key=lambda a: a.busy) if ready else None
 
     def busy(self) -> dict[str, int]:
-        return {a.node_id: a.busy for a in list(self.actors.values()) if a.alive}
+        return {a.node_id: a.busy for a in list(self.actors.values()) if a.state == "ready"}
 
     def lost(self, actor: _Actor) -> None:
-        if not actor.alive:
+        if actor.state == "dead":
             return
-        actor.alive = False
-        self.say(f"ray: lost the worker on node {actor.node_id[:12]}; its trials in flight run again")
+        if actor.state == "ready":
+            self.say(f"ray: lost the worker on node {actor.node_id[:12]}; its trials in flight run again")
+        actor.state = "dead"
         _kill(actor.handle)
 
     def close(self) -> None:
-        alive = [a for a in self.actors.values() if a.alive]
+        alive = [a for a in self.actors.values() if a.state != "dead"]
         try:
             ray.wait([a.handle.close.remote() for a in alive], num_returns=len(alive), timeout=10)
         except Exception:  # noqa: BLE001 - closing is best effort: the actors are killed next
@@ -141,11 +184,12 @@ class RayExecutor(Executor):
 
     def __init__(self, concurrency: int, *, address: str | None = None, node_losses: int = 3,
                  wait_for_nodes: float = 120.0, refresh_seconds: float = 2.0, init_options: dict | None = None,
-                 say: Callable[[str], None] | None = None):
+                 say: Callable[[str], None] | None = None, driver_code: str | None = None):
         """`concurrency`: jobs at once on each node. `address`: the cluster (`ray start --head` prints it);
         None: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for the run. `node_losses`: how often a job's
         node may die under it before it is recorded as failed. `wait_for_nodes`: seconds without any node
-        to run on before the run stops (what is left runs on resume)."""
+        to run on before the run stops (what is left runs on resume). `driver_code`: the agentmill code hash
+        every node must have (default: this process's)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         problem = _unreachable(address) if address else None
@@ -154,6 +198,7 @@ class RayExecutor(Executor):
         self.concurrency, self.address = concurrency, address
         self.node_losses, self.wait_for_nodes, self.refresh_seconds = node_losses, wait_for_nodes, refresh_seconds
         self.init_options = init_options or {}
+        self.driver_code = driver_code
         self.say = say or (lambda _line: None)
         self.ran_on: dict[int, str] = {}  # job index -> the node whose result was recorded
         self.requeued: list[int] = []  # job indexes sent again because their node died
@@ -170,7 +215,8 @@ class RayExecutor(Executor):
         started_here = self._connect()
         pool = None
         try:
-            pool = self._pool = _NodePool(ray.put(work), self.concurrency, self.say)
+            code = self.driver_code or await asyncio.to_thread(code_hash)
+            pool = self._pool = _NodePool(ray.put(work), self.concurrency, self.say, code)
             return await self._dispatch(pool, work, jobs, before, after)
         finally:
             self._pool = None
@@ -204,6 +250,9 @@ class RayExecutor(Executor):
             if now - refreshed >= self.refresh_seconds:
                 await asyncio.to_thread(pool.refresh)
                 refreshed = now
+            for actor in pool.starting():
+                if actor.hello is None:
+                    actor.hello = asyncio.wrap_future(actor.handle.hello.remote().future())
             while queue and (actor := pool.free()) is not None:
                 i = queue.popleft()
                 if i not in started:  # a job sent again after a node died is still the same running trial
@@ -214,17 +263,23 @@ class RayExecutor(Executor):
                 ref = actor.handle.run.remote(jobs[i], files)
                 in_flight[asyncio.wrap_future(ref.future())] = (i, actor)
                 actor.busy += 1
-            if not in_flight:
+            hellos = {a.hello: a for a in pool.starting()}
+            if not in_flight and not hellos:
                 idle_since = idle_since or now
                 if now - idle_since > self.wait_for_nodes:
+                    left_out = "".join(f"; node {n[:12]} left out: {why}" for n, why in pool.left_out.items())
                     raise AgentmillError(f"ray: no node to run on for {self.wait_for_nodes:g}s; {len(queue)} trial(s) "
-                                         "not run (they run on resume). Are the worker nodes up?")
+                                         f"not run (they run on resume). Are the worker nodes up?{left_out}")
                 await asyncio.sleep(0.5)
                 refreshed = 0.0
                 continue
             idle_since = 0.0
-            done, _ = await asyncio.wait(in_flight, timeout=self.refresh_seconds, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait([*in_flight, *hellos], timeout=self.refresh_seconds,
+                                         return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
+                if fut in hellos:
+                    pool.greeted(hellos[fut])
+                    continue
                 i, actor = in_flight.pop(fut)
                 actor.busy -= 1
                 out = self._outcome(fut, i, actor, pool, losses)
@@ -260,6 +315,11 @@ class RayExecutor(Executor):
         if task.content_hash not in packed:
             packed[task.content_hash] = ray.put(await asyncio.to_thread(pack_task, task))
         return packed[task.content_hash]
+
+
+def code_hash() -> str:
+    """The installed agentmill code: every node must run exactly the driver's."""
+    return hash_tree(Path(agentmill.__file__).parent)
 
 
 def _failure(work, job, message: str):
