@@ -7,14 +7,10 @@ import asyncio
 import json
 from contextlib import ExitStack
 
-from agentmill.models.client import ModelClient, SamplingParams
-from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.runner import run_rollout
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.report import funnel
 from agentmill.synth.store import SynthStore
-from agentmill.tasks import load_dataset
 from tests.conftest import sandbox
 from tests.envs.helpers import CLOSE_VPN_CALLS, make_tool_task
 from tests.helpers.chat_server import ChatServer, Reply
@@ -54,28 +50,24 @@ def card_writer(request) -> Reply:
 def test_cards_from_diagnosis_and_the_barrier(tmp_path):
     make_tool_task(tmp_path / "eval" / "eval-vpn")
     make_tool_task(tmp_path / "eval" / "eval-printer", instruction=PRINTER, calls=PRINTER_CALLS, verifiers=PRINTER_VERIFIERS)
-    tasks = load_dataset(tmp_path / "eval").tasks
     with ExitStack() as stack:
         target = stack.enter_context(ChatServer(lambda r: Reply("I cannot do that.")))
         teach = stack.enter_context(ChatServer(teacher))
         writer = stack.enter_context(ChatServer(card_writer))
-
-        async def rollout(server: ChatServer, name: str):
-            client = ModelClient(base_url=server.base_url, model=name, sampling=SamplingParams(temperature=0), max_retries=1)
-            cfg = RolloutConfig(dataset=str(tmp_path / "eval"), task_hashes={t.name: t.content_hash for t in tasks},
-                                agent="tools", agent_version="1", model=name, attempts=1, concurrency=4)
-            await run_rollout(cfg, tasks, tmp_path / name, client=client)
-
-        asyncio.run(rollout(target, "target"))
-        asyncio.run(rollout(teach, "teacher"))
-        role = {"base_url": writer.base_url, "model": "writer", "max_retries": 1}
+        role = lambda server, name: {"base_url": server.base_url, "model": name, "max_retries": 1}  # noqa: E731
         config = SynthConfig.model_validate({
             "env": {"gyms": ["itsm"]}, "synth": {}, "ballot": {"enabled": False},
-            "diagnosis": {"tasks": tmp_path / "eval", "target_run": tmp_path / "target", "teacher_run": tmp_path / "teacher"},
-            "roles": {r: role for r in ("generator", "critic", "judge", "card_writer")}})
+            "diagnosis": {"tasks": tmp_path / "eval", "target_run": tmp_path / "target", "teacher_run": tmp_path / "teacher",
+                          "attempts": 1},
+            "roles": {**{r: role(writer, "writer") for r in ("generator", "critic", "judge", "card_writer")},
+                      "target": role(target, "target"), "teacher": role(teach, "teacher")}})
         store = SynthStore(tmp_path / "out")
-        client = config.roles["card_writer"].client()
-        cards, problems = asyncio.run(cards_from_diagnosis(config, client, store))
+        clients = {r: c.client() for r, c in config.roles.items()}
+        # the diagnosis runs both rollouts itself (real run folders, resumable), then writes the cards
+        cards, problems = asyncio.run(cards_from_diagnosis(config, clients, store))
+        assert len(target.requests) == 2 and len(teach.requests) == 3 + 3  # one attempt per task: 2 calls + the answer each
+        again, _ = asyncio.run(cards_from_diagnosis(config, {r: c.client() for r, c in config.roles.items()}, SynthStore(tmp_path / "again")))
+        assert len(target.requests) == 2 and [c.card_id for c in again] == [c.card_id for c in cards]  # resumed: no new trials
 
     assert [c.source_task for c in cards] == ["eval-vpn"]
     assert len(problems) == 1 and "eval-printer" in problems[0] and "information barrier" in problems[0]
@@ -83,7 +75,7 @@ def test_cards_from_diagnosis_and_the_barrier(tmp_path):
     assert refused[0]["source_task"] == "eval-printer"
     assert json.loads(refused[0]["leaks"])[0]["kind"] == "prompt_ngram"
     # the writer read both trajectories: the target's giving up and the teacher's tool calls
-    sent = " ".join(r["messages"][1]["content"] for r in writer.requests)
+    sent = " ".join(r["messages"][1]["content"] for r in writer.requests[:2])
     assert "I cannot do that." in sent and "set_priority" in sent and "close_ticket" in sent
     diagnosis = json.loads(store.get_meta("diagnosis"))
     assert {t["task"]: t["label"] for t in diagnosis["tasks"]} == {"eval-printer": "teach", "eval-vpn": "teach"}

@@ -1,6 +1,7 @@
 """Where capability cards come from: a JSONL file of cards, or written by a model from diagnosis.
 
-From diagnosis: the target's and the teacher's rollouts on the evaluation tasks are classified
+From diagnosis: the target's and the teacher's rollouts on the evaluation tasks (run here, resumably,
+unless `run_rollouts = false` says they exist) are classified
 (diagnosis.py); for each `teach` task (and `stretch` when asked) the card writer reads one failing
 target trajectory and one passing teacher trajectory and writes a card. Every written card passes the
 information barrier (barrier.py) against its source task or is rejected and recorded, never used.
@@ -16,8 +17,11 @@ from pydantic import ValidationError
 
 from agentmill.errors import AgentmillError
 from agentmill.models.client import ModelClient
+from agentmill.agents.tools import ToolsAgent
+from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.runner import run_rollout
 from agentmill.synth.barrier import BarrierConfig, check_card_against_task
 from agentmill.synth.card import GENERATOR_FIELDS, CapabilityCard
 from agentmill.synth.config import SynthConfig
@@ -25,6 +29,7 @@ from agentmill.synth.diagnosis import classify, read_pass_counts
 from agentmill.synth.llm import ask_json, dumps
 from agentmill.synth.prompt_files import load_prompt
 from agentmill.synth.store import SynthStore
+from agentmill.tasks import load_dataset
 
 
 def read_cards(path: Path) -> tuple[list[CapabilityCard], list[str]]:
@@ -88,8 +93,22 @@ async def write_card(client: ModelClient, task_dir: Path, target_traj: str, teac
         return f"card writer reply is not a card: field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
 
 
-async def cards_from_diagnosis(config: SynthConfig, client: ModelClient, store: SynthStore) -> tuple[list[CapabilityCard], list[str]]:
+async def diagnosis_rollout(tasks_dir: Path, run_dir: Path, client: ModelClient, attempts: int, max_turns: int) -> None:
+    """The `tools` agent of one model on the evaluation tasks, k attempts each: a normal, resumable rollout."""
+    tasks = load_dataset(tasks_dir).tasks
+    config = RolloutConfig(dataset=str(tasks_dir), task_hashes={t.name: t.content_hash for t in tasks},
+                           agent=ToolsAgent.name, agent_version=ToolsAgent.version, model=client.model,
+                           sampling=client.sampling, max_turns=max_turns, attempts=attempts, base_url=client.base_url)
+    await run_rollout(config, tasks, run_dir, client=client)
+
+
+async def cards_from_diagnosis(config: SynthConfig, clients: dict[str, ModelClient],
+                               store: SynthStore) -> tuple[list[CapabilityCard], list[str]]:
     d = config.diagnosis
+    client = clients["card_writer"]
+    if d.run_rollouts:
+        for role, run_dir in (("target", d.target_run), ("teacher", d.teacher_run)):
+            await diagnosis_rollout(d.tasks, run_dir, clients[role], d.attempts, config.ballot.max_turns)
     diag = classify(read_pass_counts(d.target_run), read_pass_counts(d.teacher_run), d.thresholds)
     store.set_meta("diagnosis", diag.model_dump_json())
     labels = {"teach", "stretch"} if d.include_stretch else {"teach"}

@@ -4,9 +4,11 @@
                       meta_review_every, cards (a JSONL of capability cards), prompts (a folder)
     [env]             gyms = ["itsm"] (bundled) or gym_dir = "path/to/gym"
     [ballot]          k, target_max_solves, solver_min_solves, enabled
-    [diagnosis]       optional: tasks, target_run, teacher_run, thresholds, include_stretch
+    [diagnosis]       optional: tasks, target_run, teacher_run, attempts, run_rollouts, thresholds,
+                      include_stretch
     [roles.NAME]      base_url, model, api_key_env, temperature, max_tokens, ...   for NAME in
-                      generator, critic, judge, target, solver (and card_writer with [diagnosis])
+                      generator, critic, judge, target, solver (and card_writer, plus teacher when
+                      the diagnosis runs its rollouts, with [diagnosis])
 Relative paths resolve against the config file's folder.
 """
 
@@ -65,6 +67,8 @@ class DiagnosisConfig(_Strict):
     tasks: Path = Field(description="the evaluation tool tasks")
     target_run: Path = Field(description="a rollout of the target model on them")
     teacher_run: Path = Field(description="a rollout of the teacher on them")
+    run_rollouts: bool = Field(True, description="run (or resume) both rollouts here with roles target and teacher")
+    attempts: int = Field(3, ge=1, description="attempts per task and model when run_rollouts")
     thresholds: Thresholds = Field(default_factory=Thresholds)
     include_stretch: bool = False
 
@@ -98,6 +102,8 @@ class SynthConfig(_Strict):
         needed = list(ROLES) if self.ballot.enabled else [r for r in ROLES if r not in ("target", "solver")]
         if self.diagnosis is not None:
             needed.append("card_writer")
+            if self.diagnosis.run_rollouts:
+                needed += [r for r in ("target", "teacher") if r not in needed]
         missing = [r for r in needed if r not in self.roles]
         if missing:
             raise ValueError(f"roles: missing [roles.{missing[0]}] (needed: {', '.join(needed)})")

@@ -59,7 +59,7 @@ async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[st
     if config.synth.cards is not None:
         cards, problems = read_cards(config.synth.cards)
     else:
-        cards, problems = await cards_from_diagnosis(config, clients["card_writer"], store)
+        cards, problems = await cards_from_diagnosis(config, clients, store)
     for card in cards:
         store.add_card(card, config.synth.target_per_card)
     store.set_meta("cards_loaded", "1")
