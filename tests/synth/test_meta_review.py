@@ -50,14 +50,17 @@ def test_meta_review_reweights_flags_and_records_guidance(tmp_path):
     assert store.latest_guidance() == review["guidance"]
     assert store.rows("SELECT flagged FROM cards WHERE card_id = 'stuck'")[0]["flagged"]
 
-    # the next generator request carries the guidance
+    # the next generator request carries the guidance (and a prompt file overridden by the config's folder)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "generator.md").write_text("HOUSE GENERATOR PROMPT")
     with ChatServer(lambda r: Reply(json.dumps(FINAL["good"]))) as server:
         role = {"base_url": server.base_url, "model": "g", "max_retries": 0}
-        config = SynthConfig.model_validate({"env": {"gym_dir": GYM}, "synth": {"cards": "c"}, "ballot": {"enabled": False},
-                                             "roles": {r: role for r in ("generator", "critic", "judge")}})
+        config = SynthConfig.model_validate({"env": {"gym_dir": GYM}, "synth": {"cards": "c", "prompts": tmp_path / "prompts"},
+                                             "ballot": {"enabled": False}, "roles": {r: role for r in ("generator", "critic", "judge")}})
         clients = {r: c.client() for r, c in config.roles.items()}
         env = BoxEnv(config=config, store=store, clients=clients, gates=[], builder=None, environment="(gym)")
         body, _, error = asyncio.run(_generate(env, _card("behind").generator_view(), None))
         assert body is not None and error is None
         sent = server.requests[0]["messages"][1]["content"]
+        assert server.requests[0]["messages"][0]["content"] == "HOUSE GENERATOR PROMPT"
     assert "Guidance from the last meta-review" in sent and review["guidance"] in sent
