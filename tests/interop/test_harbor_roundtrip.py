@@ -130,14 +130,14 @@ def test_the_exported_job_is_laid_out_as_harbor_writes_it(runs, tmp_path):
 def test_every_outcome_maps_to_harbors_exception_and_back(tmp_path):
     run = tmp_path / "run"
     outcomes = {"agent_timeout": 0.0, "verifier_error": None, "verifier_timeout": None, "sandbox_error": None,
-                "infra_error": None, "context_exceeded": 0.0, "agent_error": None, "failed": 0.0, "passed": 1.0}
+                "infra_error": None, "context_exceeded": 0.0, "agent_error": None, "task_error": None, "failed": 0.0, "passed": 1.0}
     for i, (outcome, reward) in enumerate(outcomes.items()):
         write_trial(run, f"{i:024x}", terminus_trajectory([("ls\n", "a b\n")] * 2), outcome=outcome, reward=reward, task=f"task-{i}")
     job = tmp_path / "job"
     export_run(run, "harbor-job", job, spec=KEEP_ALL)
     result = json.loads((job / "result.json").read_text())
     (ev,) = result["stats"]["evals"].values()
-    assert ev["n_errors"] == 7 and ev["n_trials"] == 2 and "AgentTimeoutError" in ev["exception_stats"]
+    assert ev["n_errors"] == 8 and ev["n_trials"] == 2 and "AgentTimeoutError" in ev["exception_stats"]
     for folder in (p for p in job.iterdir() if p.is_dir()):
         exc = json.loads((folder / "result.json").read_text())["exception_info"]
         assert (folder / "exception.txt").exists() == (exc is not None)
@@ -219,3 +219,14 @@ def test_a_model_driven_terminus_run_round_trips_to_the_same_sft_rows(tmp_path):
     assert rows["back"] == rows["run"] and len(rows["run"]) == 4
     assert {row["provenance"]["outcome"] for row in rows["run"]} == {"passed", "failed"}
 
+
+
+def test_every_agentmill_outcome_has_a_harbor_exception_and_comes_back_as_itself():
+    """The mapping is kept by outcome value (traces sit below verify): a new outcome must be added to it."""
+    from agentmill.traces.harbor_schema import EXCEPTION_OF, outcome_of
+    from agentmill.verify.outcome import Outcome
+
+    assert set(EXCEPTION_OF) == {o.value for o in Outcome} - {"passed", "failed"}
+    for outcome, exception in EXCEPTION_OF.items():
+        back = outcome_of(exception, None)
+        assert back == outcome or (outcome, back) == ("verifier_error", "verifier_error"), outcome

@@ -186,7 +186,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
     rewards = _rewards(p)
     reward = scalar_reward(rewards)
     exc = h.exception_info
-    outcome = ours.get("outcome") or outcome_of(exc.exception_type if exc else None, reward).value
+    outcome = ours.get("outcome") or outcome_of(exc.exception_type if exc else None, reward)
     model = p.model
     task_hash = ours.get("task_hash") or h.task_checksum or hash_text(f"harbor-task:{h.task_name}")
     trial_id = ours.get("trial_id") or hash_text(json.dumps({"harbor_job": _job_key(job_dir), "trial": h.trial_name}))[:24]

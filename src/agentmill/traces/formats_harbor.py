@@ -26,7 +26,6 @@ from agentmill.traces.harbor_atif import trajectory_to_harbor
 from agentmill.traces.harbor_schema import EXCEPTION_OF, STDERR, STDOUT, TRAJECTORY, eval_key, scalar_reward
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.redact import redact
-from agentmill.verify.outcome import Outcome
 
 METADATA_KEY = "agentmill"
 
@@ -94,8 +93,7 @@ class _Job:
             (folder / "verifier" / "reward.txt").write_text(f"{rewards['reward']}\n")
         elif rewards:
             (folder / "verifier" / "reward.json").write_text(json.dumps(rewards))
-        outcome = Outcome(r["outcome"])
-        exception = _exception(outcome, r, trajectory)
+        exception = _exception(r["outcome"], r, trajectory)
         if exception:
             (folder / "exception.txt").write_text(f"{exception['exception_type']}: {exception['exception_message']}\n")
         dataset = Path(t.get("task_source") or "adhoc").name or "adhoc"
@@ -174,12 +172,12 @@ def _agent_context(rec: TraceRecord) -> dict:
                                         "timings": r.get("timings") or {}, "agent_metadata": r.get("agent_metadata") or {}}}}
 
 
-def _exception(outcome: Outcome, r: dict, trajectory: Trajectory) -> dict | None:
+def _exception(outcome: str, r: dict, trajectory: Trajectory) -> dict | None:
     kind = EXCEPTION_OF.get(outcome)
     if kind is None:
         return None
     when = trajectory.steps[-1].timestamp if trajectory.steps else None
-    return {"exception_type": kind, "exception_message": r.get("exception") or outcome.value,
+    return {"exception_type": kind, "exception_message": r.get("exception") or outcome,
             "exception_traceback": "", "occurred_at": when}
 
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentmill.verify.outcome import Outcome
 
 TRAJECTORY = "agent/trajectory.json"
 STDOUT, STDERR = "verifier/test-stdout.txt", "verifier/test-stderr.txt"
@@ -90,14 +89,15 @@ class TrialResult(_Harbor):
 HARBOR_TEXT_AGENTS = frozenset({"terminus", "terminus-1", "terminus-2"})
 
 # agentmill outcome -> the exception type Harbor records for it (passed/failed: none)
-EXCEPTION_OF: dict[Outcome, str] = {
-    Outcome.AGENT_ERROR: "AgentError",
-    Outcome.AGENT_TIMEOUT: "AgentTimeoutError",
-    Outcome.CONTEXT_EXCEEDED: "ContextLengthExceededError",
-    Outcome.VERIFIER_ERROR: "RewardFileNotFoundError",
-    Outcome.VERIFIER_TIMEOUT: "VerifierTimeoutError",
-    Outcome.SANDBOX_ERROR: "EnvironmentStartError",
-    Outcome.INFRA_ERROR: "APIConnectionError",
+EXCEPTION_OF: dict[str, str] = {  # outcomes by their value (verify/outcome.py): traces sit below verify
+    "agent_error": "AgentError",
+    "agent_timeout": "AgentTimeoutError",
+    "context_exceeded": "ContextLengthExceededError",
+    "verifier_error": "RewardFileNotFoundError",
+    "verifier_timeout": "VerifierTimeoutError",
+    "sandbox_error": "EnvironmentStartError",
+    "infra_error": "APIConnectionError",
+    "task_error": "TaskSetupError",  # the task is broken (environment build, gym or seed): Harbor has no such type
 }
 
 _VERIFIER_ERRORS = ("RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError", "VerifierError")
@@ -105,25 +105,27 @@ _INFRA_WORDS = ("RateLimit", "APIConnection", "APITimeout", "APIError", "Service
                 "Cancelled")  # a cancelled trial never finished: the machinery's doing, not the agent's
 
 
-def outcome_of(exception_type: str | None, reward: float | None) -> Outcome:
+def outcome_of(exception_type: str | None, reward: float | None) -> str:
     """A Harbor trial's typed outcome, from its exception type (Harbor's names) and its reward."""
     if not exception_type:
         if reward is None:
-            return Outcome.VERIFIER_ERROR  # finished without an exception and without a reward
-        return Outcome.PASSED if reward >= 1.0 - 1e-9 else Outcome.FAILED
+            return "verifier_error"  # finished without an exception and without a reward
+        return "passed" if reward >= 1.0 - 1e-9 else "failed"
     if exception_type == "AgentTimeoutError":
-        return Outcome.AGENT_TIMEOUT
+        return "agent_timeout"
     if exception_type == "VerifierTimeoutError":
-        return Outcome.VERIFIER_TIMEOUT
+        return "verifier_timeout"
     if exception_type in _VERIFIER_ERRORS:
-        return Outcome.VERIFIER_ERROR
+        return "verifier_error"
+    if exception_type == "TaskSetupError":
+        return "task_error"
     if "ContextLength" in exception_type:
-        return Outcome.CONTEXT_EXCEEDED
+        return "context_exceeded"
     if any(w in exception_type for w in ("Environment", "Docker", "Daytona", "Modal", "Sandbox", "Build")):
-        return Outcome.SANDBOX_ERROR
+        return "sandbox_error"
     if any(w in exception_type for w in _INFRA_WORDS):
-        return Outcome.INFRA_ERROR
-    return Outcome.AGENT_ERROR  # anything else was raised while the agent ran
+        return "infra_error"
+    return "agent_error"  # anything else was raised while the agent ran
 
 
 def scalar_reward(rewards: dict[str, float | int | None] | None) -> float | None:
