@@ -231,3 +231,12 @@ def test_an_import_is_refused_while_another_process_writes_the_folder(tmp_path):
         with pytest.raises(RunLockedError):
             import_harbor_job(job, run)
     assert import_harbor_job(job, run).already == len(CASES)
+
+
+def test_oversized_files_are_refused_not_read(tmp_path, monkeypatch):
+    from agentmill.interop import foreign_files
+
+    job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0)])
+    monkeypatch.setattr(foreign_files, "MAX_FILE_BYTES", 200)  # result.json and trajectory.json are larger
+    report = import_harbor_job(job, tmp_path / "run")
+    assert report.imported == 0 and "result.json: " in report.problems[0] and "over the 200 byte limit" in report.problems[0]

@@ -8,7 +8,7 @@ type and reward (harbor_schema.outcome_of); a job that agentmill exported carrie
 reported (folder and problem) and skipped; re-importing into the same folder adds only new trials.
 
 The job folder is foreign input: only regular files are read (never through a link), each up to
-MAX_FILE_BYTES, and nothing in it names a path agentmill writes to.
+MAX_FILE_BYTES (foreign_files.py), and nothing in it names a path agentmill writes to.
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ import json
 import os
 import re
 import shutil
-import stat
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
+from agentmill.interop.foreign_files import read_bytes, read_json, read_text
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.lock import RunLock
@@ -41,7 +40,6 @@ from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.verify.outcome import RewardError, parse_reward
 
-MAX_FILE_BYTES = 256 * 1024 * 1024
 _TRIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IMPORT_RECORD = "import.json"
 
@@ -140,7 +138,7 @@ def _parse(folder: Path, problems: list[str]) -> _Parsed | None:
     try:
         if not (folder / "result.json").exists():
             raise ValueError("no result.json (a trial still running, or not a trial folder)")
-        data = _read_json(folder / "result.json")
+        data = read_json(folder / "result.json")
         harbor = HarborTrial.model_validate(data)
         meta = ((harbor.agent_result.metadata if harbor.agent_result else None) or {}).get("agentmill") or {}
         if not isinstance(meta, dict):
@@ -198,7 +196,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
         trial_id=trial_id, attempt=attempt, model=model, task=h.task_name, task_hash=task_hash, agent=h.agent_info.name,
         agent_version=ours.get("agent_version") or h.agent_info.version, outcome=outcome, reward=reward,
         rewards={k: float(v) for k, v in rewards.items() if v is not None}, exception=exception,
-        verifier_stdout=_read_text(p.folder / STDOUT), verifier_stderr=_read_text(p.folder / STDERR),
+        verifier_stdout=read_text(p.folder / STDOUT), verifier_stderr=read_text(p.folder / STDERR),
         notes=list(ours.get("notes") or []) + ([] if ours else [f"imported from Harbor trial {h.trial_name}"]),
         timings=Timings(**ours["timings"]) if ours.get("timings") else _timings(h),
         tokens={"prompt": (ctx.n_input_tokens or 0) if ctx else 0, "completion": (ctx.n_output_tokens or 0) if ctx else 0},
@@ -215,7 +213,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
 def _job_key(job_dir: Path) -> str:
     """What names the job in derived trial ids: its id from result.json, else its folder's name."""
     try:
-        return str(json.loads(_read_bytes(job_dir / "result.json") or b"{}")["id"])
+        return str(json.loads(read_bytes(job_dir / "result.json") or b"{}")["id"])
     except (ValueError, KeyError, TypeError, OSError):
         return job_dir.resolve().name
 
@@ -238,7 +236,7 @@ def _trajectory(p: _Parsed) -> Trajectory:
     if not path.exists() and not path.is_symlink():  # agents that write no ATIF: an empty trajectory, said so
         return Trajectory(session_id=p.harbor.trial_name, agent=AgentInfo(name=p.harbor.agent_info.name, version=p.harbor.agent_info.version),
                           notes="the Harbor trial has no agent/trajectory.json").summarize()
-    data = _read_json(path)  # its own errors name the file
+    data = read_json(path)  # its own errors name the file
     try:
         return trajectory_from_harbor(data)
     except ValidationError as e:
@@ -252,7 +250,7 @@ def _rewards(p: _Parsed) -> dict[str, float | None]:
     """The verifier's rewards: result.json's verifier_result, else the reward file the verifier left."""
     if p.harbor.verifier_result and p.harbor.verifier_result.rewards:
         return dict(p.harbor.verifier_result.rewards)
-    txt, js = (_read_bytes(p.folder / "verifier" / name) for name in ("reward.txt", "reward.json"))
+    txt, js = (read_bytes(p.folder / "verifier" / name) for name in ("reward.txt", "reward.json"))
     if txt is None and js is None:
         return {}
     try:
@@ -311,37 +309,6 @@ def _write_run_config(out: Path, job_dir: Path, parsed: list[_Parsed], task_hash
     config = RolloutConfig(dataset=str(job_dir.resolve()), task_hashes=task_hashes, agent=name, agent_version=version,
                            model=model or None)
     write_text_atomic(out / "config.json", config.model_dump_json(indent=2))
-
-
-def _regular(path: Path) -> os.stat_result:
-    st = path.lstat()
-    if not stat.S_ISREG(st.st_mode):  # links, FIFOs, devices: never followed or read
-        raise ValueError(f"{path.name}: not a regular file")
-    if st.st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{path.name}: {st.st_size} bytes, over the {MAX_FILE_BYTES} byte limit")
-    return st
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    if not path.exists() and not path.is_symlink():
-        return None
-    _regular(path)
-    return path.read_bytes()
-
-
-def _read_text(path: Path) -> str:
-    data = _read_bytes(path)
-    return data.decode("utf-8", "replace") if data is not None else ""
-
-
-def _read_json(path: Path) -> Any:
-    data = _read_bytes(path)
-    if data is None:
-        raise ValueError(f"{path.name}: missing")
-    try:
-        return json.loads(data.decode("utf-8", "replace"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path.name}: not JSON ({e.msg}, line {e.lineno})") from None
 
 
 def _one_line(e: BaseException) -> str:
