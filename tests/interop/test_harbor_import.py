@@ -240,3 +240,19 @@ def test_oversized_files_are_refused_not_read(tmp_path, monkeypatch):
     monkeypatch.setattr(foreign_files, "MAX_FILE_BYTES", 200)  # result.json and trajectory.json are larger
     report = import_harbor_job(job, tmp_path / "run")
     assert report.imported == 0 and "result.json: " in report.problems[0] and "over the 200 byte limit" in report.problems[0]
+
+
+def test_a_job_cannot_point_readers_at_folders_that_are_not_tasks(tmp_path):
+    """The viewer lists a trial's task folder: an imported trial names one only if it is a task folder here."""
+    from agentmill.tasks import sample_dataset_path
+
+    real_task = sample_dataset_path() / "dedupe-photos"
+    job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0), dict(task="b", name="b__0000002", reward=1.0)])
+    for name, path in (("a__0000001", "/etc"), ("b__0000002", str(real_task))):
+        data = json.loads((job / name / "result.json").read_text())
+        data["task_id"] = {"path": path}
+        (job / name / "result.json").write_text(json.dumps(data))
+    import_harbor_job(job, tmp_path / "run")
+    got = {r.trial["task"]: r.trial for r in iter_traces(tmp_path / "run")}
+    assert got["a"]["task_path"] is None and got["a"]["imported_from"]["task_path"] == "/etc"
+    assert got["b"]["task_path"] == str(real_task)

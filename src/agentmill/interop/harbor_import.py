@@ -188,7 +188,8 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
     model = p.model
     task_hash = ours.get("task_hash") or h.task_checksum or hash_text(f"harbor-task:{h.task_name}")
     trial_id = ours.get("trial_id") or hash_text(json.dumps({"harbor_job": _job_key(job_dir), "trial": h.trial_name}))[:24]
-    task_path = ours.get("task_path") or ((h.task_id or {}).get("path") if isinstance(h.task_id, dict) else None)
+    named_path = ours.get("task_path") or ((h.task_id or {}).get("path") if isinstance(h.task_id, dict) else None)
+    task_path = _task_folder(named_path)
     instruction = ours.get("instruction") or next((s.message for s in trajectory.steps if s.source == "user"), None)
     ctx = h.agent_result
     exception = ours.get("exception") if "exception" in ours else (f"{exc.exception_type}: {exc.exception_message}" if exc else None)
@@ -206,8 +207,21 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
              "task_source": ours.get("task_source") or h.source, "task_metadata": ours.get("task_metadata") or {},
              "verifier_hash": ours.get("verifier_hash"), "instruction": instruction, "attempt": attempt,
              "agent": h.agent_info.name, "agent_version": result.agent_version, "model": model,
-             "sampling": ours.get("sampling"), "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name}}
+             "sampling": ours.get("sampling"),
+             "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name, "task_path": named_path}}
     return trial, result, trajectory
+
+
+def _task_folder(path) -> str | None:
+    """The task folder the job names, only if it is one on this machine: readers (the viewer lists a trial's
+    task files) must not be pointed anywhere else by a foreign job. The name as given stays in `imported_from`."""
+    if not isinstance(path, str) or not path:
+        return None
+    p = Path(path)
+    try:
+        return str(p) if p.is_absolute() and p.is_dir() and ((p / "instruction.md").is_file() or (p / "task.toml").is_file()) else None
+    except OSError:
+        return None
 
 
 def _job_key(job_dir: Path) -> str:
