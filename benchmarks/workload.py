@@ -35,15 +35,19 @@ from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
 
 COMMANDS = 5
 TURNS = COMMANDS + 2  # five commands, the completion claim, its confirmation
+# The model's `duration` for each command: an upper bound, the wait ends when the prompt is back. With
+# 0 (no wait at all) the last command could still be queued in the shell when the trial ends.
+WAIT = 1.0
 TEST_SH = ("#!/bin/bash\nif [ \"$(cat /app/steps.txt)\" = \"$(printf 'step-%s\\n' 1 2 3 4 5)\" ]; then "
            "echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n")
 
 
 def workload_policy(request) -> Reply:
-    """Instant replies: turn k (1..5) runs `echo step-k >> /app/steps.txt`, then complete, then confirm."""
+    """Instant replies: turn k (1..5) runs `echo step-k >> /app/steps.txt` (duration WAIT), then complete,
+    then confirm."""
     done = sum(1 for m in request["messages"] if m["role"] == "assistant")
     if done < COMMANDS:
-        return Reply(terminus_json([(f"echo step-{done + 1} >> /app/steps.txt\n", 0)]))
+        return Reply(terminus_json([(f"echo step-{done + 1} >> /app/steps.txt\n", WAIT)]))
     return Reply(terminus_json([], complete=True))
 
 
@@ -89,6 +93,8 @@ async def run(args, endpoint, meter) -> int:
                              f"CPU {r['cpu_ms_per_sample']:.0f} ms/sample, cores busy {r['cores_busy']:.2f} "
                              f"(machine {r['machine_cores_busy']:.2f}), loop lag p99 {r['loop_lag_p99_ms']:.0f} ms, "
                              f"{r['not_passed']} not passed")
+            for f in r["failures"]:
+                rb.console.print(f"[red]not passed:[/] {f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     others = max((r["machine_cores_busy"] - r["cores_busy"] for r in levels), default=0.0)
