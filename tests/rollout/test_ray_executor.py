@@ -28,10 +28,10 @@ from agentmill.paths import scratch_dir
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import make_executor
 from agentmill.rollout.executors.ray import RayExecutor
-from agentmill.rollout.executors.task_files import land_task, pack_task
+from agentmill.rollout.executors.task_files import PackedTask, land_task, pack_task
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.runner import run_rollout
-from agentmill.tasks.dataset import load_dataset, sample_dataset_path
+from agentmill.tasks.dataset import load_dataset, sample_dataset_path, sample_tools_path
 from agentmill.tasks.io import load_task
 from agentmill.verify.toolkit import ensure_toolkit, toolkit_path
 from tests.conftest import sandbox, simple_task
@@ -162,6 +162,16 @@ def test_ray_executor_records_what_the_local_executor_records(cluster, tmp_path)
     for tid, row in remote.items():
         record = json.loads((tmp_path / "ray" / "trials" / tid / "trial.json").read_text())
         assert record["task_path"] == str(sample_dataset_path().resolve() / row[0])
+
+
+def test_tool_tasks_run_on_ray_as_they_run_locally(cluster, tmp_path):
+    ds = load_dataset(sample_tools_path())
+    tasks = sorted(ds.tasks, key=lambda t: t.name)[:2]  # one gym each side: every node seeds its own databases
+    config = oracle_config(ds, tasks)
+    asyncio.run(run_rollout(config, tasks, tmp_path / "local"))
+    asyncio.run(run_rollout(config, tasks, tmp_path / "ray", executor=RayExecutor(1, address=cluster.address)))
+    local, remote = ledger_rows(tmp_path / "local"), ledger_rows(tmp_path / "ray")
+    assert remote == local and {row[3] for row in remote.values()} == {"passed"}
 
 
 def ray_nodes(cluster):
@@ -358,14 +368,14 @@ def test_a_shipped_task_lands_byte_for_byte(tmp_path):
     assert landed.path == tmp_path / "node" / task.content_hash / "hello"
     assert os.access(landed.path / "solution" / "solve.sh", os.X_OK)
     assert not (landed.path / "__pycache__").exists()
-    assert land_task(task, b"not read again", root=tmp_path / "node").path == landed.path  # landed once per node
+    assert land_task(task, PackedTask("unused", b"not read again"), root=tmp_path / "node").path == landed.path  # once
 
 
 def test_a_shipped_task_that_does_not_match_its_hash_is_refused(tmp_path):
     simple_task(tmp_path / "ds", "hello")
     task = load_task(tmp_path / "ds" / "hello")
     buf = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(pack_task(task)), mode="r:gz") as src, tarfile.open(fileobj=buf, mode="w:gz") as dst:
+    with tarfile.open(fileobj=io.BytesIO(pack_task(task).data), mode="r:gz") as src, tarfile.open(fileobj=buf, mode="w:gz") as dst:
         for info in src.getmembers():
             data = src.extractfile(info).read() if info.isfile() else None
             if info.name.endswith("solve.sh"):
@@ -373,12 +383,12 @@ def test_a_shipped_task_that_does_not_match_its_hash_is_refused(tmp_path):
                 info.size = len(data)
             dst.addfile(info, io.BytesIO(data) if data is not None else None)
     with pytest.raises(AgentmillError, match="does not match its content hash"):
-        land_task(task, buf.getvalue(), root=tmp_path / "node")
+        land_task(task, PackedTask(pack_task(task).folder_hash, buf.getvalue()), root=tmp_path / "node")
     assert not (tmp_path / "node" / task.content_hash).exists()  # nothing half-landed is left to reuse
     # a landed copy edited on the node afterwards is refused too
     landed = land_task(task, pack_task(task), root=tmp_path / "node")
     (landed.path / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    with pytest.raises(AgentmillError, match="was modified"):
+    with pytest.raises(AgentmillError, match="does not hash as the driver's"):
         land_task(task, pack_task(task), root=tmp_path / "node")
 
 
@@ -391,7 +401,7 @@ def test_a_tar_that_escapes_its_folder_is_refused(tmp_path):
         info.size = 3
         tar.addfile(info, io.BytesIO(b"bad"))
     with pytest.raises(tarfile.FilterError):
-        land_task(task, buf.getvalue(), root=tmp_path / "node")
+        land_task(task, PackedTask(pack_task(task).folder_hash, buf.getvalue()), root=tmp_path / "node")
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "node" / "escaped.txt").exists()
 
 

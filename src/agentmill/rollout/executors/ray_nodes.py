@@ -20,7 +20,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import agentmill
 from agentmill.errors import AgentmillError
-from agentmill.rollout.executors.task_files import land_task
+from agentmill.rollout.executors.task_files import PackedTask, land_task
 from agentmill.rollout.runner import require_toolkit
 from agentmill.tasks.hashing import hash_tree
 from agentmill.tasks.model import Task
@@ -56,7 +56,7 @@ class NodeWorker:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    async def run(self, job, packed: bytes | None):
+    async def run(self, job, packed: PackedTask | None):
         if packed is not None:
             try:
                 job = await asyncio.to_thread(self._land, job, packed)
@@ -64,7 +64,7 @@ class NodeWorker:
                 return Unrunnable(f"its task could not be unpacked on node {self.node_id()}: {e}")
         return await self.work(job)
 
-    def _land(self, job, packed: bytes):
+    def _land(self, job, packed: PackedTask):
         task = job.task
         if task.content_hash not in self.tasks:
             self.tasks[task.content_hash] = land_task(task, packed)

@@ -11,6 +11,7 @@ import io
 import os
 import shutil
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
@@ -20,15 +21,21 @@ from agentmill.tasks.io import load_task
 from agentmill.tasks.model import Task
 
 
-def pack_task(task: Task) -> bytes:
-    """The task folder as a gzipped tar (what the content hash covers: caches like .git left out)."""
+@dataclass(frozen=True)
+class PackedTask:
+    folder_hash: str  # hash_tree of the driver's folder (a tool task's content hash also covers its gyms)
+    data: bytes  # the folder as a gzipped tar
+
+
+def pack_task(task: Task) -> PackedTask:
+    """The task folder as a gzipped tar (what the hash covers: caches like .git left out)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         tar.add(task.path, arcname=task.name, filter=lambda info: None if _skipped(info.name) else info)
-    return buf.getvalue()
+    return PackedTask(hash_tree(task.path), buf.getvalue())
 
 
-def land_task(task: Task, packed: bytes, root: Path | None = None) -> Task:
+def land_task(task: Task, packed: PackedTask, root: Path | None = None) -> Task:
     """This node's copy of `task` (unpacked from `packed` once, then reused), loaded and hash-checked."""
     home = (root or cache_dir() / "shipped-tasks") / task.content_hash
     folder = home / task.name
@@ -37,9 +44,9 @@ def land_task(task: Task, packed: bytes, root: Path | None = None) -> Task:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
-            with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+            with tarfile.open(fileobj=io.BytesIO(packed.data), mode="r:gz") as tar:
                 tar.extractall(tmp, filter="data")  # no absolute paths, no links out, no device files
-            if hash_tree(tmp / task.name) != task.content_hash:
+            if hash_tree(tmp / task.name) != packed.folder_hash:
                 raise AgentmillError(f"task {task.name}: the copy shipped to this node does not match its content hash")
             try:
                 tmp.rename(home)
@@ -48,8 +55,9 @@ def land_task(task: Task, packed: bytes, root: Path | None = None) -> Task:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     landed = load_task(folder)
-    if landed.content_hash != task.content_hash:  # the node's cached copy was changed after landing
-        raise AgentmillError(f"{folder}: this node's copy of task {task.name} was modified; remove the folder")
+    if landed.content_hash != task.content_hash:  # the copy was edited after landing (or a bundled gym differs)
+        raise AgentmillError(f"{folder}: this node's copy of task {task.name} does not hash as the driver's "
+                             "(was it modified? remove the folder)")
     return landed
 
 
