@@ -174,6 +174,21 @@ def test_tool_tasks_run_on_ray_as_they_run_locally(cluster, tmp_path):
     assert remote == local and {row[3] for row in remote.values()} == {"passed"}
 
 
+def test_a_task_that_cannot_be_shipped_ends_as_a_typed_failure_and_the_rest_run(cluster, tmp_path):
+    simple_task(tmp_path / "ds", "fine")
+    simple_task(tmp_path / "ds", "leaky", solve_sh="echo hello > /app/out.txt  # leaky\n")
+    (tmp_path / "ds" / "leaky" / "environment" / "hosts").symlink_to("/etc/hosts")  # a link out of the task
+    ds = load_dataset(tmp_path / "ds")
+    tasks = sorted(ds.tasks, key=lambda t: t.name)
+    report = asyncio.run(run_rollout(oracle_config(ds, tasks, concurrency=1), tasks, tmp_path / "run",
+                                     executor=RayExecutor(1, address=cluster.address)))
+    by_task = {r.task: r for r in report.results}
+    assert by_task["fine"].outcome.value == "passed"
+    assert by_task["leaky"].outcome.value == "sandbox_error" and "could not be unpacked on node" in by_task["leaky"].exception
+    rows = ledger_rows(tmp_path / "run")
+    assert sorted(row[3] for row in rows.values()) == ["passed", "sandbox_error"] and trial_folders(tmp_path / "run") == sorted(rows)
+
+
 def ray_nodes(cluster):
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     try:
