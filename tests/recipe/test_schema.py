@@ -35,3 +35,11 @@ def test_errors_name_the_key(tmp_path, text, key):
 def test_invalid_toml(tmp_path):
     with pytest.raises(AgentmillError, match="invalid TOML"):
         load_recipe(write(tmp_path, "[[sources]\n"))
+
+
+def test_source_kinds_come_from_the_registered_producers(tmp_path):
+    from agentmill.recipe.source_kinds import source_kinds
+
+    assert source_kinds() == ["grounded", "harbor", "synth"]  # the entry points this package declares
+    with pytest.raises(AgentmillError, match=r"sources\.0.*unknown kind 'slurm' \(known: grounded, harbor, synth\)"):
+        load_recipe(write(tmp_path, '[[sources]]\nname = "a"\nkind = "slurm"\npath = "x"\n'))

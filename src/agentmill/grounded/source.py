@@ -7,6 +7,12 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 
 
+def grounded_tasks_dir(store_dir: Path | str) -> Path:
+    """The folder of admitted tasks, for `[[sources]] kind = "grounded"` (registered as an entry point)."""
+    load_grounded_tasks(store_dir)  # one clear error when the folder is not a ground store
+    return Path(store_dir).expanduser() / "tasks"
+
+
 def load_grounded_tasks(store_dir: Path | str) -> list[Path]:
     """Admitted task folders under `<store>/tasks/`, sorted by name. Each is a plain Harbor task
     folder (instruction.md, task.toml with [metadata] source = "grounded", environment/, tests/)."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agentmill import defaults
 from agentmill.errors import AgentmillError
+from agentmill.recipe.source_kinds import PLAIN, source_kinds
 from agentmill.recipe.stage import registered
 from agentmill.traces.filters import FilterSpec
 
@@ -46,8 +47,10 @@ class ModelSpec(_Strict):
 
 class Source(_Strict):
     name: str
-    kind: Literal["harbor", "grounded", "synth"] = "harbor"  # grounded: `path` is an `agentmill ground` store; synth: an `agentmill synth run --out` folder
-    path: str | None = None  # a folder of Harbor task folders (or a ground store)
+    # harbor: `path` holds task folders; a producer's kind (source_kinds.py): `path` is its output
+    # folder (grounded: an `agentmill ground` store; synth: an `agentmill synth run --out` folder)
+    kind: str = PLAIN
+    path: str | None = None
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
     score: float | None = None  # ranking score for top-N mixing
@@ -56,10 +59,10 @@ class Source(_Strict):
     def _one_place(self):
         if (self.path is None) == (not self.sample):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
-        if self.kind == "grounded" and self.path is None:
-            raise ValueError(f"source '{self.name}': kind = \"grounded\" needs path = the ground store")
-        if self.kind == "synth" and self.path is None:
-            raise ValueError(f"source '{self.name}': kind = \"synth\" needs path = the synth output folder")
+        if self.kind not in source_kinds():
+            raise ValueError(f"source '{self.name}': unknown kind {self.kind!r} (known: {', '.join(source_kinds())})")
+        if self.kind != PLAIN and self.path is None:
+            raise ValueError(f"source '{self.name}': kind = \"{self.kind}\" needs path = the producer's output folder")
         return self
 
 

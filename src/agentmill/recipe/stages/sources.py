@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
 from agentmill.recipe.schema import Recipe, Source
+from agentmill.recipe.source_kinds import tasks_folder
 from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.tasks import load_dataset, sample_dataset_path
 from agentmill.tasks.hashing import hash_text
@@ -12,17 +13,7 @@ from agentmill.tasks.hashing import hash_text
 def source_path(recipe: Recipe, source: Source):
     if source.sample:
         return sample_dataset_path()
-    path = recipe.resolve(source.path)
-    if source.kind == "grounded":  # admitted tasks are plain Harbor folders under <store>/tasks
-        from agentmill.grounded.source import load_grounded_tasks
-
-        load_grounded_tasks(path)  # one clear error when the folder is not a ground store
-        return path / "tasks"
-    if source.kind == "synth":  # accepted tool tasks of an `agentmill synth run` output folder
-        from agentmill.synth.source import synth_tasks_dir
-
-        return synth_tasks_dir(path)
-    return path
+    return tasks_folder(source.kind, recipe.resolve(source.path))  # a producer's output folder: its tasks
 
 
 def source_fingerprint(recipe: Recipe) -> str:

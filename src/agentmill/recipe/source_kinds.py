@@ -1,0 +1,34 @@
+"""Kinds of recipe source beyond a plain folder of task folders: the output folder of a task
+producer, whose tasks live somewhere inside it (`kind = "grounded"`: an `agentmill ground` store;
+`kind = "synth"`: an `agentmill synth run` output folder).
+
+Producers register through the `agentmill.task_sources` entry-point group (name = the kind, value =
+a function from the output folder to its folder of task folders, raising AgentmillError when the
+folder is not one), so recipes import none of them and a plug-in package can add its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from agentmill.errors import AgentmillError
+
+PLAIN = "harbor"  # a folder of task folders, read as it is
+GROUP = "agentmill.task_sources"
+
+
+def source_kinds() -> list[str]:
+    return sorted({PLAIN, *(ep.name for ep in entry_points(group=GROUP))})
+
+
+def tasks_folder(kind: str, path: Path) -> Path:
+    """Where the tasks of a source of this kind live (one clear error when `path` is not one)."""
+    if kind == PLAIN:
+        return path
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == kind]
+    if not found:
+        raise AgentmillError(f"unknown source kind {kind!r} (known: {', '.join(source_kinds())})")
+    resolve: Callable[[Path], Path] = found[0].load()
+    return resolve(path)
