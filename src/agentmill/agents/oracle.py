@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from agentmill.agents.base import AgentResult, ScriptedAgentBase
+from agentmill.agents.tool_replay import replay_reference
+from agentmill.envs import open_tool_session
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
@@ -19,9 +21,6 @@ class OracleAgent(ScriptedAgentBase):
         if task.solution_script is None:
             raise RuntimeError(f"{task.path}: no solution to run")
         if task.kind == "tools":  # replay solution/calls.json through the task's sandboxed tools
-            from agentmill.envs import open_tool_session
-            from agentmill.envs.replay import replay_reference
-
             async with open_tool_session(task, sandbox) as session:
                 await replay_reference(task, session, result)
             return

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentmill.agents.base import AgentResult
 from agentmill.agents.conversation import Conversation
+from agentmill.envs import open_tool_session
 from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
@@ -47,7 +48,6 @@ class ToolsAgent:
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         if task.kind not in self.task_kinds:
             raise RuntimeError(f"the tools agent works on tool tasks; {task.name} is a '{task.kind}' task")
-        from agentmill.envs import open_tool_session  # tool environments sit above agents
 
         stats = result.metadata.setdefault("tools", {"turns": 0, "tool_calls": 0, "tool_errors": 0, "unknown_tools": 0,
                                                       "invalid_arguments": 0, "answered": False})
