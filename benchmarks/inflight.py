@@ -20,10 +20,13 @@ import asyncio
 import functools
 import json
 import logging
+import collections
 import resource
 import shutil
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,6 +47,46 @@ def slow_policy(request, *, delay: float, commands: int) -> Reply:
     return Reply(terminus_json([], complete=True), delay=delay)
 
 
+class Stalls:
+    """What the event loop was doing while it was late: a watchdog thread looks every 10 ms; when the
+    loop's heartbeat is over 100 ms old it records where the loop's thread is (its innermost frames
+    in agentmill, asyncio or selectors). Stuck in `select`/`epoll` means the thread was runnable but
+    not given a CPU (the machine was oversubscribed); anything else is work blocking the loop."""
+
+    def __init__(self):
+        self.beat = time.monotonic()
+        self.where: collections.Counter = collections.Counter()
+        self._stop = threading.Event()
+        self._loop_thread = threading.get_ident()
+
+    async def heartbeat(self):
+        while True:
+            self.beat = time.monotonic()
+            await asyncio.sleep(0.005)
+
+    def _watch(self):
+        while not self._stop.wait(0.01):
+            if time.monotonic() - self.beat > 0.1:
+                frame = sys._current_frames().get(self._loop_thread)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)
+                    ours = [f for f in stack if "/agentmill/" in f.filename and "/benchmarks/" not in f.filename]
+                    inner = " <- ".join(f"{Path(f.filename).name}:{f.name}" for f in reversed(stack[-2:]))
+                    mine = f"{Path(ours[-1].filename).name}:{ours[-1].lineno} {ours[-1].name}" if ours else "-"
+                    self.where[f"{inner}  [in {mine}]"] += 1
+
+    def __enter__(self):
+        self._task = asyncio.get_running_loop().create_task(self.heartbeat())
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._task.cancel()
+        self._thread.join()
+
+
 async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch_rss: bool = False) -> dict:
     run_dir = base / name
     config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096)
@@ -59,7 +102,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch
         alive["now"] -= 1
 
     try:
-        with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu:
+        with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
             report = await run_rollout(config, tasks, run_dir, client=client, builder=builder,
                                        on_start=started, on_done=finished)
     finally:
@@ -80,6 +123,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch
             "host_cpu_s": cpu.host, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
+            "stalls_10ms_samples": dict(stalls.where.most_common(8)),
             "not_passed": len(bad) + (len(tasks) - report.ran),
             "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
             **summary}
@@ -115,6 +159,10 @@ async def run(args, endpoint, meter) -> int:
         f"{rb.os.cpu_count()} cores at least {cpu_floor:.1f} s of wall), cores busy {many['cores_busy']:.2f} "
         f"(machine {many['machine_cores_busy']:.2f}); {many['model_retries']} model retries; "
         f"{many['not_passed']} not passed")
+    if many["stalls_10ms_samples"]:
+        rb.console.print("where the event loop's thread was while the loop was over 100 ms late (10 ms samples):")
+        for where, n in many["stalls_10ms_samples"].items():
+            rb.console.print(f"  {n:5d}  {where}", markup=False)
     if meter.path is not None and many["machine_cores_busy"] - many["cores_busy"] > 0.25:
         rb.console.print("[yellow]warning:[/] other work was running: figures understated")
     for f in many["failures"]:
