@@ -291,7 +291,7 @@ def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypat
                 await client.close()
 
         report = asyncio.run(go())
-    assert [r.outcome.value for r in report.results] == ["passed"]
+    assert [r.outcome.value for r in report.results] == ["passed"], report.results[0].exception
     assert seen and set(seen) == {"Bearer sekrit-key"}
     assert report.results[0].tokens["prompt"] > 0  # counted on the node, carried back in the result
 

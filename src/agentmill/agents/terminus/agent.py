@@ -29,7 +29,7 @@ OUTPUT_LIMIT = 10_000
 
 class TerminusAgent:
     name = "terminus"
-    version = "2"  # 2: messages recorded exactly as sent; output redacted before truncation; no blank screen rows
+    version = "3"  # 3: keystrokes sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded exactly as sent
     needs_solution = False
     needs_model = True
     task_kinds = frozenset({"terminal"})
