@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import glob
 import json
 import os
@@ -110,6 +111,7 @@ def image_key(task: Task, mode: str = "host") -> str:
                      task.config.environment.docker_image, *([mode] if mode != "host" else []))
 
 
+@functools.cache  # the host's release does not change under a running process
 def _host_fingerprint() -> str:
     parts = []
     for f in ("/etc/debian_version", "/etc/os-release"):
@@ -147,12 +149,12 @@ class ImageBuilder:
         return self._store
 
     async def get(self, task: Task) -> Image:
-        key = image_key(task, self.mode)
+        key = await asyncio.to_thread(image_key, task, self.mode)  # hashes the environment folder
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key in self._unreachable:
                 raise self._unreachable[key]
-            cached = self._load(key)
+            cached = await asyncio.to_thread(self._load, key)
             if cached is not None:
                 return cached
             fd = os.open(self.root / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)

@@ -41,7 +41,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
     result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
     agent_result = agent_result if agent_result is not None else AgentResult()
-    scratch = scratch_temp("trial")
+    scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
     try:
         t = time.monotonic()
         try:

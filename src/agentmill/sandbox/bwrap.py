@@ -30,6 +30,21 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GUEST_DIR = "/.agentmill/guest"
 CTL_DIR = "/.agentmill/ctl"
 _START_TIMEOUT = 20.0
+# Sandboxes booting at once: hundreds started together would each take longer than the start
+# timeout on a small machine; past this many they queue (the timeout counts from their turn).
+START_SLOTS = max(4, 2 * (os.cpu_count() or 1))
+_start_gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _start_gate() -> asyncio.Semaphore:
+    """One gate per event loop (trainers call rewards from several threads, each with its own loop)."""
+    loop = asyncio.get_running_loop()
+    gate = _start_gates.get(loop)
+    if gate is None:
+        for old in [lp for lp in _start_gates if lp.is_closed()]:
+            del _start_gates[old]
+        gate = _start_gates[loop] = asyncio.Semaphore(START_SLOTS)
+    return gate
 _RPC_GRACE = 10.0  # the guest enforces exec timeouts; the host waits this much longer before giving up
 ROOT_SKELETON = ("usr", "etc", "proc", "dev", "tmp", "root", "var", "var/lib/dpkg", "home", "opt", "srv", "mnt", "run")
 ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
@@ -70,6 +85,19 @@ def _chown_tree(path: Path, uid: int) -> None:
     subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(path)], check=True)
 
 
+def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
+    if cgroup is not None:
+        cgroup.kill_all()
+        cgroup.remove()
+    if ovl is not None:  # its mount namespace died with the sandbox's processes
+        shutil.rmtree(ovl, ignore_errors=True)
+    if ctl is not None:
+        shutil.rmtree(ctl, ignore_errors=True)
+    if stderr_path is not None:
+        with contextlib.suppress(OSError):
+            stderr_path.unlink()
+
+
 @sandbox_backend("bwrap")
 class BwrapSandbox:
     """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
@@ -104,34 +132,40 @@ class BwrapSandbox:
         require_tools(overlay=spec.lower is not None)
         self._lease = lease_uid()
         try:
-            await asyncio.to_thread(self._prepare_host)  # chown -R: off the event loop
-            self._ctl = scratch_temp("ctl")
-            os.chmod(self._ctl, 0o700)
-            _chown_tree(self._ctl, self.uid)
-            self._stderr_path = self._ctl.with_suffix(".stderr")  # beside, not inside: the guest sees ctl/
-            if spec.lower is not None:
-                self._ovl = self._ctl.with_suffix(".ovl")
-                for sub in ("work", "merged"):
-                    (self._ovl / sub).mkdir(parents=True, exist_ok=True)
-                os.chmod(self._ovl, 0o700)
-                _chown_tree(self._ovl, self.uid)
-            # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
-            # suffix lets a later process sweep groups whose owner died.
-            self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", spec.limits)
-            argv = self._argv()
-            with open(self._stderr_path, "wb") as err:
-                self._proc = await asyncio.create_subprocess_exec(
-                    *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                    start_new_session=True,
-                    # bwrap's own init (pid 1 inside) keeps its environment readable in
-                    # /proc/1/environ: it must start with nothing of the host's.
-                    env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                )
-            await self._wait_ready()
+            async with _start_gate():
+                # chown -R, folders, the cgroup: file-system work, off the event loop
+                await asyncio.to_thread(self._prepare_host)
+                await asyncio.to_thread(self._prepare_control)
+                argv = self._argv()
+                with open(self._stderr_path, "wb") as err:
+                    self._proc = await asyncio.create_subprocess_exec(
+                        *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                        start_new_session=True,
+                        # bwrap's own init (pid 1 inside) keeps its environment readable in
+                        # /proc/1/environ: it must start with nothing of the host's.
+                        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                    )
+                await self._wait_ready()
             self.started_at = time.monotonic()
         except BaseException:
             await self.stop()
             raise
+
+    def _prepare_control(self) -> None:
+        """The control folder (the guest's socket), the overlay's folders, the cgroup."""
+        self._ctl = scratch_temp("ctl")
+        os.chmod(self._ctl, 0o700)
+        _chown_tree(self._ctl, self.uid)
+        self._stderr_path = self._ctl.with_suffix(".stderr")  # beside, not inside: the guest sees ctl/
+        if self.spec.lower is not None:
+            self._ovl = self._ctl.with_suffix(".ovl")
+            for sub in ("work", "merged"):
+                (self._ovl / sub).mkdir(parents=True, exist_ok=True)
+            os.chmod(self._ovl, 0o700)
+            _chown_tree(self._ovl, self.uid)
+        # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
+        # suffix lets a later process sweep groups whose owner died.
+        self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", self.spec.limits)
 
     def _prepare_host(self) -> None:
         spec = self.spec
@@ -237,18 +271,10 @@ class BwrapSandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
             await proc.wait()
-        if self._cgroup is not None:
-            await asyncio.to_thread(self._cgroup.kill_all)
-            self._cgroup.remove()
-            self._cgroup = None
-        if self._ovl is not None:  # its mount namespace died with the sandbox's processes
-            shutil.rmtree(self._ovl, ignore_errors=True)
-            self._ovl = None
-        if self._ctl is not None:
-            shutil.rmtree(self._ctl, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                self._stderr_path.unlink()
-            self._ctl = None
+        cgroup, ovl, ctl, stderr_path = self._cgroup, self._ovl, self._ctl, self._stderr_path
+        self._cgroup = self._ovl = self._ctl = None
+        # the cgroup's kill and removal and the folders' removal: file-system work, off the event loop
+        await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path)
         if self._lease is not None:
             self._lease.release()
             self._lease = None
