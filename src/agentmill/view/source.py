@@ -2,13 +2,15 @@
 
 A source answers `GET /api/<route>?...` with JSON and names its `kind`; the page picks the panel
 for that kind. Rollout runs (and recipe runs, through their rollout) are the built-in source. A
-synthesis store plugs in with one opener (`register_source`) returning its own `ViewSource`,
-and one panel in `assets/app.js` (`PANELS[kind]`); nothing here depends on it.
+synthesis store plugs in with one opener returning its own `ViewSource`, named in the
+`agentmill.view_sources` entry-point group (name = the kind, value = the opener) or passed to
+`register_source`, and one panel in the page (`PANELS[kind]`); nothing here imports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +32,8 @@ class ViewSource(Protocol):
 
 Opener = Callable[[Path], "ViewSource | None"]  # None: not this kind of folder
 _OPENERS: list[tuple[str, Opener]] = []
+GROUP = "agentmill.view_sources"
+_plugins_loaded = False
 
 
 def register_source(name: str, opener: Opener) -> None:
@@ -42,10 +46,22 @@ def open_source(path: Path, **options) -> ViewSource:
     path = Path(path)
     if not path.exists():
         raise AgentmillError(f"{path}: no such folder")
+    _load_plugins()
     for _name, opener in _OPENERS:
         source = opener(path, **options)
         if source is not None:
             return source
     kinds = ", ".join(name for name, _ in _OPENERS)
     raise AgentmillError(f"{path}: nothing the viewer can open (known kinds: {kinds}); give a folder made by "
-                         f"`agentmill rollout --out` or `agentmill run --out`")
+                         f"`agentmill rollout --out`, `agentmill run --out` or a plug-in source")
+
+
+def _load_plugins() -> None:
+    """Register the openers named in the entry-point group once, before the built-in ones are tried."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        if not any(name == ep.name for name, _ in _OPENERS):
+            register_source(ep.name, ep.load())
