@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentmill import defaults
+from agentmill.agents.registry import agent_names
 from agentmill.errors import AgentmillError
 from agentmill.recipe.source_kinds import PLAIN, source_kinds
 from agentmill.recipe.stage import registered
@@ -101,7 +102,7 @@ class Mix(_Strict):
 
 
 class Rollout(_Strict):
-    agent: Literal["terminus", "oracle", "nop"] = "terminus"
+    agent: str = "terminus"  # a registered agent: terminus (terminal tasks), tools (tool tasks), oracle, nop, ...
     model: ModelSpec | None = None  # defaults to [model]
     attempts: int = Field(defaults.ATTEMPTS, ge=1)
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
@@ -112,6 +113,13 @@ class Rollout(_Strict):
     executor: Literal["local", "ray"] = "local"
     address: str | None = None
 
+    @field_validator("agent")
+    @classmethod
+    def _registered_agent(cls, agent: str) -> str:
+        if agent not in agent_names():
+            raise ValueError(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
+        return agent
+
     @model_validator(mode="after")
     def _address_needs_ray(self) -> "Rollout":
         if self.address and self.executor != "ray":
@@ -120,8 +128,8 @@ class Rollout(_Strict):
 
 
 class Export(_Strict):
-    format: Literal["trl", "sharegpt", "harbor", "rl"]
-    file: str
+    format: Literal["trl", "sharegpt", "harbor", "rl", "harbor-job"]
+    file: str  # a file in the run's exports/ (harbor-job: a folder)
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
     allow_empty: bool = False  # zero rows stops the run unless this is set

@@ -16,7 +16,7 @@ from agentmill.errors import AgentmillError
 from agentmill.recipe.schema import Recipe
 from agentmill.recipe.stage import Stage, StageContext, in_thread_iter, register_stage
 from agentmill.tasks.hashing import hash_file
-from agentmill.traces.export import write_records
+from agentmill.traces.export import FOLDER_WRITERS, write_records
 from agentmill.traces.filters import Funnel, TRACE_LENGTH_RULES, relax_hint, rules
 from agentmill.traces.writer import write_json
 
@@ -50,8 +50,20 @@ class ExportStage(Stage):
         # rendering and writing run in a worker thread, pulling one trace at a time: bounded memory,
         # and the event loop stays free
         rows = in_thread_iter(kept, asyncio.get_running_loop())
-        report = await asyncio.to_thread(write_records, rows, self.spec.format, ctx.out / self.spec.file,
-                                         reasoning=self.spec.reasoning, allow_empty=True)
+        dest = ctx.out / self.spec.file
+        # a folder format is written whole: this stage's earlier folder is set aside, and comes back
+        # if this run fails
+        earlier = _set_aside(dest) if self.spec.format in FOLDER_WRITERS else None
+        try:
+            report = await asyncio.to_thread(write_records, rows, self.spec.format, dest,
+                                             reasoning=self.spec.reasoning, allow_empty=True)
+        except BaseException:
+            if earlier is not None:
+                shutil.rmtree(dest, ignore_errors=True)
+                earlier.rename(dest)
+            raise
+        if earlier is not None:
+            shutil.rmtree(earlier, ignore_errors=True)
         ctx.report.count_out = report.rows
         ctx.note(f"{report.rows} rows -> {self.spec.file}")
         ctx.note(f"{report.redactions} secrets redacted")
@@ -90,6 +102,13 @@ class ExportStage(Stage):
         dest = run_dir / "exports"
         dest.mkdir(exist_ok=True)
         for f in out.iterdir():
+            if f.is_dir() and not f.is_symlink():  # a folder format (harbor-job): replaced whole
+                fresh = dest / f".{f.name}.tmp"
+                shutil.rmtree(fresh, ignore_errors=True)
+                shutil.copytree(f, fresh, symlinks=True)
+                shutil.rmtree(dest / f.name, ignore_errors=True)
+                fresh.rename(dest / f.name)
+                continue
             if not f.is_file() or f.name == "done.json":
                 continue
             if f.name == INFO and (dest / INFO).exists():  # several sharegpt exports share one dataset_info.json
@@ -106,3 +125,12 @@ def _read_info(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _set_aside(dest: Path) -> Path | None:
+    if not dest.exists():
+        return None
+    aside = dest.with_name(f".{dest.name}.earlier")
+    shutil.rmtree(aside, ignore_errors=True)
+    dest.rename(aside)
+    return aside

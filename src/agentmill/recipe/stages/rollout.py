@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from agentmill.agents import agent_class
+from agentmill.agents.registry import supports
 from agentmill.errors import AgentmillError, TaskError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
@@ -68,9 +69,15 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
             continue
         seen.add(e.content_hash)
         try:
-            tasks.append(load_task(e.path))
+            task = load_task(e.path)
         except TaskError as err:
             report.dropped.append(Drop(name=e.name, reason=f"broken task: {err.problem}"))
+            continue
+        if supports(rollout.agent, task):
+            tasks.append(task)
+        else:  # e.g. a tool task in a terminus rollout: reported, not run
+            report.dropped.append(Drop(name=e.name, reason=f"a '{task.kind}' task: the {rollout.agent} agent "
+                                                           f"works on {', '.join(sorted(agent_class(rollout.agent).task_kinds))} tasks"))
     served = _model_name(rollout, model)
     config = RolloutConfig(
         dataset=dataset_id, task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
