@@ -33,7 +33,7 @@ class ViewSource(Protocol):
 Opener = Callable[[Path], "ViewSource | None"]  # None: not this kind of folder
 _OPENERS: list[tuple[str, Opener]] = []
 GROUP = "agentmill.view_sources"
-_plugins_loaded = False
+_PLUGINS: list[tuple[str, Opener]] | None = None
 
 
 def register_source(name: str, opener: Opener) -> None:
@@ -46,22 +46,21 @@ def open_source(path: Path, **options) -> ViewSource:
     path = Path(path)
     if not path.exists():
         raise AgentmillError(f"{path}: no such folder")
-    _load_plugins()
-    for _name, opener in _OPENERS:
+    openers = [*_OPENERS, *_plugins()]
+    for _name, opener in openers:
         source = opener(path, **options)
         if source is not None:
             return source
-    kinds = ", ".join(name for name, _ in _OPENERS)
+    kinds = ", ".join(name for name, _ in openers)
     raise AgentmillError(f"{path}: nothing the viewer can open (known kinds: {kinds}); give a folder made by "
                          f"`agentmill rollout --out`, `agentmill run --out` or a plug-in source")
 
 
-def _load_plugins() -> None:
-    """Register the openers named in the entry-point group once, before the built-in ones are tried."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-        if not any(name == ep.name for name, _ in _OPENERS):
-            register_source(ep.name, ep.load())
+def _plugins() -> list[tuple[str, Opener]]:
+    """The openers named in the entry-point group (loaded once), tried after those registered in code."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        names = {name for name, _ in _OPENERS}
+        _PLUGINS = [(ep.name, ep.load()) for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name)
+                    if ep.name not in names]
+    return _PLUGINS

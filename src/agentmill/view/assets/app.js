@@ -70,16 +70,26 @@ function fail(e) { show(h("p", { className: "error" }, "Error: " + e.message), h
 
 // ------------------------------------------------------------------ routing
 
+// The panel of each kind of source other than a rollout run: kind -> (path parts, query) -> Promise.
+// Other asset scripts (e.g. synth.js) add theirs; the summary route names the kind.
+const PANELS = {};
+
+async function sourceKind() {
+  if (!state.kind) state.kind = (await api("summary")).kind;
+  return state.kind;
+}
+
 function route() {
   const hash = location.hash.replace(/^#/, "") || "/";
   const [path, query] = hash.split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const params = new URLSearchParams(query || "");
-  let job;
-  if (parts[0] === "trial" && parts[1]) job = viewTrial(parts[1], params.get("tab") || "trajectory");
-  else if (parts[0] === "compare" && parts[1] && parts[2]) job = viewCompare(parts[1], parts[2]);
-  else job = viewList(params);
-  job.catch(fail);
+  sourceKind().then((kind) => {
+    if (PANELS[kind]) return PANELS[kind](parts, params);
+    if (parts[0] === "trial" && parts[1]) return viewTrial(parts[1], params.get("tab") || "trajectory");
+    if (parts[0] === "compare" && parts[1] && parts[2]) return viewCompare(parts[1], parts[2]);
+    return viewList(params);
+  }).catch(fail);
 }
 
 async function loadSummary() {
