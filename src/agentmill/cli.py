@@ -381,7 +381,8 @@ def run_recipe(
 
 @app.command()
 def view(
-    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out) or a recipe run folder (agentmill run --out)."),
+    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out), a recipe run folder (agentmill run --out) "
+                                             "or a synthesis store (agentmill synth run --out)."),
     port: int = typer.Option(8765, "--port", "-p", help="Port on 127.0.0.1 (0: any free port)."),
     filters_file: Optional[Path] = typer.Option(None, "--filters", help="Export filters (TOML [filters]) whose verdicts "
                                                 "the list shows (default: the recipe's [trace_filters], else export's defaults)."),

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -85,6 +87,22 @@ def test_the_viewer_finds_the_synth_source_by_entry_point_without_importing_synt
     (tmp_path / "plain").mkdir()
     with pytest.raises(Exception, match=r"nothing the viewer can open \(known kinds: .*synth"):
         open_source(tmp_path / "plain")
+
+
+def test_agentmill_view_serves_a_synth_store(tmp_path):
+    out = hostile_store(tmp_path / "out")
+    proc = subprocess.Popen([sys.executable, "-m", "agentmill.cli", "view", str(out), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.match(r"agentmill view: (http://127\.0\.0\.1:\d+/)", line)
+        assert m, line + proc.stderr.read()
+        with urllib.request.urlopen(m.group(1) + "api/candidates?state=rejected", timeout=30) as r:
+            assert [c["candidate_id"] for c in json.loads(r.read())["candidates"]] == ["card-x-s0000"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
 
 
 def test_a_damaged_store_is_one_clear_error_naming_the_file(tmp_path):
