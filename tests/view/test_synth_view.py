@@ -38,6 +38,16 @@ def store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def T(store) -> dict[str, str]:
+    """case -> its target candidate's id (slot numbers follow the scheduler, so they are looked up)."""
+    db = sqlite3.connect(store / "synth.sqlite")
+    try:
+        return {card[len("card-"):]: cid for cid, card in db.execute("SELECT candidate_id, card_id FROM candidates WHERE kind = 'target'")}
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
 def server(store):
     s = ViewServer(open_source(store), 0)
     s.start_background()
@@ -126,6 +136,11 @@ def test_summary_has_the_reports_funnel_and_the_counts(server, store):
         assert s["counts"]["accepted"] == n("SELECT COUNT(*) AS n FROM acceptances") == 6
     finally:
         rw.close()
+    f = {row["gate"]: row for row in s["funnel"]}
+    assert f["negative"]["failed"] == {"mutant_survived": 1} and f["lint"]["failed"] == {"missing_entity": 1}
+    assert f["ballot"]["failed"] == {"too_easy": 2} and f["parse"] == {"gate": "parse", "entered": 1, "passed": 0,
+                                                                      "failed": {"unparseable": 1}}
+    assert f["accepted"] == {"gate": "accepted", "entered": 7, "passed": 6, "failed": {"rejected": 1}}
     assert s["counts"]["states"] == {"accepted": 6, "rejected": 1} and s["counts"]["kinds"] == {"target": 4, "multiply": 3}
     assert {(f["gate"], f["code"]) for f in s["failures"]} == {
         ("parse", "unparseable"), ("lint", "missing_entity"), ("negative", "mutant_survived"), ("ballot", "too_easy")}
@@ -138,23 +153,23 @@ def ids(server, query: str) -> list[str]:
     return [c["candidate_id"] for c in page["candidates"]]
 
 
-def test_candidates_filter_by_gate_code_card_status_kind_and_page(server):
-    assert ids(server, "gate=negative") == ["card-weak-s0003"]
-    assert ids(server, "gate=lint&code=missing_entity") == ["card-ghost-s0000"]
+def test_candidates_filter_by_gate_code_card_status_kind_and_page(server, T):
+    assert ids(server, "gate=negative") == [T["weak"]]
+    assert ids(server, "gate=lint&code=missing_entity") == [T["ghost"]]
     assert ids(server, "gate=lint&code=mutant_survived") == []
-    assert ids(server, "state=rejected") == ["card-easy-s0001"]
-    assert ids(server, "status=rejected") == ["card-easy-s0001"]  # the brief's word for it
-    assert ids(server, "card=card-ghost") == ["card-ghost-s0000", "card-ghost-s0000-m0"]
-    assert ids(server, "kind=multiply") == ["card-garbage-s0002-m0", "card-ghost-s0000-m0", "card-weak-s0003-m0"]
-    assert ids(server, "q=too_easy") == ["card-easy-s0001"]  # the reason text
+    assert ids(server, "state=rejected") == [T["easy"]]
+    assert ids(server, "status=rejected") == [T["easy"]]  # the brief's word for it
+    assert ids(server, "card=card-ghost") == [T["ghost"], T["ghost"] + "-m0"]
+    assert ids(server, "kind=multiply") == [T["garbage"] + "-m0", T["ghost"] + "-m0", T["weak"] + "-m0"]
+    assert ids(server, "q=too_easy") == [T["easy"]]  # the reason text
     everything = ids(server, "")
     pages = ids(server, "limit=3") + ids(server, "limit=3&offset=3") + ids(server, "limit=3&offset=6")
     assert pages == everything and len(everything) == 7
     status, page = get(server, "/api/candidates?limit=3&offset=6")
     assert page["total"] == 7 and len(page["candidates"]) == 1
     row = {c["candidate_id"]: c for c in get(server, "/api/candidates")[1]["candidates"]}
-    assert row["card-weak-s0003"]["last_failure"] == "negative:mutant_survived" and row["card-weak-s0003"]["attempts"] == 2
-    assert row["card-weak-s0003-m0"]["parent_id"] == "card-weak-s0003"
+    assert row[T["weak"]]["last_failure"] == "negative:mutant_survived" and row[T["weak"]]["attempts"] == 2
+    assert row[T["weak"] + "-m0"]["parent_id"] == T["weak"]
 
 
 @pytest.mark.parametrize("query, names", [("state=done", "'state'"), ("kind=both", "'kind'"), ("limit=0", "'limit'"),
@@ -164,8 +179,8 @@ def test_a_bad_parameter_is_a_400_naming_it(server, query, names):
     assert status == 400 and names in body["error"]
 
 
-def test_one_candidate_has_its_attempts_gates_diagnosis_repair_and_acceptance(server):
-    status, d = get(server, "/api/candidate?id=card-weak-s0003")
+def test_one_candidate_has_its_attempts_gates_diagnosis_repair_and_acceptance(server, T):
+    status, d = get(server, "/api/candidate?id=" + T["weak"])
     assert status == 200
     assert [a["n"] for a in d["attempts"]] == [0, 1] and [a["origin"] for a in d["attempts"]] == ["generate", "repair"]
     first, second = d["attempts"]
@@ -174,34 +189,34 @@ def test_one_candidate_has_its_attempts_gates_diagnosis_repair_and_acceptance(se
     assert [(r["components"], r["ok"]) for r in first["repairs"]] == [(["verifiers"], True)]
     assert (second["gates"][-1]["gate"], second["gates"][-1]["passed"]) == ("ballot", True)
     assert first["body"]["verifiers"] != second["body"]["verifiers"] and first["body"]["calls"] == second["body"]["calls"]
-    assert d["acceptance"]["attempt_id"] == second["attempt_id"] and d["acceptance"]["body"]["candidate_id"] == "card-weak-s0003"
-    assert d["variants"] == [{"candidate_id": "card-weak-s0003-m0", "state": "accepted"}]
+    assert d["acceptance"]["attempt_id"] == second["attempt_id"] and d["acceptance"]["body"]["candidate_id"] == T["weak"]
+    assert d["variants"] == [{"candidate_id": T["weak"] + "-m0", "state": "accepted"}]
     assert d["card"]["source_task"] == "eval-weak"
-    garbage = get(server, "/api/candidate?id=card-garbage-s0002")[1]["attempts"][0]
+    garbage = get(server, "/api/candidate?id=" + T["garbage"])[1]["attempts"][0]
     assert garbage["body"] is None and "{not json" in garbage["raw"] and garbage["gates"][0]["code"] == "unparseable"
-    rejected = get(server, "/api/candidate?id=card-easy-s0001")[1]
+    rejected = get(server, "/api/candidate?id=" + T["easy"])[1]
     assert rejected["acceptance"] is None and rejected["candidate"]["state"] == "rejected"
     assert get(server, "/api/candidate?id=nope")[0] == 404
     assert get(server, "/api/candidate")[0] == 400
 
 
-def test_lineage_card_to_targets_to_variants(server):
+def test_lineage_card_to_targets_to_variants(server, T):
     status, page = get(server, "/api/lineage")
     assert status == 200 and page["total"] == 4
     weak = {c["card_id"]: c for c in page["cards"]}["card-weak"]
     assert (weak["targets"], weak["variants"], weak["target_count"]) == (1, 1, 1)
     status, d = get(server, "/api/lineage?card=card-weak")
     assert [(t["candidate_id"], [v["candidate_id"] for v in t["variants"]]) for t in d["targets"]] == [
-        ("card-weak-s0003", ["card-weak-s0003-m0"])]
+        (T["weak"], [T["weak"] + "-m0"])]
     assert d["card"]["card"]["capability"].startswith("case:weak")
     assert get(server, "/api/lineage?card=card-easy")[1]["targets"][0]["variants"] == []
     assert get(server, "/api/lineage?card=nope")[0] == 404
     assert [c["card_id"] for c in get(server, "/api/lineage?limit=2&offset=2")[1]["cards"]] == ["card-ghost", "card-weak"]
 
 
-def test_the_source_reads_without_writing(store, server):
+def test_the_source_reads_without_writing(store, server, T):
     before = hashlib.sha256((store / "synth.sqlite").read_bytes()).hexdigest()
-    for path in ("/api/summary", "/api/candidates", "/api/candidate?id=card-weak-s0003", "/api/lineage?card=card-weak"):
+    for path in ("/api/summary", "/api/candidates", "/api/candidate?id=" + T["weak"], "/api/lineage?card=card-weak"):
         assert get(server, path)[0] == 200
     assert hashlib.sha256((store / "synth.sqlite").read_bytes()).hexdigest() == before
     db = server.source._connect()  # the connection the routes use refuses a write
@@ -246,7 +261,7 @@ class SynthPage:
 
 
 @pytest.mark.slow
-def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, store):
+def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, store, T):
     v = SynthPage(browser, store)
     page = v.page
     try:
@@ -259,7 +274,7 @@ def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, 
         page.choose("#filters select[name=gate]", "negative")
         page.click("#apply")
         v.wait_count("1–1 of 1")
-        assert v.rows() == ["card-weak-s0003"] and "gate=negative" in page.eval("location.hash")
+        assert v.rows() == [T["weak"]] and "gate=negative" in page.eval("location.hash")
         page.click("#clear")
         v.wait_count("1–7 of 7")
         page.choose("#filters select[name=state]", "accepted")
@@ -285,15 +300,15 @@ def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, 
 
         # lineage: to the variant, back to its parent, then the card's tree
         page.click("#variants a.variant-link")
-        page.wait("document.querySelector('.summary') && document.querySelector('.summary').textContent.includes('card-weak-s0003-m0')")
+        page.wait(f"document.querySelector('.summary') && document.querySelector('.summary').textContent.includes('{T['weak']}-m0')")
         page.click(".summary a.parent-link")
         page.wait("document.querySelectorAll('#history section.attempt').length === 2")
         page.click(".summary a.card-link")
         page.wait("document.querySelector('#lineage')")
         tree = page.eval("[...document.querySelectorAll('#lineage a')].map(a => a.textContent)")
-        assert tree == ["card-weak-s0003", "card-weak-s0003-m0"]
+        assert tree == [T["weak"], T["weak"] + "-m0"]
         page.click("#lineage a.variant-link")
-        page.wait("document.querySelector('#acceptance') && location.hash.endsWith('card-weak-s0003-m0')")
+        page.wait(f"document.querySelector('#acceptance') && location.hash.endsWith('{T['weak']}-m0')")
         page.click("#back")
         v.wait_count("1–2 of 2")  # back to the list as it was left
         v.open("#/lineage")
@@ -344,3 +359,60 @@ def test_a_synth_panel_that_parsed_store_text_as_markup_is_caught(browser, tmp_p
         assert v.page.eval("window.__pwned === undefined")  # the CSP still kept the script from running
     finally:
         v.close()
+
+
+# -- scale: a large store, paged through indexes ----------------------------------------------------------
+
+ROUTE_CALLS = [("candidates", {}), ("candidates", {"state": ["rejected"], "offset": ["5000"]}),
+               ("candidates", {"card": ["card-0100"]}), ("candidates", {"kind": ["multiply"], "offset": ["9000"]}),
+               ("candidates", {"gate": ["negative"]}), ("candidate", {"id": ["card-0100-s0050"]}),
+               ("lineage", {}), ("lineage", {"card": ["card-0100"]})]
+
+
+def traced_plans(out: Path) -> tuple[dict, list[str]]:
+    """Each route's answer, and the query plan steps of every SELECT the routes ran."""
+    from agentmill.synth.view_source import SynthViewSource
+
+    source, seen = SynthViewSource(out), []
+    connect = source._connect
+
+    def traced():
+        db = connect()
+        db.set_trace_callback(seen.append)
+        return db
+
+    source._connect = traced
+    answers = {(name, json.dumps(p)): source.routes()[name](p) for name, p in ROUTE_CALLS}
+    db = sqlite3.connect(out / "synth.sqlite")
+    try:
+        steps = [row[3] for sql in dict.fromkeys(seen) if sql.startswith("SELECT")
+                 for row in db.execute("EXPLAIN QUERY PLAN " + sql)]
+    finally:
+        db.close()
+    return answers, steps
+
+
+def full_scans(steps: list[str]) -> list[str]:
+    # a scan of a big table that no index serves (a covering-index scan of a count is fine)
+    return [s for s in steps if re.match(r"SCAN (gate_results|diagnoses|repairs|acceptances|attempts|candidates|[agcd])\b", s)
+            and "INDEX" not in s]
+
+
+def test_a_large_store_pages_through_indexes(tmp_path):
+    from tests.view.synth_big import big_synth_store
+
+    counts = big_synth_store(tmp_path / "out")
+    answers, steps = traced_plans(tmp_path / "out")
+    page = answers[("candidates", "{}")]
+    assert page["total"] == counts["candidates"] > 30_000 and len(page["candidates"]) == 50
+    assert answers[("candidates", json.dumps({"gate": ["negative"]}))]["total"] == counts["failed_negative"]
+    assert len(answers[("candidate", json.dumps({"id": ["card-0100-s0050"]}))]["attempts"]) >= 1
+    assert answers[("lineage", "{}")]["total"] == 200
+    assert full_scans(steps) == [], full_scans(steps)
+    # the planted defect: without the store's indexes the same routes scan whole tables
+    db = sqlite3.connect(tmp_path / "out" / "synth.sqlite")
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'").fetchall():
+        db.execute(f"DROP INDEX {name}")
+    db.commit()
+    db.close()
+    assert len(full_scans(traced_plans(tmp_path / "out")[1])) >= 3

@@ -20,7 +20,8 @@ GATE_ORDER = ["parse", "lint", "semantic", "positive", "negative", "ballot"]
 
 def funnel(store: SynthStore) -> list[dict]:
     """[{gate, entered, passed, failed: {code: n}}] in gate order, then 'accepted' (candidates)."""
-    rows = store.rows("SELECT gate, passed, code FROM gate_results")
+    # counted in SQL: a store holds hundreds of thousands of results, and the viewer asks on every page
+    rows = store.rows("SELECT gate, passed, code, COUNT(*) AS n FROM gate_results GROUP BY gate, passed, code")
     out = []
     barrier = store.rows("SELECT leaks FROM barrier")
     if barrier or store.get_meta("diagnosis"):
@@ -32,11 +33,11 @@ def funnel(store: SynthStore) -> list[dict]:
         mine = [r for r in rows if r["gate"] == g]
         if not mine and g == "parse":
             continue
-        out.append({"gate": g, "entered": len(mine), "passed": sum(r["passed"] for r in mine),
-                    "failed": dict(Counter(r["code"] for r in mine if not r["passed"]))})
-    candidates = store.rows("SELECT state FROM candidates")
-    out.append({"gate": "accepted", "entered": len(candidates), "passed": sum(c["state"] == "accepted" for c in candidates),
-                "failed": dict(Counter(c["state"] for c in candidates if c["state"] != "accepted"))})
+        out.append({"gate": g, "entered": sum(r["n"] for r in mine), "passed": sum(r["n"] for r in mine if r["passed"]),
+                    "failed": {r["code"]: r["n"] for r in mine if not r["passed"]}})
+    states = {r["state"]: r["n"] for r in store.rows("SELECT state, COUNT(*) AS n FROM candidates GROUP BY state")}
+    out.append({"gate": "accepted", "entered": sum(states.values()), "passed": states.get("accepted", 0),
+                "failed": {st: n for st, n in states.items() if st != "accepted"}})
     return out
 
 

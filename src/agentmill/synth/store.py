@@ -46,6 +46,16 @@ CREATE TABLE IF NOT EXISTS acceptances (candidate_id TEXT PRIMARY KEY REFERENCES
 CREATE TABLE IF NOT EXISTS meta_reviews (n INTEGER PRIMARY KEY, after_boxes INTEGER NOT NULL, review TEXT NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS usage (role TEXT PRIMARY KEY, requests INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
   completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL);
+-- for the viewer's paged reads (synth/view_source.py): an attempt's results, a card's or a parent's candidates
+CREATE INDEX IF NOT EXISTS gate_results_attempt ON gate_results (attempt_id);
+CREATE INDEX IF NOT EXISTS gate_results_failed ON gate_results (gate, code, passed, attempt_id);
+CREATE INDEX IF NOT EXISTS diagnoses_attempt ON diagnoses (attempt_id);
+CREATE INDEX IF NOT EXISTS repairs_attempt ON repairs (attempt_id);
+CREATE INDEX IF NOT EXISTS candidates_card ON candidates (card_id, candidate_id);
+CREATE INDEX IF NOT EXISTS candidates_parent ON candidates (parent_id, candidate_id);
+CREATE INDEX IF NOT EXISTS candidates_state ON candidates (state, card_id, candidate_id);
+CREATE INDEX IF NOT EXISTS candidates_kind ON candidates (kind, card_id, candidate_id);
+CREATE INDEX IF NOT EXISTS acceptances_card ON acceptances (card_id, kind);
 """
 
 
