@@ -171,7 +171,7 @@ class SynthViewSource:
         cols = "candidate_id, kind, parent_id, state, reason"
         targets = [dict(r) for r in db.execute(
             f"SELECT {cols} FROM candidates WHERE card_id = ? AND kind = 'target' ORDER BY candidate_id LIMIT 1000", (card_id,))]
-        variants = _group(db, f"SELECT {cols} FROM candidates WHERE kind = 'multiply' AND parent_id IN ({{}}) "
+        variants = _group(db, f"SELECT {cols} FROM candidates WHERE parent_id IN ({{}}) "
                               "ORDER BY candidate_id", tuple(t["candidate_id"] for t in targets), key="parent_id")
         for t in targets:
             t["variants"] = variants.get(t["candidate_id"], [])

@@ -58,6 +58,7 @@ class ViewServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body leave in one write (flushed per request): no Nagle wait on keep-alive
 
     def log_message(self, format, *args):  # quiet: the terminal shows the URL, not every request
         pass
