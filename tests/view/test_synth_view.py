@@ -227,6 +227,21 @@ def test_the_source_reads_without_writing(store, server, T):
         db.close()
 
 
+def test_the_summary_follows_a_store_that_is_still_being_written(tmp_path):
+    out = hostile_store(tmp_path / "out")
+    source = open_source(out)
+    summary = source.routes()["summary"]
+    assert summary({})["counts"]["candidates"] == 1 and summary({}) is summary({})  # kept while nothing changes
+    writer = SynthStore(out)  # a run still going: its writes land in the WAL
+    try:
+        writer.start_candidate("card-x-s0001", "card-x", "target", None, 1)
+        assert summary({})["counts"]["candidates"] == 2
+        assert summary({})["funnel"][-1] == {"gate": "accepted", "entered": 2, "passed": 0,
+                                             "failed": {"open": 1, "rejected": 1}}
+    finally:
+        writer.close()
+
+
 def test_hostile_store_text_comes_back_exactly(tmp_path):
     source = open_source(hostile_store(tmp_path / "out"))
     d = source.routes()["candidate"]({"id": ["card-x-s0000"]})

@@ -52,6 +52,7 @@ class SynthViewSource:
         self.path = Path(path)
         self.file = self.path / SynthStore.FILE
         self.title = self.path.resolve().name
+        self._summary_cache: tuple[tuple, dict] | None = None
         self._connect().close()  # fail now, with the file's name, if it is not a readable store
 
     def routes(self):
@@ -82,7 +83,12 @@ class SynthViewSource:
     # -- routes ------------------------------------------------------------------------------------
 
     def summary(self, params) -> dict:
-        return self._read(self._summary)
+        # the funnel counts every gate result; kept while the store's files are unchanged (a run that
+        # is still writing changes the WAL file's size or time, a checkpoint the main file's)
+        key = _files_key(self.file, self.file.with_name(self.file.name + "-wal"))
+        if self._summary_cache is None or self._summary_cache[0] != key:
+            self._summary_cache = (key, self._read(self._summary))
+        return self._summary_cache[1]
 
     def candidates(self, params) -> dict:
         return self._read(self._candidates, CandidateQuery.from_params(params))
@@ -227,6 +233,18 @@ def _group(db, sql: str, ids: tuple, key: str = "attempt_id") -> dict[Any, list[
             d.pop("_r", None)
             out.setdefault(d[key], []).append(d)
     return out
+
+
+def _files_key(*paths: Path) -> tuple:
+    """Size and modification time of each file (None when absent): changes whenever SQLite writes."""
+    key = []
+    for p in paths:
+        try:
+            st = p.stat()
+            key.append((st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            key.append(None)
+    return tuple(key)
 
 
 def _json_or_text(s):
