@@ -175,3 +175,16 @@ def test_the_default_builder_is_auto_host_first_then_debian(monkeypatch):
     monkeypatch.setenv("AGENTMILL_IMAGES", "docker")
     with pytest.raises(Exception, match="AGENTMILL_IMAGES='docker': expected one of host, auto, debian"):
         builder_mode()
+
+
+def test_one_builder_serves_several_event_loops(tmp_path):
+    # trainers and tests call asyncio.run more than once with one builder: its locks must not be
+    # carried from one event loop to the next (concurrent gets of one image make them wait)
+    builder = ImageBuilder(cache=scratch_cache(tmp_path), mode="host")
+    task = load_task(simple_task(tmp_path, "t"))
+
+    async def together():
+        return await asyncio.gather(*(builder.get(task) for _ in range(3)))
+
+    first, second = asyncio.run(together()), asyncio.run(together())
+    assert len({image.key for image in first + second}) == 1

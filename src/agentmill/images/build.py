@@ -29,6 +29,7 @@ from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env
 from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildError, NetworkFetchError,
                                      TransientNeedsContainer)
 from agentmill.images.inside import copy_into, resolve_inside
+from agentmill.images.locks import KeyedLocks
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
 from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec
@@ -137,7 +138,7 @@ class ImageBuilder:
         self.overlay = os.environ.get(OVERLAY_ENV, "") == "1" if overlay is None else overlay
         self._layers_root = layers
         self._store = None
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         self._unreachable: dict[str, NetworkFetchError] = {}
 
     @property
@@ -150,7 +151,7 @@ class ImageBuilder:
 
     async def get(self, task: Task) -> Image:
         key = await asyncio.to_thread(image_key, task, self.mode)  # hashes the environment folder
-        lock = self._locks.setdefault(key, asyncio.Lock())
+        lock = self._locks(key)
         async with lock:
             if key in self._unreachable:
                 raise self._unreachable[key]

@@ -20,6 +20,7 @@ from typing import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from agentmill.images.locks import KeyedLocks
 from agentmill.images.userns import BuildIdentity, run_as_builder, run_in_userns
 from agentmill.paths import cache_dir, ensure_traversable
 from agentmill.tasks.hashing import hash_text
@@ -58,7 +59,7 @@ class LayerStore:
         self.root = root or layers_dir()
         self.root.mkdir(parents=True, exist_ok=True)
         ensure_traversable(self.root)
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
 
     def rootfs(self, key: str) -> Path:
         return self.root / key / "rootfs"
@@ -89,7 +90,7 @@ class LayerStore:
         `label` is what people read in `agentmill images`. Returns (key, built_now)."""
         key = self.key_for(parent, step)
         step = label or step
-        lock = self._locks.setdefault(key, asyncio.Lock())
+        lock = self._locks(key)
         async with lock:
             if self.info(key) is not None:
                 self.touch(key)
