@@ -312,6 +312,7 @@ def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, 
         assert "✗ failed" in first and "mutant_survived" in first and "weak_verifier" in first and "✓ repaired verifiers" in first
         assert page.eval("document.querySelectorAll('#history section.attempt')[0].querySelector('tr.gate-fail').dataset.gate") == "negative"
         assert page.eval("document.querySelector('#acceptance h2').textContent") == "Accepted"
+        assert page.eval("document.querySelector('#accepted-from').textContent").startswith("from attempt 1 at ")
 
         # lineage: to the variant, back to its parent, then the card's tree
         page.click("#variants a.variant-link")

@@ -120,6 +120,11 @@ function attemptNode(a) {
   return h("section", { className: "box attempt", dataset: { n: String(a.n) } }, out);
 }
 
+function acceptedN(d) {  // the acceptance names its attempt by row id; the page numbers attempts from 0
+  const a = d.attempts.find((x) => x.attempt_id === d.acceptance.attempt_id);
+  return a ? String(a.n) : "#" + d.acceptance.attempt_id;
+}
+
 async function synthCandidate(id) {
   if (!state.summary) await synthSummary();
   const d = await api("candidate", { id });
@@ -127,12 +132,12 @@ async function synthCandidate(id) {
   const cell = (label, value) => h("div", {}, h("b", {}, label + ": "), value);
   const summary = h("div", { className: "summary" },
     cell("candidate", c.candidate_id), cell("card", link(lineageHref(c.card_id), c.card_id, { className: "card-link" })),
-    cell("kind", c.kind), c.parent_id ? cell("parent", link(candidateHref(c.parent_id), c.parent_id, { className: "parent-link" })) : null,
+    d.card ? cell("source task", d.card.source_task) : null, cell("kind", c.kind), c.parent_id ? cell("parent", link(candidateHref(c.parent_id), c.parent_id, { className: "parent-link" })) : null,
     cell("status", stateNode(c.state)), c.reason ? cell("reason", c.reason) : null, cell("attempts", String(d.attempts.length)));
   const variants = d.variants.length ? h("section", { className: "box", id: "variants" }, h("h2", {}, "Multiply variants (" + d.variants.length + ")"),
     h("div", { className: "attempts" }, d.variants.map((v) => link(candidateHref(v.candidate_id), v.candidate_id + " · " + v.state, { className: "variant-link" })))) : null;
   const acc = d.acceptance ? h("section", { className: "box", id: "acceptance" }, h("h2", {}, "Accepted"),
-    h("p", {}, "from attempt #" + d.acceptance.attempt_id + " at " + new Date(d.acceptance.at * 1000).toISOString()),
+    h("p", { id: "accepted-from" }, "from attempt " + acceptedN(d) + " at " + new Date(d.acceptance.at * 1000).toISOString()),
     h("details", {}, h("summary", {}, "accepted candidate"), pre(json(d.acceptance.body), "body")))
     : h("section", { className: "box", id: "acceptance" }, h("h2", {}, "Not accepted"), h("p", { className: "muted" }, c.reason || c.state));
   show(h("p", {}, link(state.listHash, "← all candidates", { id: "back" })), summary, variants,
