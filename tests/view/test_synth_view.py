@@ -99,6 +99,20 @@ def test_the_viewer_finds_the_synth_source_by_entry_point_without_importing_synt
         open_source(tmp_path / "plain")
 
 
+def test_a_broken_plug_in_source_is_skipped_with_a_warning(tmp_path, monkeypatch, capsys):
+    from importlib.metadata import EntryPoint
+
+    from agentmill.view import source as registry
+
+    broken = EntryPoint(name="broken", value="agentmill.no_such_module:opener", group=registry.GROUP)
+    real = EntryPoint(name="synth", value="agentmill.synth.view_source:open_synth_store", group=registry.GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [broken, real])
+    monkeypatch.setattr(registry, "_PLUGINS", None)
+    assert open_source(hostile_store(tmp_path / "out")).kind == "synth"
+    err = capsys.readouterr().err
+    assert "source 'broken' (agentmill.no_such_module:opener) cannot be loaded, skipped: ModuleNotFoundError" in err
+
+
 def test_agentmill_view_serves_a_synth_store(tmp_path):
     out = hostile_store(tmp_path / "out")
     proc = subprocess.Popen([sys.executable, "-m", "agentmill.cli", "view", str(out), "--port", "0"],

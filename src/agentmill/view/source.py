@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import entry_points
+import sys
 from pathlib import Path
 from typing import Protocol
 
@@ -60,7 +61,14 @@ def _plugins() -> list[tuple[str, Opener]]:
     """The openers named in the entry-point group (loaded once), tried after those registered in code."""
     global _PLUGINS
     if _PLUGINS is None:
-        names = {name for name, _ in _OPENERS}
-        _PLUGINS = [(ep.name, ep.load()) for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name)
-                    if ep.name not in names]
+        names, loaded = {name for name, _ in _OPENERS}, []
+        for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+            if ep.name in names:
+                continue
+            try:
+                loaded.append((ep.name, ep.load()))
+            except Exception as e:  # a broken plug-in must not keep the viewer from opening anything else
+                print(f"agentmill view: source {ep.name!r} ({ep.value}) cannot be loaded, skipped: "
+                      f"{type(e).__name__}: {e}", file=sys.stderr)
+        _PLUGINS = loaded
     return _PLUGINS
