@@ -61,3 +61,27 @@ class ScriptedAgentBase:
 
     def identity(self) -> dict[str, Any]:
         return {"agent": self.name, "agent_version": self.version}
+
+
+class ModelAgentBase:
+    """Agents driven by a model (terminus, tools): a client, a turn budget, an optional context cap,
+    and the identity every trial of theirs is keyed by."""
+
+    needs_solution: ClassVar[bool] = False
+    needs_model: ClassVar[bool] = True
+
+    def __init__(self, client: Any, *, max_turns: int = 50, max_context: int | None = None):
+        self.client = client
+        self.max_turns = max_turns
+        self.max_context = max_context
+
+    @property
+    def model_name(self) -> str:
+        return self.client.model
+
+    def identity(self) -> dict[str, Any]:
+        ident = {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
+                 "model": self.client.model, "sampling": self.client.sampling.model_dump()}
+        if self.max_context is not None:
+            ident["max_context"] = self.max_context
+        return ident

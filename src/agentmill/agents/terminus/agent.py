@@ -10,9 +10,8 @@ confirmation turn. Every message is recorded exactly as sent (agents/conversatio
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from agentmill.agents.base import AgentResult
+from agentmill.agents.base import AgentResult, ModelAgentBase
 from agentmill.agents.conversation import Conversation
 from agentmill.agents.terminus import prompt
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
@@ -27,30 +26,15 @@ from agentmill.traces.text import clean_text, drop_trailing_blank_lines, truncat
 OUTPUT_LIMIT = 10_000
 
 
-class TerminusAgent:
+class TerminusAgent(ModelAgentBase):
     name = "terminus"
     version = "3"  # 3: keystrokes sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded exactly as sent
-    needs_solution = False
-    needs_model = True
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
     def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True):
-        self.client = client
-        self.max_turns = max_turns
-        self.max_context = max_context
+        super().__init__(client, max_turns=max_turns, max_context=max_context)
         self.constrained = constrained
-
-    @property
-    def model_name(self) -> str:
-        return self.client.model
-
-    def identity(self) -> dict[str, Any]:
-        ident = {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
-                 "model": self.client.model, "sampling": self.client.sampling.model_dump()}
-        if self.max_context is not None:
-            ident["max_context"] = self.max_context
-        return ident
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         term = TmuxSession(sandbox, cwd=getattr(getattr(sandbox, "spec", None), "workdir", None))

@@ -11,44 +11,23 @@ and the task's agent timeout bound it. Every message is recorded exactly as sent
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from agentmill.agents.base import AgentResult
+from agentmill.agents.base import AgentResult, ModelAgentBase
 from agentmill.agents.conversation import Conversation
 from agentmill.envs import open_tool_session
-from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 
 
-class ToolsAgent:
+class ToolsAgent(ModelAgentBase):
     name = "tools"
     version = "1"
-    needs_solution = False
-    needs_model = True
     task_kinds = frozenset({"tools"})
     rendering = "tool_calls"
-
-    def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None):
-        self.client = client
-        self.max_turns = max_turns
-        self.max_context = max_context
-
-    @property
-    def model_name(self) -> str:
-        return self.client.model
-
-    def identity(self) -> dict[str, Any]:
-        ident = {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
-                 "model": self.client.model, "sampling": self.client.sampling.model_dump()}
-        if self.max_context is not None:
-            ident["max_context"] = self.max_context
-        return ident
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         if task.kind not in self.task_kinds:
             raise RuntimeError(f"the tools agent works on tool tasks; {task.name} is a '{task.kind}' task")
-
         stats = result.metadata.setdefault("tools", {"turns": 0, "tool_calls": 0, "tool_errors": 0, "unknown_tools": 0,
                                                       "invalid_arguments": 0, "answered": False})
         async with open_tool_session(task, sandbox) as session:
