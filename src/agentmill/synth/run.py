@@ -97,7 +97,11 @@ async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | N
         async def target_box(slot) -> bool:
             ok = await run_box(env, slot.card_id, f"{slot.card_id}-s{slot.index:04d}", slot=slot.index)
             async with lock:
-                if store.finished_boxes() % every == 0:
+                # every `every` finished boxes, counted in the store: across resumes, and when several
+                # boxes finish (or a resume marks cut-short ones) between two checks
+                done, reviewed = store.finished_boxes(), int(store.get_meta("reviewed_at_boxes") or 0)
+                if done - reviewed >= every:
+                    store.set_meta("reviewed_at_boxes", str(done))
                     env.emit("meta_review", review=meta_review(store, scheduler, config.synth.flag_after_failures))
             return ok
 

@@ -37,19 +37,20 @@ def pack_task(task: Task) -> PackedTask:
 
 def land_task(task: Task, packed: PackedTask, root: Path | None = None) -> Task:
     """This node's copy of `task` (unpacked from `packed` once, then reused), loaded and hash-checked."""
-    home = (root or cache_dir() / "shipped-tasks") / task.content_hash
-    folder = home / task.name
+    # by hash and name: two tasks may share content (the hash leaves the folder's name out)
+    folder = (root or cache_dir() / "shipped-tasks") / task.content_hash / task.name
     if not folder.is_dir():
-        tmp = home.with_name(f".tmp-{task.content_hash}-{os.getpid()}")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = folder.parent / f".tmp-{task.name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        tmp.mkdir()
         try:
             with tarfile.open(fileobj=io.BytesIO(packed.data), mode="r:gz") as tar:
                 tar.extractall(tmp, filter="data")  # no absolute paths, no links out, no device files
             if hash_tree(tmp / task.name) != packed.folder_hash:
                 raise AgentmillError(f"task {task.name}: the copy shipped to this node does not match its content hash")
             try:
-                tmp.rename(home)
+                (tmp / task.name).rename(folder)
             except OSError:  # another process on this node landed it first
                 pass
         finally:
