@@ -103,7 +103,8 @@ def test_sigkill_at_random_moments_then_resume(tmp_path):
     """Kill -9 the rollout at 10 random moments, resuming each time: every trial ends exactly once."""
     data = tmp_path / "ds"
     for i in range(6):
-        simple_task(data, f"t{i}", solve_sh=f"sleep 0.{i}; echo hello > /app/out.txt\n")
+        # long enough that a whole run outlasts several kill windows, however fast the harness gets
+        simple_task(data, f"t{i}", solve_sh=f"sleep 1.{i}; echo hello > /app/out.txt\n")
     run = tmp_path / "run"
     cmd = [*CLI, "rollout", str(data), "--agent", "oracle", "--attempts", "3", "--out", str(run), "-c", "4"]
     rng = random.Random(1234)
