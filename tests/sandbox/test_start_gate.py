@@ -15,7 +15,7 @@ pytestmark = sandbox
 
 def test_sandboxes_started_together_boot_at_most_start_slots_at_a_time(monkeypatch):
     monkeypatch.setattr(bwrap, "START_SLOTS", 2)
-    monkeypatch.setattr(bwrap, "_start_gates", {})
+    monkeypatch.setattr(bwrap, "_start_gate", bwrap.PerLoop(lambda: asyncio.Semaphore(bwrap.START_SLOTS)))
     booting, peak = [0], [0]
     real_wait = BwrapSandbox._wait_ready
 

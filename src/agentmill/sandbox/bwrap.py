@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 from agentmill.errors import SandboxError
+from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
@@ -33,18 +34,7 @@ _START_TIMEOUT = 20.0
 # Sandboxes booting at once: hundreds started together would each take longer than the start
 # timeout on a small machine; past this many they queue (the timeout counts from their turn).
 START_SLOTS = max(4, 2 * (os.cpu_count() or 1))
-_start_gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
-
-
-def _start_gate() -> asyncio.Semaphore:
-    """One gate per event loop (trainers call rewards from several threads, each with its own loop)."""
-    loop = asyncio.get_running_loop()
-    gate = _start_gates.get(loop)
-    if gate is None:
-        for old in [lp for lp in _start_gates if lp.is_closed()]:
-            del _start_gates[old]
-        gate = _start_gates[loop] = asyncio.Semaphore(START_SLOTS)
-    return gate
+_start_gate = PerLoop(lambda: asyncio.Semaphore(START_SLOTS))  # one per loop: trainer threads each have one
 _RPC_GRACE = 10.0  # the guest enforces exec timeouts; the host waits this much longer before giving up
 ROOT_SKELETON = ("usr", "etc", "proc", "dev", "tmp", "root", "var", "var/lib/dpkg", "home", "opt", "srv", "mnt", "run")
 ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
@@ -132,7 +122,7 @@ class BwrapSandbox:
         require_tools(overlay=spec.lower is not None)
         self._lease = lease_uid()
         try:
-            async with _start_gate():
+            async with _start_gate.get():
                 # chown -R, folders, the cgroup: file-system work, off the event loop
                 await asyncio.to_thread(self._prepare_host)
                 await asyncio.to_thread(self._prepare_control)
