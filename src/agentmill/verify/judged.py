@@ -28,15 +28,6 @@ _STEPS: dict[str, JudgedStep] = {}
 _discovered = False
 
 
-def register_judged_step(source: str, step: JudgedStep) -> None:
-    _STEPS[source] = step
-
-
-def unregister_judged_step(source: str) -> None:
-    """For tests that register a throwaway step."""
-    _STEPS.pop(source, None)
-
-
 def judged_step_for(task: Task) -> JudgedStep | None:
     """The judged step of the task's family, or None (most tasks: the test run alone decides)."""
     source = task.config.metadata.get("source")
@@ -52,4 +43,4 @@ def _discover() -> None:
         return
     _discovered = True
     for ep in entry_points(group=GROUP):
-        _STEPS.setdefault(ep.name, ep.load())
+        _STEPS[ep.name] = ep.load()

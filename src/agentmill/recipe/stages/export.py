@@ -51,19 +51,10 @@ class ExportStage(Stage):
         # and the event loop stays free
         rows = in_thread_iter(kept, asyncio.get_running_loop())
         dest = ctx.out / self.spec.file
-        # a folder format is written whole: this stage's earlier folder is set aside, and comes back
-        # if this run fails
-        earlier = _set_aside(dest) if self.spec.format in FOLDER_WRITERS else None
-        try:
-            report = await asyncio.to_thread(write_records, rows, self.spec.format, dest,
-                                             reasoning=self.spec.reasoning, allow_empty=True)
-        except BaseException:
-            if earlier is not None:
-                shutil.rmtree(dest, ignore_errors=True)
-                earlier.rename(dest)
-            raise
-        if earlier is not None:
-            shutil.rmtree(earlier, ignore_errors=True)
+        if self.spec.format in FOLDER_WRITERS:  # written whole; what an unfinished run of this key left is not done
+            shutil.rmtree(dest, ignore_errors=True)
+        report = await asyncio.to_thread(write_records, rows, self.spec.format, dest,
+                                         reasoning=self.spec.reasoning, allow_empty=True)
         ctx.report.count_out = report.rows
         ctx.note(f"{report.rows} rows -> {self.spec.file}")
         ctx.note(f"{report.redactions} secrets redacted")
@@ -125,12 +116,3 @@ def _read_info(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _set_aside(dest: Path) -> Path | None:
-    if not dest.exists():
-        return None
-    aside = dest.with_name(f".{dest.name}.earlier")
-    shutil.rmtree(aside, ignore_errors=True)
-    dest.rename(aside)
-    return aside
