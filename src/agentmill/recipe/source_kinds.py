@@ -9,8 +9,9 @@ folder is not one), so recipes import none of them and a plug-in package can add
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
@@ -19,16 +20,21 @@ PLAIN = "harbor"  # a folder of task folders, read as it is
 GROUP = "agentmill.task_sources"
 
 
+@functools.cache  # read once: installed packages do not change under a running process
+def _producers() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
 def source_kinds() -> list[str]:
-    return sorted({PLAIN, *(ep.name for ep in entry_points(group=GROUP))})
+    return sorted({PLAIN, *_producers()})
 
 
 def tasks_folder(kind: str, path: Path) -> Path:
     """Where the tasks of a source of this kind live (one clear error when `path` is not one)."""
     if kind == PLAIN:
         return path
-    found = [ep for ep in entry_points(group=GROUP) if ep.name == kind]
-    if not found:
+    found = _producers().get(kind)
+    if found is None:
         raise AgentmillError(f"unknown source kind {kind!r} (known: {', '.join(source_kinds())})")
-    resolve: Callable[[Path], Path] = found[0].load()
+    resolve: Callable[[Path], Path] = found.load()
     return resolve(path)
