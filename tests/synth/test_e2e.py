@@ -86,7 +86,10 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
 
     # the information barrier on the wire: no generator request named a card's source task
     assert not any("eval-" in json.dumps(r) for r in servers["generator"].requests)
-    # the ballot ran real tools-agent rollouts against the target and solver endpoints: 3 each per ballot
+    # the ballot ran real tools-agent rollouts against the target and solver endpoints, and stopped as soon as
+    # its verdict was known: 2 trials each decide both the too-easy and the accepted ones (k = 3)
+    ballots = [json.loads(r["details"]) for r in store.rows("SELECT details FROM gate_results WHERE gate = 'ballot'")]
+    assert ballots and all((b["target_trials"], b["solver_trials"]) == (2, 2) for b in ballots)
     assert len({json.dumps(r["messages"][1]) for r in servers["target"].requests}) >= 6
     assert all("tools" in r for r in servers["solver"].requests)
 
@@ -120,7 +123,7 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     page = (tmp_path / "r.html").read_text()
     for text in ("Funnel per gate", "mutant_survived 1", "reference_error 1", "missing_entity 1", "too_easy 2",
                  "weak_verifier", "capability_mismatch", "Coverage against targets", "card-easy", "Ballot outcomes",
-                 "Cost and time", "Meta-reviews"):
+                 "Cost and time", "Meta-reviews", "of target trials"):
         assert text in page, text
     usage = {u["role"]: u["requests"] for u in store.rows("SELECT role, requests FROM usage")}
     assert usage["generator"] == len(servers["generator"].requests) and usage["target"] == len(servers["target"].requests)

@@ -86,5 +86,5 @@ def test_a_dead_ballot_endpoint_is_an_outage_not_a_verdict_on_the_candidate(tmp_
     ballot = store.rows("SELECT passed, code, fault FROM gate_results WHERE gate = 'ballot'")
     assert ballot == [{"passed": 0, "code": "ballot_infra", "fault": "infra"}]
     assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0
-    # the ballot's trials were real rollouts: two tries of 3 target trials, each ended infra_error
-    assert len(servers["target"].requests) == 6
+    # the ballot's trials were real rollouts: two tries of one wave (2 target trials), each ended infra_error
+    assert len(servers["target"].requests) == 4

@@ -62,6 +62,12 @@ class BallotConfig(_Strict):
     max_turns: int = Field(30, ge=1)
     concurrency: int = Field(6, ge=1)
 
+    @model_validator(mode="after")
+    def _reachable(self) -> "BallotConfig":
+        if self.solver_min_solves > self.k:
+            raise ValueError(f"solver_min_solves {self.solver_min_solves} > k {self.k}: no candidate could pass")
+        return self
+
 
 class DiagnosisConfig(_Strict):
     tasks: Path = Field(description="the evaluation tool tasks")

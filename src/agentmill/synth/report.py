@@ -78,9 +78,12 @@ def render(store: SynthStore) -> str:
                  + _table(["card", "source task", "target", "accepted", "variants", "boxes", "weight", "flagged"],
                           [list(c.values()) for c in cov]) + "</section>")
     ballots = [json.loads(r["details"]) for r in store.rows("SELECT details FROM gate_results WHERE gate = 'ballot'")]
-    pairs = Counter((b.get("target_solves"), b.get("solver_solves")) for b in ballots if "target_solves" in b)
-    parts.append("<section><h2>Ballot outcomes</h2>" + _table(["target solves", "solver solves", "ballots"],
-                 [[t, s, n] for (t, s), n in sorted(pairs.items())]) + "</section>")
+    # trials run per role: the ballot stops early once its verdict is known (gates/ballot.py)
+    pairs = Counter((b["target_solves"], b.get("target_trials", b.get("k")), b["solver_solves"],
+                     b.get("solver_trials", b.get("k"))) for b in ballots if "target_solves" in b)
+    parts.append("<section><h2>Ballot outcomes</h2>" + _table(
+        ["target solves", "of target trials", "solver solves", "of solver trials", "ballots"],
+        [[t, tn, s, sn, n] for (t, tn, s, sn), n in sorted(pairs.items(), key=str)]) + "</section>")
     usage = store.rows("SELECT * FROM usage ORDER BY role")
     gate_time = store.rows("SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate")
     parts.append("<section><h2>Cost and time</h2><p>Wall time: " + esc(f"{float(store.get_meta('seconds') or 0):.1f}")
