@@ -1,16 +1,23 @@
 """A persistent interactive terminal inside a sandbox, driven with keystrokes, read as screen text.
 
-The tmux server runs inside the sandbox (so it dies with it); every call is a short exec of the
-tmux client against the server's private socket.
+The tmux server runs inside the sandbox (so it dies with it). Commands go over a persistent
+control-mode channel (sandbox/tmux_channel.py) when the sandbox and its tmux allow one, else each
+is a short exec of the tmux client against the server's private socket; both give the same bytes.
+If the channel is lost the session goes on with execs, except when a command with effects
+(send-keys) may or may not have run: that raises SandboxError (the agent broke its terminal).
+AGENTMILL_TMUX_CHANNEL=0 turns the channel off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
+from typing import Sequence
 
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.tmux_channel import CLIENT_FLAGS, ChannelLost, NotSendable, TmuxChannel, TmuxCommandError
 
 SOCKET = "/tmp/.agentmill-tmux"
 # Keys that tmux understands by name; anything else is typed literally.
@@ -20,38 +27,88 @@ SPECIAL_KEYS = {"Enter", "Escape", "Tab", "BSpace", "Up", "Down", "Left", "Right
 
 class TmuxSession:
     def __init__(self, sandbox: Sandbox, *, name: str = "main", width: int = 160, height: int = 48,
-                 history: int = 50_000, cwd: str | None = None):
+                 history: int = 50_000, cwd: str | None = None, channel: bool | None = None):
         self.sandbox, self.name, self.width, self.height, self.history, self.cwd = sandbox, name, width, height, history, cwd
+        self.use_channel = channel_enabled() if channel is None else channel
+        self._channel: TmuxChannel | None = None
+        self.channel_note = "" if self.use_channel else "off"  # why commands go by exec, when they do
+
+    @property
+    def transport(self) -> str:
+        """'channel' while commands go over the control-mode channel, else 'exec'."""
+        return "channel" if self._channel is not None and self._channel.alive else "exec"
 
     def _tmux(self, *args: str) -> list[str]:
         return ["tmux", "-S", SOCKET, *args]
 
-    async def _run(self, *args: str, timeout: float = 30.0) -> str:
-        result = await self.sandbox.exec(self._tmux(*args), timeout=timeout, cwd=self.cwd)
+    async def _run(self, *commands: Sequence[str], timeout: float = 30.0, effects: bool = False) -> str:
+        """Run tmux commands as one command line (stopping at the first error) and return the last
+        one's output. `effects`: the commands change the terminal (never re-run when the channel is
+        lost in the middle: their fate is unknown)."""
+        if self._channel is not None:
+            try:
+                return await self._channel.run(commands, timeout)
+            except TmuxCommandError as e:
+                raise SandboxError(f"tmux {commands[0][0]} failed (1): {str(e)[:300]}") from None
+            except NotSendable:
+                pass  # this one command by exec; the channel stays
+            except ChannelLost as e:
+                self._channel, self.channel_note = None, f"lost: {e}"
+                if effects and e.executed is not False:
+                    raise SandboxError(f"tmux {commands[0][0]}: the terminal's control channel was lost "
+                                       f"while the command ran ({e})") from None
+        return await self._exec(*commands, timeout=timeout)
+
+    async def _exec(self, *commands: Sequence[str], timeout: float = 30.0) -> str:
+        """One tmux client exec; its argv separates commands with ';' (so an argument ending in ';' is escaped)."""
+        argv: list[str] = []
+        for command in commands:
+            argv += [";", *map(_tmux_literal, command)] if argv else list(map(_tmux_literal, command))
+        result = await self.sandbox.exec(self._tmux(*argv), timeout=timeout, cwd=self.cwd)
         if result.returncode != 0:
-            raise SandboxError(f"tmux {args[0]} failed ({result.returncode}): {result.stderr.strip()[:300]}")
+            raise SandboxError(f"tmux {commands[0][0]} failed ({result.returncode}): {result.stderr.strip()[:300]}")
         return result.stdout
 
     async def start(self) -> None:
-        await self._run("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height))
-        await self._run("set-option", "-t", self.name, "history-limit", str(self.history))
+        await self._run(("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
+                        ("set-option", "-t", self.name, "history-limit", str(self.history)))
+        if self.use_channel:
+            await self._open_channel()
+
+    async def _open_channel(self) -> None:
+        """Attach the control client and check it did not touch the window; else stay on execs."""
+        control = getattr(self.sandbox, "control_dir", None)  # the guest's socket lives there (bwrap backend)
+        if control is None:
+            self.channel_note = "this sandbox backend has no guest socket"
+            return
+        argv = self._tmux("-C", "attach-session", "-f", CLIENT_FLAGS, "-t", self.name)
+        try:
+            channel = await TmuxChannel.open(control / "sock", argv, self.sandbox.base_env(), self.cwd)
+        except ChannelLost as e:
+            self.channel_note = str(e)
+            return
+        try:
+            probe = await channel.run([("display-message", "-p", "-t", self.name,
+                                        "#{client_flags} #{window_width}x#{window_height}")], 5.0)
+        except (ChannelLost, TmuxCommandError) as e:
+            channel.close()
+            self.channel_note = f"probe failed: {e}"
+            return
+        flags, _, size = probe.strip().rpartition(" ")
+        if not {"control-mode", "ignore-size", "no-output"} <= set(flags.split(",")) or size != f"{self.width}x{self.height}":
+            channel.close()
+            self.channel_note = f"control client not as asked: {probe.strip()[:200]}"
+            return
+        self._channel, self.channel_note = channel, ""
 
     async def send_keys(self, keystrokes: str | list[str]) -> None:
         """Type keystrokes. A string is typed literally, its newlines pressed as Enter; a list may mix
-        literal text with named keys ("C-c", "Enter", ...). One tmux client exec types them all
-        (a command sequence)."""
+        literal text with named keys ("C-c", "Enter", ...). One tmux command line types them all."""
         items = _split_newlines(keystrokes) if isinstance(keystrokes, str) else keystrokes
-        sequence: list[str] = []
-        for item in items:
-            if item in SPECIAL_KEYS:
-                args = ["send-keys", "-t", self.name, item]
-            elif item:
-                args = ["send-keys", "-t", self.name, "-l", _tmux_literal(item)]
-            else:
-                continue
-            sequence += [";", *args] if sequence else args
-        if sequence:
-            await self._run(*sequence)
+        commands = [("send-keys", "-t", self.name, item) if item in SPECIAL_KEYS else ("send-keys", "-t", self.name, "-l", item)
+                    for item in items if item]
+        if commands:
+            await self._run(*commands, effects=True)
 
     async def wait_for_prompt(self, prompt: str, before: str, seconds: float, lines: int = 2000) -> str | None:
         """After a one-line command was typed: poll until the shell shows `prompt` again below new
@@ -71,11 +128,11 @@ class TmuxSession:
 
     async def screen(self) -> str:
         """The visible screen as text."""
-        return await self._run("capture-pane", "-p", "-J", "-t", self.name)
+        return await self._run(("capture-pane", "-p", "-J", "-t", self.name))
 
     async def history_text(self, lines: int = 2000) -> str:
         """Scrollback plus screen, up to `lines` lines back."""
-        return await self._run("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name)
+        return await self._run(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name))
 
     async def wait_idle(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -88,12 +145,20 @@ class TmuxSession:
         return not result.timed_out
 
     async def stop(self) -> None:
+        if self._channel is not None:
+            self._channel.close("stopped")
+            self._channel = None
         await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
 
 
+def channel_enabled() -> bool:
+    return os.environ.get("AGENTMILL_TMUX_CHANNEL", "1") != "0"
+
+
 def _tmux_literal(text: str) -> str:
-    """tmux reads an argument ending in ';' as a command separator and one ending in '\\;' as text
-    ending in ';' (dropping the backslash): escaped so, text ending in ';' (`find ... \\;`) arrives whole."""
+    """In a client's argv tmux reads an argument ending in ';' as a command separator and one ending
+    in '\\;' as text ending in ';' (dropping the backslash): escaped so, text ending in ';'
+    (`find ... \\;`) arrives whole. (The channel quotes arguments instead.)"""
     return text[:-1] + "\\;" if text.endswith(";") else text
 
 

@@ -95,6 +95,16 @@ def _write(req):
     return {}
 
 
+def _attach(conn, req):
+    """Hand this connection to a long-lived process as its stdin and stdout (the tmux control
+    client of sandbox/tmux_channel.py): from then on the host talks to it directly, with no relay in
+    between. Nothing is written on success: the process's own output is the answer."""
+    proc = subprocess.Popen(req["argv"], cwd=req.get("cwd") or None, env=req.get("env") or dict(os.environ),
+                            stdin=conn.fileno(), stdout=conn.fileno(), stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    threading.Thread(target=proc.wait, daemon=True).start()  # reaped when it exits
+
+
 OPS = {"exec": _exec, "read": _read, "write": _write, "ping": lambda req: {"pid": os.getpid()}}
 
 
@@ -108,6 +118,8 @@ def _serve(conn):
             data += chunk
         try:
             req = json.loads(data)
+            if req["op"] == "attach":  # the connection now belongs to the process (our copy closes here)
+                return _attach(conn, req)
             reply = {"ok": True, **OPS[req["op"]](req)}
         except Exception as e:  # the host gets every failure as data, the server lives on
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}

@@ -1,0 +1,209 @@
+"""A persistent channel to the tmux server inside a sandbox: one control-mode client per session.
+
+Why: a tmux client exec costs a guest round trip plus a fresh tmux client process (~7 ms on a
+small machine); a command written to a control-mode client that stays attached costs a line each
+way on one socket (well under 1 ms).
+
+How: the host opens a connection to the sandbox's guest server and asks it (op "attach",
+guest/server.py) to start `tmux -C attach-session -f no-output,ignore-size -t SESSION` with that
+very connection as its stdin and stdout. tmux's server then reads our command lines and writes its
+answers on our socket directly: no relay process in between. `ignore-size`: the client never
+changes the window's size; `no-output`: no %output notifications for what the pane prints. Both
+flags exist from tmux 3.2; an older tmux refuses the attach and the caller keeps using execs.
+
+Framing (tmux answers every command with a `%begin T N F` ... `%end T N F` or `%error` block, and
+writes notifications between blocks): each request is one line `display-message -p MARK-a ;
+COMMANDS`, then a second line `display-message -p MARK-b` (a line stops at its first error; the
+second line still runs), MARK a fresh random nonce. The answer is what lies between the two
+marks. A command's output is written raw, so a captured screen may hold a line such as
+`%end T N 1`: the output block is therefore closed by the LAST guard line that matches its
+`%begin`, never the first one; notifications cannot forge one (tmux escapes their newlines).
+
+Trust: everything read here comes from inside the sandbox and is treated as hostile: answers are
+bounded (MAX_REPLY), time-limited, and anything unexpected closes the channel (ChannelLost); the
+caller then falls back to client execs, or, when a command with effects may or may not have run,
+raises (tmux.py). An agent can kill or detach the client, or flood it: that costs it speed, never
+a screen different from what an exec would capture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from pathlib import Path
+from typing import Sequence
+
+CLIENT_FLAGS = "no-output,ignore-size"
+MAX_REPLY = 16 << 20  # as much as an exec's stdout may carry (Sandbox.exec's max_output)
+OPEN_TIMEOUT = 5.0
+_GUARDS = (b"%end ", b"%error ")
+
+
+class ChannelLost(Exception):
+    """The control client is gone or its answer broke. `executed`: False when the command was
+    never written; None when it was written and its outcome is unknown."""
+
+    def __init__(self, reason: str, executed: bool | None = None):
+        super().__init__(reason)
+        self.executed = executed
+
+
+class TmuxCommandError(Exception):
+    """tmux answered a command with %error; the message is tmux's own."""
+
+
+class NotSendable(ValueError):
+    """An argument that cannot travel on one command line (a newline, a NUL, unencodable text)."""
+
+
+def quote(arg: str) -> str:
+    """One argument for tmux's command parser, taken whole and literally: inside single quotes
+    nothing is special (`;`, `#`, `$`, `~`, `{`, `\\`); a single quote itself goes between them, escaped."""
+    if "\n" in arg or "\0" in arg:
+        raise NotSendable("newline or NUL in a tmux argument")
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def request_lines(commands: Sequence[Sequence[str]], nonce: str) -> bytes:
+    """The two lines of one request (see the module's docstring)."""
+    line = " ; ".join([f"display-message -p agentmill-{nonce}-a", *(" ".join(map(quote, c)) for c in commands)])
+    try:
+        return f"{line}\ndisplay-message -p agentmill-{nonce}-b\n".encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: the exec path decides what to do with it
+        raise NotSendable(str(e)) from None
+
+
+def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
+    """The output of the request's commands (the last one's; '' when it printed nothing) from the
+    bytes read up to and including the end mark's block. Raises TmuxCommandError on %error and
+    ChannelLost when the answer is not shaped as tmux shapes it."""
+    lines = data.split(b"\n")
+    begin, end = f"agentmill-{nonce}-a".encode(), f"agentmill-{nonce}-b".encode()
+    try:
+        ia = lines.index(begin)
+        ib = lines.index(end, ia + 1)
+    except ValueError:
+        raise ChannelLost("tmux control answer without its marks") from None
+    if not (ia >= 1 and lines[ia - 1].startswith(b"%begin ") and lines[ia + 1].startswith(b"%end ")
+            and lines[ib - 1].startswith(b"%begin ")):
+        raise ChannelLost("tmux control answer out of shape")
+    region = lines[ia + 2:ib - 1]  # between the first mark's block and the second's
+    output: list[bytes] = []
+    blocks, i = 0, 0
+    while i < len(region):
+        line = region[i]
+        if not line.startswith(b"%begin "):  # a notification between blocks
+            i += 1
+            continue
+        guard = line[len(b"%begin "):]
+        closes = [j for j in range(i + 1, len(region)) if region[j] in (b"%end " + guard, b"%error " + guard)]
+        if not closes:
+            raise ChannelLost("tmux control block without its end")
+        blocks += 1
+        # only the last command may print; its output may hold forged guard lines: its block ends at the last one
+        close = closes[-1] if blocks == n_commands else closes[0]
+        output = region[i + 1:close]
+        if region[close].startswith(b"%error "):
+            raise TmuxCommandError(b"\n".join(output).decode("utf-8", "replace").strip())
+        i = close + 1
+        if blocks == n_commands:
+            break
+    if blocks != n_commands:
+        raise ChannelLost(f"tmux answered {blocks} of {n_commands} commands")
+    return (b"\n".join(output) + b"\n").decode("utf-8", "replace") if output else ""
+
+
+class TmuxChannel:
+    """One attached control-mode client; requests run one at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self._reader, self._writer = reader, writer
+        self._lock = asyncio.Lock()
+        self.lost: str | None = None  # why it is closed, once it is
+
+    @classmethod
+    async def open(cls, guest_socket: Path, argv: list[str], env: dict[str, str], cwd: str | None) -> "TmuxChannel":
+        """Start the control client through the guest and wait for its attach to succeed.
+        ChannelLost (executed=False) with the reason when it does not."""
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(guest_socket), limit=MAX_REPLY + 4096)
+        except OSError as e:
+            raise ChannelLost(f"guest unreachable: {e}", executed=False) from None
+        channel = cls(reader, writer)
+        try:
+            writer.write(json.dumps({"op": "attach", "argv": argv, "env": env, "cwd": cwd}).encode() + b"\n")
+            first = await asyncio.wait_for(channel._attached(), OPEN_TIMEOUT)
+        except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLost) as e:
+            channel.close(f"attach failed: {_why(e)}")
+            raise ChannelLost(channel.lost, executed=False) from None
+        if first is not None:
+            channel.close(f"attach failed: {first}")
+            raise ChannelLost(channel.lost, executed=False)
+        return channel
+
+    async def _attached(self) -> str | None:
+        """The attach command's own block: None when it ended in %end, else the reason."""
+        line = await self._reader.readline()
+        if line.startswith(b"{"):  # the guest's error reply: the client could not be started
+            return str(json.loads(line).get("error", "guest error"))[:300]
+        if not line.startswith(b"%begin "):
+            return f"unexpected first line {line[:80]!r}" if line else "the tmux client exited"
+        body: list[bytes] = []
+        while len(body) < 100:  # the block holds at most tmux's error message
+            line = await self._reader.readline()
+            if not line:
+                return "the tmux client exited"
+            if line.startswith(_GUARDS):
+                return None if line.startswith(b"%end ") else b"".join(body).decode("utf-8", "replace").strip()[:300]
+            body.append(line)
+        return "attach answer out of shape"
+
+    @property
+    def alive(self) -> bool:
+        return self.lost is None and not self._reader.at_eof()
+
+    async def run(self, commands: Sequence[Sequence[str]], timeout: float) -> str:
+        """Run the commands as one tmux command line (they stop at the first error); return the
+        last one's output. TmuxCommandError, ChannelLost, NotSendable (nothing was written)."""
+        nonce = secrets.token_hex(16)
+        payload = request_lines(commands, nonce)
+        async with self._lock:
+            if not self.alive:
+                self.close(self.lost or "the control client exited")
+                raise ChannelLost(self.lost, executed=False)
+            try:
+                self._writer.write(payload)
+                data = await asyncio.wait_for(self._read_reply(nonce), timeout)
+            except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError,
+                    asyncio.LimitOverrunError) as e:
+                self.close(_why(e))
+                raise ChannelLost(self.lost, executed=None) from None
+        try:
+            return parse_reply(data, nonce, len(commands))
+        except ChannelLost as e:
+            self.close(str(e))
+            e.executed = None
+            raise
+
+    async def _read_reply(self, nonce: str) -> bytes:
+        data = await self._reader.readuntil(f"\nagentmill-{nonce}-b\n".encode())
+        return data + await self._reader.readline()  # the end mark's own %end line
+
+    def close(self, reason: str = "closed") -> None:
+        """Close our end: tmux then drops the client. Idempotent; the first reason is kept."""
+        if self.lost is None:
+            self.lost = reason
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, asyncio.TimeoutError):
+        return "no answer in time"
+    if isinstance(e, asyncio.IncompleteReadError):
+        return "the control client exited (end of stream)"
+    if isinstance(e, (asyncio.LimitOverrunError, ValueError)):
+        return f"answer over {MAX_REPLY >> 20} MiB or malformed"
+    return f"{type(e).__name__}: {e}"
