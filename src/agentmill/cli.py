@@ -411,6 +411,34 @@ def report(
     console.print(f"report: {path}", highlight=False)
 
 
+@app.command("diff")
+def diff_cmd(
+    a: Path = typer.Argument(..., help="An output folder: a recipe run, a rollout, an export folder."),
+    b: Path = typer.Argument(..., help="The folder to compare it with."),
+    ignore: list[str] = typer.Option([], "--ignore", help="A file or folder name to leave out (repeatable)."),
+    alias: list[str] = typer.Option([], "--alias", help="A_PATH=B_PATH: another folder of A's that B's stands for "
+                                                        "(their caches), masked like the run folders (repeatable)."),
+) -> None:
+    """Compare two output folders value by value, apart from clocks, pids, hosts and their own paths.
+    Exit 0 when they hold the same data, 1 when they differ (each difference listed)."""
+    from agentmill.rundiff import compare
+
+    for folder in (a, b):
+        if not folder.is_dir():
+            _fail(f"{folder}: not a folder")
+    pairs = []
+    for item in alias:
+        if "=" not in item:
+            _fail(f"--alias {item!r}: expected A_PATH=B_PATH")
+        x, y = item.split("=", 1)
+        pairs.append((str(Path(x).resolve()), str(Path(y).resolve())))
+    result = compare(a, b, ignore=tuple(ignore), aliases=tuple(pairs))
+    for d in result.differences:
+        print(d.line())
+    print(f"{result.files} files compared: " + ("same data" if result.same else f"{len(result.differences)} difference" + "s" * (len(result.differences) > 1)))
+    raise typer.Exit(0 if result.same else 1)
+
+
 @app.command()
 def ablate(
     matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
