@@ -1,0 +1,246 @@
+"""The tmux control-mode channel: the agent's terminal read and typed over one attached control
+client gives exactly the bytes the client-exec path gives, in one request per action, without
+touching the window's size; and it falls back to execs when it cannot be opened."""
+
+import asyncio
+
+import pytest
+
+from agentmill.errors import SandboxError
+from agentmill.sandbox import BwrapSandbox, TmuxSession
+from agentmill.sandbox import tmux as tmux_module
+from agentmill.sandbox.tmux import last_line
+from agentmill.sandbox.tmux_channel import ChannelLost, NotSendable, TmuxCommandError, parse_reply, quote, request_lines
+from tests.conftest import sandbox
+from tests.sandbox.helpers import fresh_spec, run
+
+# What an agent may type: ';'-ended arguments (tmux's separator), quotes and tmux's own syntax
+# characters, unicode, escape sequences, forged control-mode lines, long output and long lines.
+KEYSTROKES = [
+    "echo a;\n",
+    "find /app -maxdepth 0 -exec echo found {} \\;\n",
+    "echo '\\;' ';' \\; end\\;\n",
+    "echo \"it's\" \"dq\" \\\\ $HOME ~ '#{pane_id}' '{' '}' '$(x)' '%if' \"'\"\n",
+    "echo 'héllo wörld 日本語 🎉 e\u0301 ﷽'\n",
+    "printf '\\033[31mred\\033[0m\\ttab\\033]2;title\\007 end\\n'\n",
+    "printf '%%end 1796288879 266 1\\n%%begin 1 2 1\\n%%error 1 2 1\\n%%exit\\nagentmill-0-b\\n'\n",
+    "echo $'\\x01\\x7f'ctl; echo -e '\\xff\\xfe bad-utf8'\n",
+    "seq 1 2500\n",
+    "printf 'y%.0s' $(seq 1 3000); echo\n",
+    "echo " + "z" * 5000 + "\n",
+    ["echo K7", "Enter"],
+    "echo cr-typed\r",
+    ["C-c"],
+]
+
+
+async def _type_all(term: TmuxSession, keys_list) -> list[str]:
+    """Type each command and wait for its prompt (so type-ahead never races the output); return
+    the scrollback after each."""
+    seen = []
+    before = await _settled(term)
+    for keys in keys_list:
+        await term.send_keys(keys)
+        after = await term.wait_for_prompt(last_line(before), before, 15)
+        if after is None:  # C-c on an idle prompt: a fresh prompt line, compared all the same
+            await asyncio.sleep(0.3)
+            after = await term.history_text()
+        seen.append(after)
+        before = after
+    return seen
+
+
+async def _settled(term: TmuxSession) -> str:
+    for _ in range(200):
+        text = await term.history_text()
+        if last_line(text).rstrip().endswith("#"):
+            return text
+        await asyncio.sleep(0.02)
+    raise AssertionError("no prompt")
+
+
+async def _both_ways(sb, term: TmuxSession) -> list[str]:
+    """The same captures through the channel and through a client exec, at the same moment."""
+    plain = TmuxSession(sb, cwd="/app", channel=False)
+    out = []
+    for capture in ("screen", "history_text"):
+        via_channel, via_exec = await getattr(term, capture)(), await getattr(plain, capture)()
+        assert via_channel == via_exec, capture
+        out.append(via_channel)
+    for lines in (1, 10, 5000):
+        via_channel = await term.history_text(lines)
+        assert via_channel == await plain.history_text(lines), lines
+    return [*out, via_channel]
+
+
+@sandbox
+def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
+    async def typed(channel: bool):
+        async with BwrapSandbox(fresh_spec()) as sb:
+            term = TmuxSession(sb, cwd="/app", channel=channel)
+            await term.start()
+            assert term.transport == ("channel" if channel else "exec"), term.channel_note
+            steps = await _type_all(term, KEYSTROKES)
+            final = await _both_ways(sb, term) if channel else \
+                [await term.screen(), await term.history_text(), await term.history_text(5000)]
+            size = await TmuxSession(sb, channel=False)._run(("display-message", "-p", "-t", "main",
+                                                              "#{window_width}x#{window_height}"))
+            assert term.transport == ("channel" if channel else "exec")
+            return steps, final, size
+
+    (steps_c, final_c, size_c), (steps_e, final_e, size_e) = run(typed(True)), run(typed(False))
+    assert steps_c == steps_e  # every scrollback the agent would have seen, byte for byte
+    assert final_c == final_e
+    assert size_c == size_e == "160x48\n"  # the attached control client never resized the window
+    history = "\n".join(steps_c)  # (the first pane keeps tmux's default 2000 lines of history)
+    for typed_and_shown in ("# echo a;\na\n", "found /app\n", "end\\;\n\\; ; ; end;\n",
+                            "\nit's dq \\ /root /root #{pane_id} { } $(x) %if '\n", "\nhéllo wörld 日本語 🎉 ",
+                            "\n%end 1796288879 266 1\n", "\nagentmill-0-b\n", "\n2500\n", "\nK7\n", "\ncr-typed\n"):
+        assert typed_and_shown in history, typed_and_shown
+    assert "y" * 3000 in history and "z" * 5000 in history
+
+
+@sandbox
+def test_an_action_is_one_request_on_the_channel_and_no_exec():
+    class Counting:
+        def __init__(self, sb):
+            self.sb, self.execs, self.spec, self.control_dir = sb, [], sb.spec, sb.control_dir
+
+        def base_env(self):
+            return self.sb.base_env()
+
+        async def exec(self, cmd, **kw):
+            self.execs.append(cmd)
+            return await self.sb.exec(cmd, **kw)
+
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            counted = Counting(sb)
+            term = TmuxSession(counted, cwd="/app")
+            await term.start()
+            start_execs = len(counted.execs)
+            requests = []
+            real_run = term._channel.run
+
+            async def spy(commands, timeout):
+                requests.append(commands)
+                return await real_run(commands, timeout)
+
+            term._channel.run = spy
+            await term.send_keys("echo L1\necho L2;\n")
+            await _settled(term)
+            await term.history_text()
+            return start_execs, counted.execs[start_execs:], requests
+
+    start_execs, later_execs, requests = run(go())
+    assert start_execs == 1  # new-session + set-option in one exec; the channel is opened by the guest
+    assert later_execs == []
+    assert [c[0] for c in requests[0]] == ["send-keys"] * 4  # L1, Enter, L2;, Enter in one request
+    assert requests[0][2][-1] == "echo L2;"
+
+
+OLD_TMUX = """#!/bin/sh
+# tmux before 3.2: attach-session has no -f (client flags); everything else is the real tmux
+for a in "$@"; do [ "$a" = -f ] && [ "$prev" = attach-session ] && {
+  echo "usage: attach-session [-dErx] [-c working-directory] [-t target-session]" >&2; exit 1; }; prev=$a; done
+exec /usr/bin/tmux "$@"
+"""
+
+
+@sandbox
+@pytest.mark.parametrize("case", ["older tmux", "no ignore-size"])
+def test_a_tmux_that_cannot_attach_as_asked_leaves_the_session_on_execs(monkeypatch, case):
+    spec = fresh_spec()
+    if case == "older tmux":
+        (spec.rootfs / "app" / "bin").mkdir()
+        (spec.rootfs / "app" / "bin" / "tmux").write_text(OLD_TMUX)
+        (spec.rootfs / "app" / "bin" / "tmux").chmod(0o755)
+        spec.env["PATH"] = "/app/bin:/usr/local/bin:/usr/bin:/bin"
+    else:  # a client that would take part in sizing the window: refused after the probe
+        monkeypatch.setattr(tmux_module, "CLIENT_FLAGS", "no-output")
+
+    async def go():
+        async with BwrapSandbox(spec) as sb:
+            term = TmuxSession(sb, cwd="/app")
+            await term.start()
+            await term.send_keys("echo fell-back\n")
+            text = await _settled(term)
+            clients = await term._exec(("list-clients", "-F", "#{client_flags}"))
+            size = await term._exec(("display-message", "-p", "-t", "main", "#{window_width}x#{window_height}"))
+            return term.transport, term.channel_note, text, clients, size
+
+    transport, note, text, clients, size = run(go())
+    assert transport == "exec", note
+    assert ("attach failed: the tmux client exited" if case == "older tmux" else "not as asked") in note, note
+    assert "\nfell-back\n" in text and size == "160x48\n"
+    assert "control-mode" not in clients  # a refused client is not left attached
+
+
+@sandbox
+def test_the_channel_is_off_by_switch_and_on_other_backends(monkeypatch):
+    monkeypatch.setenv("AGENTMILL_TMUX_CHANNEL", "0")
+
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            off = TmuxSession(sb, cwd="/app")
+            await off.start()
+            return off.transport, off.channel_note
+
+    assert run(go()) == ("exec", "off")
+
+
+@sandbox
+def test_tmux_errors_read_the_same_on_both_paths():
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            term = TmuxSession(sb, cwd="/app")
+            await term.start()
+            errors = []
+            for t in (term, TmuxSession(sb, channel=False)):
+                with pytest.raises(SandboxError) as e:
+                    await t._run(("capture-pane", "-p", "-t", "no-such-session"))
+                errors.append(str(e.value))
+            return term.transport, errors
+
+    transport, (via_channel, via_exec) = run(go())
+    assert transport == "channel"  # an error answer does not close the channel
+    assert via_channel == via_exec and "can't find" in via_channel
+
+
+# -- the framing, on answers shaped as tmux shapes them -------------------------------------------
+
+
+def _answer(nonce: str, blocks: list[tuple[list[bytes], bool]], between: list[bytes] = ()) -> bytes:
+    lines = [b"%begin 5 10 1", f"agentmill-{nonce}-a".encode(), b"%end 5 10 1", *between]
+    for k, (content, ok) in enumerate(blocks):
+        guard = f"5 {11 + k} 1".encode()
+        lines += [b"%begin " + guard, *content, (b"%end " if ok else b"%error ") + guard]
+    lines += [b"%window-renamed @0 bash", b"%begin 6 20 1", f"agentmill-{nonce}-b".encode(), b"%end 6 20 1", b""]
+    return b"\n".join(lines)
+
+
+def test_output_with_forged_guard_lines_is_kept_whole():
+    forged = [b"$ echo", b"%end 5 11 1", b"%error 5 11 1", b"%begin 5 12 1", b"agentmill-n-a", b"%end 5 11 1", b"tail"]
+    data = _answer("n", [(forged, True)], between=[b"%session-changed $1 x", b"%end 5 11 1"])
+    assert parse_reply(data, "n", 1) == "\n".join(x.decode() for x in forged) + "\n"
+
+
+def test_errors_notifications_and_shape_problems():
+    assert parse_reply(_answer("n", [([], True), ([], True)]), "n", 2) == ""
+    with pytest.raises(TmuxCommandError, match="can't find pane: x"):
+        parse_reply(_answer("n", [([], True), ([b"can't find pane: x"], False)]), "n", 3)
+    with pytest.raises(ChannelLost):  # fewer answers than commands, without an error
+        parse_reply(_answer("n", [([], True)]), "n", 2)
+    with pytest.raises(ChannelLost):  # another request's marks
+        parse_reply(_answer("other", [([], True)]), "n", 1)
+    assert parse_reply(_answer("n", [([b""], True)]), "n", 1) == "\n"  # an empty capture is one newline, as by exec
+
+
+def test_arguments_are_quoted_whole_and_unsendable_ones_refused():
+    assert quote("a;") == "'a;'" and quote("it's") == "'it'\\''s'" and quote("") == "''"
+    for bad in ("a\nb", "a\0b"):
+        with pytest.raises(NotSendable):
+            quote(bad)
+    with pytest.raises(NotSendable):
+        request_lines([("send-keys", "-l", "\udc80")], "n")
+    assert request_lines([("send-keys", "-t", "main", "-l", "x ; y")], "n").count(b"\n") == 2
