@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 import uuid
@@ -22,10 +23,12 @@ from pathlib import Path
 from agentmill.errors import SandboxError
 from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
-from agentmill.sandbox.limits import Cgroup, prlimit_args
+from agentmill.sandbox.launch import SandboxLaunch
+from agentmill.sandbox.limits import Cgroup, rlimits
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.uids import UidLease, lease_uid
+from agentmill.sandbox.watch import wait_for_name
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GUEST_DIR = "/.agentmill/guest"
@@ -48,14 +51,19 @@ exec "$@"
 """
 
 
+_tools_found: set[bool] = set()  # `overlay` values already checked: a PATH search per start adds up
+
+
 def require_tools(overlay: bool = False) -> None:
-    missing = [t for t in ("bwrap", "prlimit") if shutil.which(t) is None]
-    if overlay and shutil.which("fuse-overlayfs") is None:
-        missing.append("fuse-overlayfs")
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        missing.append("setpriv")
+    if overlay in _tools_found:
+        return
+    missing = [t for t in ("bwrap",) if shutil.which(t) is None]
+    if overlay:
+        missing += [t for t in ("fuse-overlayfs", "unshare", "mountpoint") if shutil.which(t) is None]
     if missing:
-        raise SandboxError(f"missing host tools: {', '.join(missing)} (install: apt-get install -y bubblewrap util-linux)")
+        raise SandboxError(f"missing host tools: {', '.join(missing)} (install: apt-get install -y bubblewrap util-linux"
+                           f"{' fuse-overlayfs' if overlay else ''})")
+    _tools_found.add(overlay)
 
 
 def prepare_root(rootfs: Path) -> None:
@@ -69,10 +77,33 @@ def prepare_root(rootfs: Path) -> None:
             link.symlink_to(target)
 
 
+_CHOWN_IN_PROCESS = 2048  # entries; a bigger tree goes to `chown -R`, which walks it without Python
+
+
 def _chown_tree(path: Path, uid: int) -> None:
+    """`chown -R -h uid:uid path`: links themselves, never what they point at; no descent into them."""
     if os.geteuid() != 0:
         return
-    subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(path)], check=True)
+    if not _chown_small_tree(path, uid):
+        subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(path)], check=True)
+
+
+def _chown_small_tree(path: Path, uid: int) -> bool:
+    """The same in this process (no program start-up) while the tree is small; False past the budget."""
+    os.lchown(path, uid, uid)
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        return True
+    left, folders = _CHOWN_IN_PROCESS, [str(path)]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                left -= 1
+                if left < 0:
+                    return False
+                os.lchown(entry.path, uid, uid)
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+    return True
 
 
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
@@ -101,6 +132,7 @@ class BwrapSandbox:
         self._ctl: Path | None = None
         self._ovl: Path | None = None
         self._stderr_path: Path | None = None
+        self._launch: SandboxLaunch | None = None
         self.started_at = 0.0
 
     @property
@@ -123,14 +155,15 @@ class BwrapSandbox:
         self._lease = lease_uid()
         try:
             async with _start_gate.get():
-                # chown -R, folders, the cgroup: file-system work, off the event loop
-                await asyncio.to_thread(self._prepare_host)
-                await asyncio.to_thread(self._prepare_control)
+                # chown, folders, the cgroup: file-system work, off the event loop (one hop)
+                await asyncio.to_thread(self._prepare)
                 argv = self._argv()
                 with open(self._stderr_path, "wb") as err:
+                    # Spawned from the loop's thread: bwrap's --die-with-parent follows the thread
+                    # that forked it, and this one lives as long as the sandbox may.
                     self._proc = await asyncio.create_subprocess_exec(
                         *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                        start_new_session=True,
+                        start_new_session=True, preexec_fn=self._launch,
                         # bwrap's own init (pid 1 inside) keeps its environment readable in
                         # /proc/1/environ: it must start with nothing of the host's.
                         env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -140,6 +173,17 @@ class BwrapSandbox:
         except BaseException:
             await self.stop()
             raise
+
+    def _prepare(self) -> None:
+        self._prepare_host()
+        self._prepare_control()
+        spec = self.spec
+        self._launch = SandboxLaunch(
+            cgroup_procs=self._cgroup.procs_files(), rlimits=rlimits(spec.limits),
+            uid=self.uid if os.geteuid() == 0 else None,
+            # An overlay needs CAP_SYS_ADMIN in its own user namespace to mount, so its bounding
+            # set is kept until bwrap, whose --cap-drop ALL clears it for everything inside.
+            drop_bounding_set=spec.lower is None)
 
     def _prepare_control(self) -> None:
         """The control folder (the guest's socket), the overlay's folders, the cgroup."""
@@ -179,15 +223,8 @@ class BwrapSandbox:
     def _argv(self) -> list[str]:
         spec = self.spec
         guest = package_assets("guest")
-        # Join the cgroups first (as root, before dropping privileges), then exec the chain.
-        enter = " ".join(f"echo $$ > {f} &&" for f in self._cgroup.procs_files())
-        argv = ["/bin/sh", "-c", f"{enter} exec \"$@\"", "sh", "prlimit", *prlimit_args(spec.limits), "--"]
-        if os.geteuid() == 0:
-            # An overlay needs CAP_SYS_ADMIN in its own user namespace to mount, so its bounding
-            # set is kept until bwrap, whose --cap-drop ALL clears it for everything inside.
-            bounding = [] if spec.lower is not None else ["--bounding-set=-all"]
-            argv += ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
-                     "--inh-caps=-all", *bounding, "--"]
+        # cgroups, rlimits and the drop to the sandbox's uid happen in the forked child (launch.py)
+        argv: list[str] = []
         root = spec.rootfs
         if spec.lower is not None:
             root = self._ovl / "merged"
@@ -236,16 +273,19 @@ class BwrapSandbox:
         return env
 
     async def _wait_ready(self) -> None:
-        sock = self._ctl / "sock"
-        deadline = time.monotonic() + _START_TIMEOUT
-        delay = 0.001
-        while not sock.exists():
-            if self._proc.returncode is not None:
-                raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
-            if time.monotonic() > deadline:
-                raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.002)
+        """Until the guest renames its listening socket into the control folder (told by inotify)."""
+        exited = asyncio.ensure_future(self._proc.wait())
+        try:
+            ready = await wait_for_name(self._ctl, "sock", give_up=exited, timeout=_START_TIMEOUT)
+        finally:
+            exited.cancel()
+        if self._proc.returncode is not None:
+            raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
+        if not ready:
+            raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
+        sock = os.lstat(self._ctl / "sock")
+        if not stat.S_ISSOCK(sock.st_mode) or sock.st_uid != self.uid:  # the guest's own socket, nothing else
+            raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")
 
     def _stderr_text(self) -> str:
         with contextlib.suppress(OSError):
@@ -256,15 +296,18 @@ class BwrapSandbox:
         """Kill everything in the sandbox. No process survives: pid namespace + cgroup."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
-            # The group kill reaches the whole chain; a second proc.kill() would race asyncio's
-            # child watcher for the exit status ("Unknown child process pid").
+            # The group kill reaches bwrap (and an overlay's daemon); bwrap's death takes the pid
+            # namespace with it. A second proc.kill() would race asyncio's child watcher for the
+            # exit status ("Unknown child process pid").
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
-            await proc.wait()
         cgroup, ovl, ctl, stderr_path = self._cgroup, self._ovl, self._ctl, self._stderr_path
         self._cgroup = self._ovl = self._ctl = None
-        # the cgroup's kill and removal and the folders' removal: file-system work, off the event loop
+        # The cgroup's kill (returning once it is empty) and removal, the folders' removal:
+        # file-system work, off the event loop; meanwhile the child watcher reaps bwrap.
         await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path)
+        if proc is not None:
+            await proc.wait()
         if self._lease is not None:
             self._lease.release()
             self._lease = None

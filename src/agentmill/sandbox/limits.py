@@ -1,13 +1,20 @@
-"""Resource limits: cgroups (v1 or v2) where this process may write them, prlimit always.
+"""Resource limits: cgroups (v1 or v2) where this process may write them, rlimits always.
 
 Measured here: cgroup v1 memory and pids hierarchies are writable by root; inside unprivileged
-containers they are not, so prlimit is the floor that always applies.
+containers they are not, so rlimits are the floor that always applies.
+
+Every sandbox also gets a cgroup v2 group when the unified hierarchy is writable (the main group on
+a v2 host, a controller-less one under /sys/fs/cgroup/unified on a hybrid v1 host): its
+`cgroup.kill` kills every process in it at once, forks racing the kill included, and its
+`cgroup.events` says when the last one is gone, so stop waits for exactly that and no longer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
+import select
 import signal
 import time
 from pathlib import Path
@@ -23,7 +30,7 @@ _swept = False
 
 def sweep_stale_groups() -> None:
     """Remove groups left by agentmill processes that died (kill -9): their pid suffix is gone."""
-    for parent in [_ROOT / _GROUP, *(_ROOT / c / _GROUP for c in ("memory", "pids", "cpu"))]:
+    for parent in [_ROOT / _GROUP, *(_ROOT / c / _GROUP for c in ("memory", "pids", "cpu", "unified"))]:
         if not parent.is_dir():
             continue
         for group in parent.iterdir():
@@ -38,6 +45,8 @@ def sweep_stale_groups() -> None:
 
 class Cgroup:
     """One sandbox's cgroup(s). `paths` is empty when cgroups are not writable here."""
+
+    tracker: Path | None = None  # the v2 group with cgroup.kill and cgroup.events, if any
 
     def __init__(self, name: str, limits: Limits):
         global _swept
@@ -54,6 +63,7 @@ class Cgroup:
                 "pids.max": str(limits.pids),
                 "cpu.max": f"{int(limits.cpus * 100_000)} 100000",
             }, parent_controllers=True)
+            self._track(_ROOT / _GROUP / name)
         else:
             self._make(_ROOT / "memory" / _GROUP / name, {
                 "memory.limit_in_bytes": str(limits.memory_mb << 20),
@@ -64,6 +74,13 @@ class Cgroup:
                 "cpu.cfs_period_us": "100000",
                 "cpu.cfs_quota_us": str(int(limits.cpus * 100_000)),
             })
+            if (_ROOT / "unified" / "cgroup.procs").exists():  # hybrid host: v2 only to track and kill
+                self._make(_ROOT / "unified" / _GROUP / name, {})
+                self._track(_ROOT / "unified" / _GROUP / name)
+
+    def _track(self, path: Path) -> None:
+        if path in self.paths and (path / "cgroup.kill").exists():  # cgroup.kill: kernel 5.14+
+            self.tracker = path
 
     def _make(self, path: Path, settings: dict[str, str], parent_controllers: bool = False) -> None:
         try:
@@ -85,7 +102,9 @@ class Cgroup:
     def kill_all(self, wait: float = 5.0) -> bool:
         """SIGKILL every process left in the group; True once none remain."""
         deadline = time.monotonic() + wait
-        while True:
+        if self.tracker is not None and self._kill_tracked(deadline) and not self.pids():
+            return True
+        while True:  # no v2 group (or it failed): kill what the groups list until they are empty
             pids = self.pids()
             if not pids:
                 return True
@@ -95,6 +114,14 @@ class Cgroup:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.001)  # exiting processes leave the group within a millisecond or two
+
+    def _kill_tracked(self, deadline: float) -> bool:
+        """cgroup.kill, then wait on cgroup.events for 'populated 0'; False if that did not happen."""
+        try:
+            (self.tracker / "cgroup.kill").write_text("1")
+            return wait_unpopulated(self.tracker / "cgroup.events", deadline)
+        except OSError:
+            return False
 
     def pids(self) -> set[int]:
         found: set[int] = set()
@@ -108,6 +135,38 @@ class Cgroup:
             with contextlib.suppress(OSError):
                 path.rmdir()
         self.paths = []
+
+
+def wait_unpopulated(events: Path, deadline: float) -> bool:
+    """Block until a v2 group's cgroup.events reads 'populated 0' (True) or the deadline (False).
+
+    A change of the file's values wakes a poll() for POLLPRI on it (the kernel's file-modified
+    notification), so this sleeps until the last process has left instead of polling the group.
+    """
+    with open(events, "rb", buffering=0) as f:
+        poller = select.poll()
+        poller.register(f, select.POLLPRI)
+        while True:
+            f.seek(0)
+            if b"populated 0" in f.read():  # reading also re-arms the notification
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            poller.poll(min(left, 0.1) * 1000)  # the cap only bounds a wake-up that never comes
+
+
+def rlimits(limits: Limits, *, address_space: bool = True) -> list[tuple[int, int]]:
+    """(resource, value) pairs: prlimit_args's limits as the sandbox's launcher sets them (launch.py)."""
+    pairs = [
+        (resource.RLIMIT_NPROC, limits.pids),
+        (resource.RLIMIT_NOFILE, limits.nofile),
+        (resource.RLIMIT_FSIZE, limits.storage_mb << 20),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if address_space:
+        pairs.append((resource.RLIMIT_AS, (limits.memory_mb + 1024) << 20))
+    return pairs
 
 
 def prlimit_args(limits: Limits, *, address_space: bool = True) -> list[str]:
