@@ -13,13 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.traces.filters import FilterSpec, Funnel, FunnelStep, emptied_by, relax_hint, rules
-from agentmill.traces.formats import FORMATS, dataset_info_entry, harbor_row, rl_rows, sharegpt_row, trl_row
+from agentmill.traces.filters import FilterSpec, Funnel, FunnelStep, emptied_by, relax_hint
+from agentmill.traces.formats import FORMATS, ROW_BUILDERS, dataset_info_entry, rl_rows
 from agentmill.traces.formats_harbor import write_harbor_job
-from agentmill.traces.records import TraceRecord, iter_traces, rollout_folder
+from agentmill.traces.parallel import RowMaker, export_rules, made_in_order, worker_count
+from agentmill.traces.records import TraceRecord, iter_traces, trial_folders
 from agentmill.traces.render import Reasoning, render
 from agentmill.traces.tokens import TokenCounter
-from agentmill.traces.writer import write_json, write_rows
+from agentmill.traces.writer import JsonLine, write_json, write_rows
 
 
 class EmptyExport(AgentmillError):
@@ -38,25 +39,45 @@ class ExportReport:
 
 
 def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
-               tokenizer: str | Path | None = None, allow_empty: bool = False) -> ExportReport:
-    """Export a rollout folder (or a recipe run folder's rollout) through the trace filters."""
+               tokenizer: str | Path | None = None, allow_empty: bool = False, workers: int | None = None) -> ExportReport:
+    """Export a rollout folder (or a recipe run folder's rollout) through the trace filters.
+    Row formats go over `workers` processes (default: one per core for a large run; the same rows)."""
     if fmt not in FORMATS and fmt not in FOLDER_WRITERS:
         raise AgentmillError(f"--format: unknown format '{fmt}' (known: {', '.join((*FORMATS, *FOLDER_WRITERS))})")
     counter = TokenCounter.load(tokenizer)
     skipped: list[str] = []
-    records = iter_traces(rollout_folder(run_dir), errors=skipped)
-
-    def rendered(r: TraceRecord):
-        x = render(r.trajectory, reasoning=reasoning)
-        return x.messages, x.tools or None
-
-    funnel = Funnel(rules(spec, counter, rendered, prompt_rows=fmt == "rl"))
-    kept = (r for r in records if funnel.admit(r) is None)
-    report = write_records(kept, fmt, out, reasoning=reasoning, allow_empty=allow_empty)
+    if fmt in ROW_BUILDERS:
+        report, funnel = _export_rows(trial_folders(run_dir), fmt, out, spec, counter, reasoning, allow_empty, workers,
+                                      skipped)
+    else:
+        funnel = Funnel(export_rules(spec, counter, fmt, reasoning))
+        kept = (r for r in iter_traces(run_dir, errors=skipped) if funnel.admit(r) is None)
+        report = write_records(kept, fmt, out, reasoning=reasoning, allow_empty=allow_empty)
     report.funnel, report.tokens, report.skipped = funnel.steps(), counter.label, skipped
     if report.rows == 0 and not allow_empty:
         raise EmptyExport(empty_message(report.funnel, recipe=False))
     return report
+
+
+def _export_rows(folders: list[Path], fmt: str, out: Path, spec: FilterSpec, counter: TokenCounter, reasoning: Reasoning,
+                 allow_empty: bool, workers: int | None, skipped: list[str]) -> tuple[ExportReport, Funnel]:
+    """One row per kept trial, made here or in worker processes (parallel.py), counted and written here in folder order."""
+    maker_args = (spec, counter, fmt, reasoning)
+    maker = RowMaker(*maker_args)
+    counts = {"redactions": 0}
+
+    def lines() -> Iterator[JsonLine]:
+        for made in made_in_order(folders, maker, maker_args, worker_count(workers, len(folders))):
+            if made.passed is None:
+                skipped.append(made.skipped)
+                continue
+            maker.funnel.count(made.passed)
+            if made.line is not None:
+                counts["redactions"] += made.redactions
+                yield made.line
+
+    rows = write_rows(lines(), out, keep_empty=allow_empty)
+    return _rows_report(fmt, out, rows, counts["redactions"], allow_empty), maker.funnel
 
 
 def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reasoning: Reasoning = "think",
@@ -67,13 +88,16 @@ def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reason
         return ExportReport(out, trials, [], redactions, "")
     counts = {"redactions": 0}
     rows = write_rows(stream_rows(fmt, records, reasoning, counts), out, keep_empty=allow_empty)
-    report = ExportReport(out, rows, [], counts["redactions"], "")
+    return _rows_report(fmt, out, rows, counts["redactions"], allow_empty)
+
+
+def _rows_report(fmt: str, out: Path, rows: int, redactions: int, allow_empty: bool) -> ExportReport:
+    report = ExportReport(out, rows, [], redactions, "")
     if fmt == "sharegpt" and (rows or allow_empty):
         report.extra_files.append(merge_dataset_info(out))
     return report
 
 
-ROW_BUILDERS = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}
 FOLDER_WRITERS = {"harbor-job": write_harbor_job}  # formats written as a folder, not as rows
 
 

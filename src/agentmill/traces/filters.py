@@ -128,13 +128,24 @@ class Funnel:
 
     def admit(self, record: TraceRecord) -> str | None:
         """None if the record passes every rule (its `passed_filters` filled), else the first rule it fails."""
-        self.seen += 1
+        passed = self.passes(record)
+        self.count(passed)
+        return self.active[passed][0] if passed < len(self.active) else None
+
+    def passes(self, record: TraceRecord) -> int:
+        """How many rules the record passes before the first it fails (all: len(active)); `passed_filters`
+        filled. Not counted: a worker process judges, the funnel that writes counts (`count`)."""
         for i, (name, _description, keep) in enumerate(self.active):
             if not keep(record):
-                return name
+                return i
             record.passed_filters.append(name)
+        return len(self.active)
+
+    def count(self, passed: int) -> None:
+        """Count one record that passed the first `passed` rules."""
+        self.seen += 1
+        for i in range(passed):
             self.kept[i] += 1
-        return None
 
     def steps(self) -> list[FunnelStep]:
         out = [FunnelStep("input", "finished trials", self.seen, 0)]

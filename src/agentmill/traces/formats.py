@@ -123,6 +123,9 @@ def harbor_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
     }
 
 
+ROW_BUILDERS = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}  # one row per trace
+
+
 def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
     """One prompt per task; the teacher's pass rate is kept as a difficulty signal.
 
@@ -184,7 +187,7 @@ def build_rows(fmt: str, records: list[TraceRecord], reasoning: Reasoning) -> tu
     """(rows, secrets redacted)."""
     if fmt == "rl":
         return rl_rows(records), 0
-    builder = {"trl": trl_row, "sharegpt": sharegpt_row, "harbor": harbor_row}[fmt]
+    builder = ROW_BUILDERS[fmt]
     rows, redactions = [], 0
     for rec in records:
         rendered = render(rec.trajectory, reasoning=reasoning)

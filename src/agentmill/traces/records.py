@@ -37,8 +37,7 @@ class TraceRecord:
 def load_trace(folder: Path) -> TraceRecord:
     trial = json.loads((folder / "trial.json").read_text())
     result = json.loads((folder / "result.json").read_text())
-    # Python's json accepts escaped lone surrogates that a strict parser rejects; text is cleaned at render.
-    trajectory = Trajectory.model_validate(json.loads((folder / "trajectory.json").read_text()))
+    trajectory = read_trajectory((folder / "trajectory.json").read_text())
     tele_path = folder / "telemetry.json"
     if tele_path.exists():
         telemetry = Telemetry.model_validate_json(tele_path.read_text())
@@ -47,6 +46,18 @@ def load_trace(folder: Path) -> TraceRecord:
     if not isinstance(trial, dict) or not isinstance(result, dict) or "trial_id" not in trial or "outcome" not in result:
         raise ValueError("trial.json needs trial_id and result.json needs outcome")
     return TraceRecord(trial, result, trajectory, telemetry, folder=folder)
+
+
+def read_trajectory(text: str) -> Trajectory:
+    """A trajectory from its JSON text: parsed and validated in one pass, else as Python's json reads it.
+    Python's json accepts escaped lone surrogates (and nesting deeper than pydantic's parser allows)
+    that the one-pass parser rejects; text is cleaned at render. Whatever the one-pass parser accepts,
+    Python's json reads as the same values (tests/traces/test_read_fast.py), so both give one record;
+    an invalid trajectory fails here with the same error as before."""
+    try:
+        return Trajectory.model_validate_json(text)
+    except ValueError:
+        return Trajectory.model_validate(json.loads(text))
 
 
 def rollout_folder(path: Path) -> Path:
@@ -64,10 +75,23 @@ def rollout_folder(path: Path) -> Path:
 def iter_traces(run_dir: Path, *, errors: list[str] | None = None) -> Iterator[TraceRecord]:
     """Every finished trial of a run (a rollout folder or a recipe run folder), in a stable order.
     Unreadable folders are reported, not fatal."""
-    trials = rollout_folder(run_dir) / "trials"
-    for folder in sorted(p for p in trials.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for folder in trial_folders(run_dir):
         try:
             yield load_trace(folder)
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except UNREADABLE as e:
             if errors is not None:
-                errors.append(f"{folder}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                errors.append(unreadable(folder, e))
+
+
+UNREADABLE = (OSError, ValueError, KeyError, TypeError)  # a trial folder that cannot be read is skipped
+
+
+def unreadable(folder: Path, e: Exception) -> str:
+    """The line that reports a skipped trial folder."""
+    return f"{folder}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+
+
+def trial_folders(run_dir: Path) -> list[Path]:
+    """The trial folders of a run, in the stable order every export follows."""
+    trials = rollout_folder(run_dir) / "trials"
+    return sorted(p for p in trials.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from agentmill.traces.text import clean_text
+from agentmill.traces.text import clean_text, is_clean
 
 _NOT_MARKER = r"(?!\[REDACTED)"
 # Environment variables that hold credentials, by exact name or by suffix (MY_SERVICE_API_KEY).
@@ -95,6 +95,16 @@ def _maybe_secret(text: str) -> bool:
             return True
     low = _folded(text)
     return low is None or any(needle in low for needle in _GATE_FOLDED)
+
+
+def scrubbed_as_is(texts: list[str]) -> bool:
+    """True when `scrub` returns every one of `texts` unchanged with nothing redacted, and so any text
+    made by joining some of them with newlines: one pass over their join instead of one per text.
+    Clean text joined by newlines is clean; no needle holds a newline, so a needle in such a join lies
+    inside one of the texts; lowering goes character by character but for U+0130 (a fold trap) and the
+    choice of final sigma (not ASCII), so a needle in a lowered text is one in the lowered join."""
+    joined = "\n".join(texts)
+    return is_clean(joined) and not _maybe_secret(joined)
 
 
 def _may_match(text: str, folded: bool, needles: tuple[tuple[str, ...], ...]) -> bool:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from agentmill.traces.atif import Step, Trajectory
 from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS
-from agentmill.traces.redact import scrub
+from agentmill.traces.redact import scrub, scrubbed_as_is
 
 Reasoning = Literal["think", "drop"]
 
@@ -49,9 +49,12 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
     messages: list[dict[str, Any]] = []
     used_tools: dict[str, dict] = {}
     redactions = 0
+    as_is = scrubbed_as_is(_texts(trajectory, text_protocol))  # almost always: then each text is kept without a pass of its own
 
     def text(value: str | None) -> str:
         nonlocal redactions
+        if as_is:
+            return value or ""
         cleaned, n = scrub(value)
         redactions += n
         return cleaned
@@ -111,6 +114,21 @@ def rendering_of(trajectory: Trajectory) -> str:
         return agent_class(trajectory.agent.name).rendering
     except UnknownAgentError:
         return "text" if trajectory.agent.name in HARBOR_TEXT_AGENTS else "tool_calls"
+
+
+def _texts(trajectory: Trajectory, text_protocol: bool) -> list[str]:
+    """Every text `render` scrubs, in the same walk (the observations it scrubs are newline-joins of these)."""
+    out: list[str] = []
+    for step in trajectory.steps:
+        out.append(step.message)
+        if step.source in ("system", "user"):
+            continue
+        if step.reasoning_content:
+            out.append(step.reasoning_content)
+        if not text_protocol:
+            out.extend(arguments_text(call) for call in step.tool_calls or ())
+        out.extend(r.content for r in (step.observation.results if step.observation else ()) if r.content)
+    return out
 
 
 def _observation(step: Step) -> str | None:

@@ -12,11 +12,21 @@ import re
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# Any character one of the three passes would touch (an escape sequence starts with ESC, a control):
+# text holding none is already clean, which is almost all text, at the cost of one search.
+_DIRTY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def is_clean(text: str) -> bool:
+    """clean_text(text) == text (and so for any text made by joining such texts)."""
+    return _DIRTY.search(text) is None
 
 
 def clean_text(text: str | None) -> str:
     if not text:
         return ""
+    if _DIRTY.search(text) is None:
+        return text
     text = _SURROGATE.sub("\ufffd", text)  # lone surrogates cannot be encoded anywhere
     text = _ANSI.sub("", text)
     return _CONTROL.sub("", text)

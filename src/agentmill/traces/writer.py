@@ -17,8 +17,18 @@ SUFFIXES = (".jsonl", ".parquet")
 PARQUET_BATCH = 1000  # rows per row group: bounds memory for any number of rows
 
 
-def write_rows(rows: Iterable[dict], path: Path, *, keep_empty: bool = True) -> int:
-    """Write every row to `path`; the number written. With keep_empty=False, zero rows write nothing."""
+class JsonLine(str):
+    """A row already serialized (by `jsonl_line`, in a worker process): written as it is."""
+
+
+def jsonl_line(row: dict) -> JsonLine:
+    """A row's JSONL line, newline included: the one serialization of every row, in any process."""
+    return JsonLine(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_rows(rows: Iterable[dict | JsonLine], path: Path, *, keep_empty: bool = True) -> int:
+    """Write every row (a dict or its JsonLine) to `path`; the number written. With keep_empty=False,
+    zero rows write nothing."""
     path = Path(path)
     if path.suffix not in SUFFIXES:
         raise AgentmillError(f"--out {path}: use a .jsonl or .parquet file name")
@@ -40,7 +50,7 @@ def _write_jsonl(rows: Iterable[dict], tmp: Path) -> int:
     n = 0
     with open(tmp, "w", encoding="utf-8") as f:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(row if isinstance(row, JsonLine) else jsonl_line(row))
             n += 1
     return n
 
@@ -57,7 +67,11 @@ def _write_parquet(rows: Iterable[dict], tmp: Path) -> int:
     try:
         with open(spool, "w", encoding="utf-8") as f:
             for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                if isinstance(row, JsonLine):
+                    f.write(row)
+                    row = json.loads(row)  # the same values: a row holds only what JSON holds
+                else:
+                    f.write(jsonl_line(row))
                 batch.append(row)
                 n += 1
                 if len(batch) == PARQUET_BATCH:
