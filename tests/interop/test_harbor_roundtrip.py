@@ -20,7 +20,10 @@ from agentmill.traces.filters import FilterSpec
 from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.records import iter_traces
 from tests.conftest import sandbox
+from agentmill.tasks import sample_dataset_path
+from agentmill.traces.harbor_config import SANDBOX_IMPORT_PATH, agent_config
 from tests.interop.harbor_job import atif, write_job
+from tests.interop.harbor_models import validate_job_folder
 from tests.traces.builders import terminus_trajectory, write_trial
 
 CLI = [sys.executable, "-m", "agentmill.cli"]
@@ -107,9 +110,11 @@ def test_the_exported_job_is_laid_out_as_harbor_writes_it(runs, tmp_path):
     report = export_run(runs["nop"], "harbor-job", job, spec=KEEP_ALL)
     assert report.rows == len(TASKS)
     config, result = json.loads((job / "config.json").read_text()), json.loads((job / "result.json").read_text())
-    assert config["job_name"] == "job" and config["n_attempts"] == 1 and config["agents"] == [
-        {"name": "nop", "import_path": None, "model_name": None, "kwargs": {}, "env": {}}]
-    assert result["n_total_trials"] == len(TASKS) and result["stats"]["n_trials"] == len(TASKS) and result["stats"]["n_errors"] == 0
+    assert config["job_name"] == "job" and config["n_attempts"] == 1 and config["agents"] == [agent_config("nop", None)]
+    assert config["environment"]["import_path"] == SANDBOX_IMPORT_PATH and config["datasets"] == [{"path": str(sample_dataset_path())}]
+    assert result["n_total_trials"] == len(TASKS) and result["stats"]["n_completed_trials"] == len(TASKS)
+    assert result["stats"]["n_errored_trials"] == 0 and result["stats"]["n_pending_trials"] == 0
+    assert validate_job_folder(job) == 3 + 4 * len(TASKS)  # every record reads as Harbor's models
     (key, ev), = result["stats"]["evals"].items()
     assert key == "nop__sample" and ev["metrics"] == [{"mean": 0.0}]
     trial_dirs = sorted(p for p in job.iterdir() if p.is_dir())
@@ -137,7 +142,9 @@ def test_every_outcome_maps_to_harbors_exception_and_back(tmp_path):
     export_run(run, "harbor-job", job, spec=KEEP_ALL)
     result = json.loads((job / "result.json").read_text())
     (ev,) = result["stats"]["evals"].values()
-    assert ev["n_errors"] == 8 and ev["n_trials"] == 2 and "AgentTimeoutError" in ev["exception_stats"]
+    # n_trials: the trials whose reward Harbor counts (a reward, and no exception that voids it)
+    assert ev["n_errors"] == 8 and ev["n_trials"] == 4 and "AgentTimeoutError" in ev["exception_stats"]
+    assert result["stats"]["n_errored_trials"] == 8 and result["stats"]["n_completed_trials"] == 10
     for folder in (p for p in job.iterdir() if p.is_dir()):
         exc = json.loads((folder / "result.json").read_text())["exception_info"]
         assert (folder / "exception.txt").exists() == (exc is not None)
@@ -187,10 +194,13 @@ def test_task_names_from_other_harnesses_make_plain_trial_folder_names(tmp_path)
     assert trial_name("harbor/hello-world", "abcdef0123") == "hello-world__abcdef0"
     assert trial_name("../../etc/passwd", "abcdef0123") == "passwd__abcdef0"
     assert trial_name("..", "../x") == "task__x"
-    job = write_job(tmp_path / "jobs", [dict(task="../../escape", name="e__0000001", reward=1.0)])
+    job = write_job(tmp_path / "jobs", [dict(task="../../escape", name="e__0000001", reward=1.0),
+                                        dict(task="../../escape", name="e vil;__0000002", reward=1.0)])
     import_harbor_job(job, tmp_path / "run")
     export_run(tmp_path / "run", "harbor-job", tmp_path / "out" / "job", spec=KEEP_ALL)
-    assert [p.name for p in (tmp_path / "out" / "job").iterdir() if p.is_dir()][0].startswith("escape__")
+    names = sorted(p.name for p in (tmp_path / "out" / "job").iterdir() if p.is_dir())
+    # Harbor's own trial name comes back when it is a plain name; any other is made from the task and trial id
+    assert names[0] == "e__0000001" and re.fullmatch(r"escape__[0-9a-f]{7}", names[1]), names
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["job"] and not (tmp_path / "escape").exists()
 
 

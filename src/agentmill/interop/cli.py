@@ -28,6 +28,10 @@ def import_harbor_cmd(
     except AgentmillError as e:
         console.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from None
+    unfinished = {k: report.job_stats.get(k) or 0 for k in ("n_running_trials", "n_pending_trials")}
+    if any(unfinished.values()):  # Harbor is still running the job: importing again later adds the rest
+        console.print(f"note: the job is not finished ({unfinished['n_running_trials']} trials running, "
+                      f"{unfinished['n_pending_trials']} pending, by its result.json)", highlight=False)
     for line in report.problems:
         console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
     console.print(f"imported {report.imported} trials into {out}" + (f" ({report.already} already there)" if report.already else "")

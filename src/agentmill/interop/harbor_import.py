@@ -36,6 +36,7 @@ from agentmill.tasks.hashing import hash_text
 from agentmill.traces.atif import AgentInfo, Trajectory
 from agentmill.traces.harbor_atif import trajectory_from_harbor
 from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS, STDERR, STDOUT, TRAJECTORY, outcome_of, scalar_reward
+from agentmill.traces.harbor_schema import JobResult, TrialLock
 from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.verify.outcome import RewardError, parse_reward
@@ -50,14 +51,17 @@ class ImportReport:
     imported: int = 0
     already: int = 0  # in the run folder from an earlier import of this job
     problems: list[str] = field(default_factory=list)  # "<trial folder>: <problem>", each one skipped
+    job_stats: dict = field(default_factory=dict)  # the job's counters from its result.json (n_running_trials, ...)
 
 
 @dataclass
 class _Parsed:
     folder: Path
-    harbor: HarborTrial  # without its `config` (a big record, and only the model is read from it)
+    harbor: HarborTrial  # without its `config` (a big record: the model and environment are read from it first)
     ours: dict  # agent_result.metadata["agentmill"], when an agentmill export wrote the job
     model: str | None = None
+    environment: dict | None = None  # where Harbor ran it: the trial config's environment type or import path
+    digest: str | None = None  # the task's digest from the trial's lock.json, when Harbor wrote one
 
 
 def import_harbor_job(job_dir: Path, out: Path, *, progress: Callable[[int, int], None] | None = None) -> ImportReport:
@@ -71,6 +75,9 @@ def import_harbor_job(job_dir: Path, out: Path, *, progress: Callable[[int, int]
 
 def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[int, int], None] | None) -> ImportReport:
     report = ImportReport(out)
+    job = _job_result(job_dir, report.problems)
+    report.job_stats = job.stats.model_dump(exclude={"evals"}) if job else {}
+    job_key = job.id if job else job_dir.resolve().name  # names the job in derived trial ids
     parsed = [p for p in (_parse(f, report.problems) for f in folders) if p is not None]
     total, step = len(folders), 0
     attempts = _attempts(parsed)
@@ -86,7 +93,7 @@ def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[i
             if progress:
                 progress(step + total - len(parsed), total)
             try:
-                trial, result, trajectory = _convert(p, attempts[id(p)], job_dir)
+                trial, result, trajectory = _convert(p, attempts[id(p)], job_dir, job_key)
             except (ValueError, KeyError, TypeError, OSError, RecursionError) as e:
                 report.problems.append(f"{p.folder}: {_one_line(e)}")
                 continue
@@ -147,6 +154,8 @@ def _parse(folder: Path, problems: list[str]) -> _Parsed | None:
             raise ValueError("result.json: agent_result.metadata.agentmill.trial_id is not a trial id")
         parsed = _Parsed(folder, harbor, meta)
         parsed.model = _model(parsed)
+        parsed.environment = _environment(harbor.config)
+        parsed.digest = _lock_digest(folder)
         harbor.config = None
         return parsed
     except ValidationError as e:
@@ -178,20 +187,43 @@ def _model(p: _Parsed) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult, Trajectory]:
+def _environment(config: dict | None) -> dict | None:
+    env = (config or {}).get("environment")
+    if not isinstance(env, dict):
+        return None
+    kept = {k: env[k] for k in ("type", "import_path") if isinstance(env.get(k), str)}
+    return kept or None
+
+
+def _lock_digest(folder: Path) -> str | None:
+    """The task digest of the trial's lock.json (Harbor's successor to task_checksum); no lock: None."""
+    data = read_bytes(folder / "lock.json")
+    if data is None:
+        return None
+    try:
+        lock = TrialLock.model_validate_json(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"lock.json: {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']}") from None
+    digest = lock.task.digest if lock.task else None
+    return digest.removeprefix("sha256:") if isinstance(digest, str) and digest else None
+
+
+def _convert(p: _Parsed, attempt: int, job_dir: Path, job_key: str) -> tuple[dict, TrialResult, Trajectory]:
     h, ours = p.harbor, p.ours
     trajectory = _trajectory(p)
     rewards = _rewards(p)
     reward = scalar_reward(rewards)
-    exc = h.exception_info
+    recorded = h.recorded_exceptions()  # a multi-step trial records its failures on its steps
+    exc = recorded[0] if recorded else None
     outcome = ours.get("outcome") or outcome_of(exc.exception_type if exc else None, reward)
     model = p.model
-    task_hash = ours.get("task_hash") or h.task_checksum or hash_text(f"harbor-task:{h.task_name}")
-    trial_id = ours.get("trial_id") or hash_text(json.dumps({"harbor_job": _job_key(job_dir), "trial": h.trial_name}))[:24]
+    task_hash = ours.get("task_hash") or h.task_checksum or p.digest or hash_text(f"harbor-task:{h.task_name}")
+    trial_id = ours.get("trial_id") or hash_text(json.dumps({"harbor_job": job_key, "trial": h.trial_name}))[:24]
     named_path = ours.get("task_path") or ((h.task_id or {}).get("path") if isinstance(h.task_id, dict) else None)
     task_path = _task_folder(named_path)
     instruction = ours.get("instruction") or next((s.message for s in trajectory.steps if s.source == "user"), None)
-    ctx = h.agent_result
+    contexts = h.token_contexts()
     exception = ours.get("exception") if "exception" in ours else (f"{exc.exception_type}: {exc.exception_message}" if exc else None)
     result = TrialResult(
         trial_id=trial_id, attempt=attempt, model=model, task=h.task_name, task_hash=task_hash, agent=h.agent_info.name,
@@ -200,16 +232,22 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path) -> tuple[dict, TrialResult
         verifier_stdout=read_text(p.folder / STDOUT), verifier_stderr=read_text(p.folder / STDERR),
         notes=list(ours.get("notes") or []) + ([] if ours else [f"imported from Harbor trial {h.trial_name}"]),
         timings=Timings(**ours["timings"]) if ours.get("timings") else _timings(h),
-        tokens={"prompt": (ctx.n_input_tokens or 0) if ctx else 0, "completion": (ctx.n_output_tokens or 0) if ctx else 0},
-        cost_usd=ctx.cost_usd if ctx else None, agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
+        tokens={"prompt": sum(c.n_input_tokens or 0 for c in contexts), "completion": sum(c.n_output_tokens or 0 for c in contexts)},
+        cost_usd=_total([c.cost_usd for c in contexts]), agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
         tamper=ours.get("tamper") or [])
     trial = {"trial_id": trial_id, "task": h.task_name, "task_hash": task_hash, "task_path": task_path,
              "task_source": ours.get("task_source") or h.source, "task_metadata": ours.get("task_metadata") or {},
              "verifier_hash": ours.get("verifier_hash"), "instruction": instruction, "attempt": attempt,
              "agent": h.agent_info.name, "agent_version": result.agent_version, "model": model,
              "sampling": ours.get("sampling"),
-             "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name, "task_path": named_path}}
+             "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name, "task_path": named_path,
+                               "environment": p.environment}}
     return trial, result, trajectory
+
+
+def _total(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _task_folder(path) -> str | None:
@@ -224,12 +262,19 @@ def _task_folder(path) -> str | None:
         return None
 
 
-def _job_key(job_dir: Path) -> str:
-    """What names the job in derived trial ids: its id from result.json, else its folder's name."""
+def _job_result(job_dir: Path, problems: list[str]) -> JobResult | None:
+    """The job's result.json (its id, and Harbor's progress counters: current or older names); a job folder
+    without one is read all the same, one that does not parse is reported (its trials still import)."""
     try:
-        return str(json.loads(read_bytes(job_dir / "result.json") or b"{}")["id"])
-    except (ValueError, KeyError, TypeError, OSError):
-        return job_dir.resolve().name
+        data = read_bytes(job_dir / "result.json")
+        return JobResult.model_validate_json(data) if data is not None else None
+    except ValidationError as e:
+        err = e.errors()[0]
+        problems.append(f"{job_dir / 'result.json'}: {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']} "
+                        "(trial ids derived from the folder's name)")
+    except (ValueError, OSError) as e:
+        problems.append(f"{job_dir / 'result.json'}: {_one_line(e)}")
+    return None
 
 
 def _claimed(h: HarborTrial, trajectory: Trajectory) -> dict:
@@ -247,12 +292,14 @@ def _claimed(h: HarborTrial, trajectory: Trajectory) -> dict:
 
 def _trajectory(p: _Parsed) -> Trajectory:
     path = p.folder / TRAJECTORY
+    if not path.exists() and not path.is_symlink() and isinstance(p.ours.get("trajectory"), dict):
+        return Trajectory.model_validate(p.ours["trajectory"])  # agentmill's export of a trajectory of no step
     if not path.exists() and not path.is_symlink():  # agents that write no ATIF: an empty trajectory, said so
         return Trajectory(session_id=p.harbor.trial_name, agent=AgentInfo(name=p.harbor.agent_info.name, version=p.harbor.agent_info.version),
                           notes="the Harbor trial has no agent/trajectory.json").summarize()
     data = read_json(path)  # its own errors name the file
     try:
-        return trajectory_from_harbor(data)
+        return trajectory_from_harbor(data, session_id=p.harbor.trial_name)  # ATIF-v1.7 made session_id optional
     except ValidationError as e:
         err = e.errors()[0]
         raise ValueError(f"{TRAJECTORY}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

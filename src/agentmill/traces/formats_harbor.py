@@ -1,12 +1,12 @@
 """`agentmill export --format harbor-job`: the kept trials as a Harbor job folder (layout: harbor_schema.py).
 
-Each trial becomes `<task>__<7 characters of its trial id>/` with Harbor's config.json, result.json,
-agent/trajectory.json and verifier/ files; the job gets config.json and result.json with Harbor's
-stats (per agent, model and dataset: trials, errors, mean reward, which trials got which reward,
-which raised which exception). What Harbor's records have no field for (agentmill's outcome, trial
-id, attempt, task hash, tamper evidence) rides in `agent_result.metadata["agentmill"]`, so
-`agentmill import harbor` restores the run exactly. Streaming: one trial in memory at a time; the
-folder is written under a temporary name and renamed into place.
+Each trial becomes `<task>__<7 characters of its trial id>/` with Harbor's config.json, lock.json,
+result.json, agent/trajectory.json and verifier/ files; the job gets config.json, lock.json and
+result.json with Harbor's counters and stats (harbor_stats.py; configs and locks: harbor_config.py).
+What Harbor's records have no field for (agentmill's outcome, trial id, attempt, task hash, tamper
+evidence) rides in `agent_result.metadata["agentmill"]`, so `agentmill import harbor` restores the run
+exactly. Streaming: one trial in memory at a time (the job's lock gathers the trials' locks in a side
+file); the folder is written under a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.traces.atif import Trajectory
 from agentmill.traces.harbor_atif import trajectory_to_harbor
-from agentmill.traces.harbor_schema import EXCEPTION_OF, STDERR, STDOUT, TRAJECTORY, eval_key, scalar_reward
+from agentmill.traces.harbor_config import (VERIFIER_ENVIRONMENT_MODE, agent_config, environment_config, job_config,
+                                            job_lock_head, task_config, task_digest, trial_config, trial_lock)
+from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, error_policy, eval_key, harbor_exception
+from agentmill.traces.harbor_stats import JobTally
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.redact import redact
 
@@ -58,32 +61,40 @@ def write_harbor_job(records: Iterable[TraceRecord], out: Path, *, allow_empty: 
             out.rmdir()  # empty (checked above)
         tmp.rename(out)
     except BaseException:
+        job.close()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return job.trials, job.redactions
 
 
 class _Job:
-    """Job-level tallies, grown one trial at a time."""
+    """Job-level tallies, grown one trial at a time (the trials' locks go to a side file, not to memory)."""
 
     def __init__(self, out: Path, job_id: uuid.UUID):
         self.out, self.id = out, job_id
         self.trials = self.redactions = self.max_attempt = 0
-        self.evals: dict[str, dict] = {}
+        self.tally = JobTally()
         self.agents: dict[tuple, dict] = {}
         self.datasets: dict[str, dict] = {}
+        self.tasks: dict[str, dict] = {}
         self.started: list[str] = []
         self.finished: list[str] = []
+        self.now = datetime.now(timezone.utc).isoformat()
+        self.locks = None
+        self.names: set[str] = set()
+        self.environments: dict[str, dict] = {}  # the trials' environment configs: the job's, when they agree
 
     def add(self, root: Path, rec: TraceRecord) -> None:
         t, r = rec.trial, rec.result
-        name = trial_name(t["task"], rec.trial_id)
+        imported = t.get("imported_from") if isinstance(t.get("imported_from"), dict) else {}
+        name = self._name(t["task"], rec.trial_id, imported.get("trial_name"))
         folder = root / name
         (folder / "agent").mkdir(parents=True)
         (folder / "verifier").mkdir()
         trajectory, n = _redacted(rec.trajectory)
         self.redactions += n
-        (folder / TRAJECTORY).write_text(json.dumps(trajectory_to_harbor(trajectory), indent=2, ensure_ascii=False))
+        if trajectory.steps:  # ATIF needs a step: a trial without one has no trajectory file, as Harbor's agents that write none
+            (folder / TRAJECTORY).write_text(json.dumps(trajectory_to_harbor(trajectory), indent=2, ensure_ascii=False))
         for path, text in ((STDOUT, r.get("verifier_stdout") or ""), (STDERR, r.get("verifier_stderr") or "")):
             clean, n = redact(text)
             self.redactions += n
@@ -93,92 +104,138 @@ class _Job:
             (folder / "verifier" / "reward.txt").write_text(f"{rewards['reward']}\n")
         elif rewards:
             (folder / "verifier" / "reward.json").write_text(json.dumps(rewards))
-        exception = _exception(r["outcome"], r, trajectory)
+        times = _times(trajectory, r.get("timings") or {})
+        exception = _exception(r, trajectory, times["finished_at"] or self.now)
         if exception:
             (folder / "exception.txt").write_text(f"{exception['exception_type']}: {exception['exception_message']}\n")
-        dataset = Path(t.get("task_source") or "adhoc").name or "adhoc"
-        agent = {"name": t.get("agent"), "import_path": None, "model_name": t.get("model"), "kwargs": {}, "env": {}}
-        config = _trial_config(t, name, self.out, agent, dataset, self.id)
-        times = _times(trajectory, r.get("timings") or {})
+        task_source = t.get("task_source")
+        dataset = Path(task_source or "adhoc").name or "adhoc"
+        task_path = t.get("task_path") or t["task"]
+        agent = agent_config(t.get("agent"), t.get("model"))
+        config = trial_config(task=task_config(task_path, dataset), trial_name=name, trials_dir=str(self.out),
+                              agent=agent, job_id=str(self.id), environment=environment_config(imported.get("environment")))
+        model_info = _model_info(t.get("model"))
+        reward_valid = bool(rewards) and (exception is None or exception["policy"]["has_valid_reward"])
+        agent_result = _agent_context(rec, trajectory)
         result = {
-            "id": str(uuid.uuid5(self.id, rec.trial_id)), "task_name": t["task"], "trial_name": name,
-            "trial_uri": (self.out / name).resolve().as_uri(), "task_id": {"path": t.get("task_path") or t["task"]},
-            "source": dataset, "task_checksum": t.get("task_hash"), "config": config,
-            "agent_info": {"name": t.get("agent"), "version": t.get("agent_version") or "unknown",
-                           "model_info": {"name": t["model"], "provider": "openai-compatible"} if t.get("model") else None},
-            "agent_result": _agent_context(rec),
+            "schema_version": 1, "id": str(uuid.uuid5(self.id, rec.trial_id)), "task_name": t["task"], "trial_name": name,
+            "trial_uri": (self.out / name).resolve().as_uri(), "task_id": {"path": task_path},
+            "source": dataset, "task_checksum": t.get("task_hash") or "", "config": config,
+            "agent_info": {"name": t.get("agent"), "version": t.get("agent_version") or "unknown", "model_info": model_info},
+            "agent_result": agent_result,
             "verifier_result": {"rewards": rewards} if rewards else None,
-            "exception_info": exception, **times,
+            "verifier_environment_mode": VERIFIER_ENVIRONMENT_MODE,
+            "exception_info": exception, **times, "step_results": None, "reward_valid": reward_valid,
         }
+        self.environments[json.dumps(config["environment"], sort_keys=True)] = config["environment"]
         (folder / "config.json").write_text(json.dumps(config, indent=2))
         (folder / "result.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
-        self._tally(eval_key(t.get("agent") or "agent", t.get("model"), dataset), name, rewards, exception)
+        lock = trial_lock(config, task_name=Path(task_path).name or t["task"], digest=task_digest(t.get("task_hash"), t["task"]))
+        (folder / "lock.json").write_text(json.dumps(lock, indent=2))
+        self._job_lock_entry(root, lock)
+        key = eval_key(t.get("agent") or "agent", model_info["name"] if model_info else None, dataset)
+        tokens = {k: agent_result[k] for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")}
+        self.tally.add(key, trial_name=name, task=t["task"], rewards=rewards, reward_valid=reward_valid,
+                       exception_type=exception["exception_type"] if exception else None, tokens=tokens)
         self.agents[(t.get("agent"), t.get("model"))] = agent
-        self.datasets[dataset] = {"path": t.get("task_source"), "name": dataset}
+        if task_source:
+            self.datasets[task_source] = {"path": task_source}
+        else:  # a task of no dataset folder: listed on its own, as Harbor's `tasks`
+            self.tasks[task_path] = task_config(task_path, dataset)
         self.max_attempt = max(self.max_attempt, int(t.get("attempt") or 0))
         self.started += [times["started_at"]] if times["started_at"] else []
         self.finished += [times["finished_at"]] if times["finished_at"] else []
         self.trials += 1
 
-    def _tally(self, key: str, name: str, rewards: dict, exception: dict | None) -> None:
-        e = self.evals.setdefault(key, {"n_trials": 0, "n_errors": 0, "rewards": [], "reward_stats": {}, "exception_stats": {}})
-        if exception:
-            e["n_errors"] += 1
-            e["exception_stats"].setdefault(exception["exception_type"], []).append(name)
+    def _name(self, task: str, trial_id: str, harbor_name) -> str:
+        """The trial folder's name: the one Harbor gave a trial imported from it (when a plain name), else
+        `<task>__<7 characters of the trial id>` (more characters if two trials would share a folder)."""
+        if isinstance(harbor_name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", harbor_name) and harbor_name not in self.names:
+            name = harbor_name
         else:
-            e["n_trials"] += 1
-        e["rewards"].append(scalar_reward(rewards))
-        for k, v in rewards.items():
-            e["reward_stats"].setdefault(k, {}).setdefault(str(v), []).append(name)
+            name = trial_name(task, trial_id)
+            if name in self.names:
+                name = f"{name}{re.sub(r'[^A-Za-z0-9]', '', trial_id)[7:24]}"
+        if name in self.names:
+            raise AgentmillError(f"two trials would share the Harbor trial folder {name}: trial {trial_id}")
+        self.names.add(name)
+        return name
+
+    def _job_lock_entry(self, root: Path, lock: dict) -> None:
+        """The job's lock.json lists every trial's lock: kept in a side file until the job is finished."""
+        if self.locks is None:
+            self.locks = open(root / _LOCKS_SIDE_FILE, "w")
+        self.locks.write(json.dumps(lock) + "\n")
 
     def finish(self, root: Path) -> None:
-        evals = {}
-        for key, e in self.evals.items():
-            values = [v if v is not None else 0.0 for v in e.pop("rewards")]  # Harbor's mean counts a missing reward as 0
-            evals[key] = {**e, "metrics": [{"mean": sum(values) / len(values)}] if values else []}
-        result = {"id": str(self.id), "started_at": min(self.started, default=None), "finished_at": max(self.finished, default=None),
-                  "n_total_trials": self.trials,
-                  "stats": {"n_trials": sum(e["n_trials"] for e in evals.values()),
-                            "n_errors": sum(e["n_errors"] for e in evals.values()), "evals": evals}}
-        config = {"job_name": self.out.name, "jobs_dir": str(self.out.parent), "n_attempts": self.max_attempt + 1,
-                  "timeout_multiplier": 1.0, "debug": False, "orchestrator": {"type": "local"},
-                  "environment": _ENVIRONMENT, "verifier": _VERIFIER, "metrics": [],
-                  "agents": list(self.agents.values()), "datasets": list(self.datasets.values()), "tasks": []}
+        started = min(self.started, default=self.now)
+        finished = max(self.finished, default=started)
+        result = {"schema_version": 1, "id": str(self.id), "started_at": started, "updated_at": finished,
+                  "finished_at": finished, "n_total_trials": self.trials, "stats": self.tally.stats()}
+        config = job_config(job_name=self.out.name, jobs_dir=str(self.out.parent), n_attempts=self.max_attempt + 1,
+                            agents=list(self.agents.values()), datasets=list(self.datasets.values()),
+                            tasks=list(self.tasks.values()),
+                            environment=next(iter(self.environments.values())) if len(self.environments) == 1 else None)
         (root / "config.json").write_text(json.dumps(config, indent=2))
         (root / "result.json").write_text(json.dumps(result, indent=2))
+        self._write_job_lock(root)
+
+    def _write_job_lock(self, root: Path) -> None:
+        side = root / _LOCKS_SIDE_FILE
+        self.close()
+        head = json.dumps(job_lock_head(self.now), indent=2)
+        with open(root / "lock.json", "w") as out:
+            out.write(head[:-2] + ',\n  "trials": [')  # the head's closing brace gives way to the trials
+            if side.exists():
+                with open(side) as lines:
+                    for i, line in enumerate(lines):
+                        out.write(("," if i else "") + "\n    " + line.rstrip("\n"))
+            out.write("\n  ]\n}\n")
+        side.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.locks is not None:
+            self.locks.close()
+            self.locks = None
 
 
-_ENVIRONMENT = {"force_build": False, "delete": True, "env": {}, "kwargs": {}}
-_VERIFIER = {"override_timeout_sec": None, "max_timeout_sec": None, "env": {}, "disable": False}
+_LOCKS_SIDE_FILE = ".trial-locks.jsonl"
 
 
-def _trial_config(t: dict, name: str, out: Path, agent: dict, dataset: str, job_id: uuid.UUID) -> dict:
-    return {"task": {"path": t.get("task_path") or t["task"], "git_url": None, "git_commit_id": None, "overwrite": False,
-                     "download_dir": None, "source": dataset},
-            "trial_name": name, "trials_dir": str(out), "timeout_multiplier": 1.0, "agent": agent,
-            "environment": _ENVIRONMENT, "verifier": _VERIFIER, "artifacts": [], "job_id": str(job_id)}
+def _model_info(model: str | None) -> dict | None:
+    """Harbor's model_info: the name without its provider prefix (`openai/gpt-x`: provider openai, name gpt-x)."""
+    if not model:
+        return None
+    provider, name = model.split("/", 1) if "/" in model else (None, model)
+    return {"name": name, "provider": provider}
 
 
-def _agent_context(rec: TraceRecord) -> dict:
+def _agent_context(rec: TraceRecord, trajectory: Trajectory) -> dict:
     t, r = rec.trial, rec.result
     tokens = r.get("tokens") or {}
     cached = (rec.trajectory.final_metrics.total_cached_tokens if rec.trajectory.final_metrics else None)
     keep = ("trial_id", "attempt", "task_hash", "task_path", "task_source", "task_metadata", "verifier_hash", "instruction",
             "agent_version", "sampling")
-    return {"n_input_tokens": tokens.get("prompt"), "n_cache_tokens": cached, "n_output_tokens": tokens.get("completion"),
-            "cost_usd": r.get("cost_usd"), "rollout_details": None,
+    usage = {"n_input_tokens": tokens.get("prompt"), "n_cache_tokens": cached, "n_output_tokens": tokens.get("completion"),
+             "cost_usd": r.get("cost_usd")}
+    by_model = {t["model"]: {**{k: v or 0 for k, v in usage.items() if k != "cost_usd"}, "cost_usd": usage["cost_usd"]}} if t.get("model") else None
+    return {**usage, "model_usage": by_model, "rollout_details": None,
             "metadata": {METADATA_KEY: {**{k: t.get(k) for k in keep}, "outcome": r["outcome"], "exception": r.get("exception"),
                                         "notes": r.get("notes") or [], "tamper": r.get("tamper") or [],
-                                        "timings": r.get("timings") or {}, "agent_metadata": r.get("agent_metadata") or {}}}}
+                                        "timings": r.get("timings") or {}, "agent_metadata": r.get("agent_metadata") or {},
+                                        # a trajectory of no step is written nowhere else (see add)
+                                        **({} if trajectory.steps else {"trajectory": trajectory.model_dump(mode="json", exclude_none=True)})}}}
 
 
-def _exception(outcome: str, r: dict, trajectory: Trajectory) -> dict | None:
-    kind = EXCEPTION_OF.get(outcome)
-    if kind is None:
+def _exception(r: dict, trajectory: Trajectory, fallback_time: str) -> dict | None:
+    """Harbor's exception_info for the trial's outcome; it happened at the last step (else when the trial ended)."""
+    found = harbor_exception(r["outcome"], r.get("exception"), r.get("reward"))
+    if found is None:
         return None
+    kind, message = found
     when = trajectory.steps[-1].timestamp if trajectory.steps else None
-    return {"exception_type": kind, "exception_message": r.get("exception") or outcome,
-            "exception_traceback": "", "occurred_at": when}
+    return {"exception_type": kind, "exception_message": message, "exception_traceback": "",
+            "occurred_at": when or fallback_time, "policy": error_policy(kind)}
 
 
 def _times(trajectory: Trajectory, timings: dict) -> dict:
