@@ -12,23 +12,39 @@ Deterministic rules, so a run is reproducible:
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from agentmill.synth.scheduler import Scheduler
 from agentmill.synth.store import SynthStore
 
 
-def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int) -> dict:
-    boxes = store.finished_boxes()
+def review_due(store: SynthStore, every: int) -> int | None:
+    """The multiple of `every` finished target boxes a review is owed for, if one is: counted in the store,
+    so a resumed run (or boxes that finished together) neither skips a mark nor reviews one twice."""
+    mark = store.finished_boxes("target") // every * every
+    return mark if mark > int(store.get_meta("reviewed_at_boxes") or 0) else None
+
+
+def review_if_due(store: SynthStore, scheduler: Scheduler, every: int, flag_after: int) -> dict | None:
+    mark = review_due(store, every)
+    return None if mark is None else meta_review(store, scheduler, flag_after, at_boxes=mark)
+
+
+def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int, *, at_boxes: int | None = None) -> dict:
+    """Review now; `at_boxes` is the cadence mark it is recorded for (default: the finished target boxes)."""
+    boxes = store.finished_boxes("target") if at_boxes is None else at_boxes
     cards = store.cards()
     accepted = store.accepted_counts()
     progress = {c["card_id"]: (accepted.get(c["card_id"], 0) / c["target_count"]) if c["target_count"] else 1.0 for c in cards}
     mean = sum(progress.values()) / len(progress) if progress else 0.0
     finished = {r["card_id"]: r["n"] for r in store.rows(
         "SELECT card_id, COUNT(*) AS n FROM candidates WHERE kind = 'target' AND state IN ('accepted', 'rejected') GROUP BY card_id")}
-    since = store.rows("SELECT COALESCE(MAX(at), 0) AS t FROM meta_reviews")[0]["t"]
-    recent = store.rows("SELECT d.category FROM diagnoses d JOIN attempts a USING (attempt_id) WHERE a.started > ?",
-                        (since,))
+    # the diagnoses written since the last review (by row, not by time: an attempt that started before
+    # the last review but was diagnosed after it is still news)
+    last = store.rows("SELECT review FROM meta_reviews ORDER BY n DESC LIMIT 1")
+    since = json.loads(last[0]["review"]).get("diagnoses_upto", 0) if last else 0
+    recent = store.rows("SELECT rowid AS id, category FROM diagnoses WHERE rowid > ? ORDER BY rowid", (since,))
     weights, flagged = {}, {}
     for c in cards:
         cid = c["card_id"]
@@ -55,6 +71,7 @@ def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int) -> dic
         lines.append("Make the workflow need every step of the card; the target solves the current ones.")
     review = {"after_boxes": boxes, "progress": {k: round(v, 3) for k, v in progress.items()}, "multipliers": weights,
               "over_represented": over, "gaps": gaps, "flagged": flagged, "diagnoses": dict(counts),
-              "systematic": systematic, "guidance": " ".join(lines)}
+              "systematic": systematic, "guidance": " ".join(lines),
+              "diagnoses_upto": recent[-1]["id"] if recent else since}
     store.add_meta_review(boxes, review)
     return review

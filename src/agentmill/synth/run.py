@@ -17,7 +17,7 @@ from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.gates import default_gates
-from agentmill.synth.meta_review import meta_review
+from agentmill.synth.meta_review import review_if_due
 from agentmill.synth.output import materialize
 from agentmill.synth.scheduler import CardQuota, Scheduler, run_workers
 from agentmill.synth.store import SynthStore
@@ -91,18 +91,21 @@ async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | N
                                          accepted=accepted.get(c["card_id"], 0), multiplier=c["multiplier"])
                                for c in store.cards()], seed=config.synth.seed)
         scheduler.next_index = store.next_slot()
-        every = config.synth.meta_review_every
         lock = asyncio.Lock()
+
+        def review() -> None:
+            # at every multiple of meta_review_every finished target boxes, counted in the store: a review a
+            # killed run owed is made before any new box starts (one, for the latest mark passed)
+            done = review_if_due(store, scheduler, config.synth.meta_review_every, config.synth.flag_after_failures)
+            if done is not None:
+                env.emit("meta_review", review=done)
+
+        review()
 
         async def target_box(slot) -> bool:
             ok = await run_box(env, slot.card_id, f"{slot.card_id}-s{slot.index:04d}", slot=slot.index)
             async with lock:
-                # every `every` finished boxes, counted in the store: across resumes, and when several
-                # boxes finish (or a resume marks cut-short ones) between two checks
-                done, reviewed = store.finished_boxes(), int(store.get_meta("reviewed_at_boxes") or 0)
-                if done - reviewed >= every:
-                    store.set_meta("reviewed_at_boxes", str(done))
-                    env.emit("meta_review", review=meta_review(store, scheduler, config.synth.flag_after_failures))
+                review()
             return ok
 
         await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - scheduler.next_index))

@@ -193,15 +193,20 @@ class SynthStore:
     def accepted_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self.db.execute("SELECT card_id, COUNT(*) FROM acceptances WHERE kind = 'target' GROUP BY card_id")}
 
-    def finished_boxes(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM candidates WHERE state IN ('accepted', 'rejected')").fetchone()[0]
+    def finished_boxes(self, kind: str | None = None) -> int:
+        sql = "SELECT COUNT(*) FROM candidates WHERE state IN ('accepted', 'rejected')" + (" AND kind = ?" if kind else "")
+        return self.db.execute(sql, (kind,) if kind else ()).fetchone()[0]
 
     def rows(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(sql, args)]
 
     def add_meta_review(self, after_boxes: int, review: dict) -> None:
+        """The review and the cadence mark it settles (meta `reviewed_at_boxes`) in one transaction: a kill
+        leaves either both or neither, so a review is never lost nor made twice."""
         n = self.db.execute("SELECT COUNT(*) FROM meta_reviews").fetchone()[0]
-        self.db.execute("INSERT INTO meta_reviews VALUES (?, ?, ?, ?)", (n, after_boxes, json.dumps(review), time.time()))
+        self._tx(("INSERT INTO meta_reviews VALUES (?, ?, ?, ?)", (n, after_boxes, json.dumps(review), time.time())),
+                 ("INSERT INTO meta (key, value) VALUES ('reviewed_at_boxes', ?) ON CONFLICT(key) DO UPDATE SET "
+                  "value = excluded.value", (str(after_boxes),)))
 
     def latest_guidance(self) -> str:
         row = self.db.execute("SELECT review FROM meta_reviews ORDER BY n DESC LIMIT 1").fetchone()
