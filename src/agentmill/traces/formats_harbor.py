@@ -216,7 +216,7 @@ def _agent_context(rec: TraceRecord, trajectory: Trajectory) -> dict:
     cached = (rec.trajectory.final_metrics.total_cached_tokens if rec.trajectory.final_metrics else None)
     keep = ("trial_id", "attempt", "task_hash", "task_path", "task_source", "task_metadata", "verifier_hash", "instruction",
             "agent_version", "sampling")
-    usage = {"n_input_tokens": tokens.get("prompt"), "n_cache_tokens": cached, "n_output_tokens": tokens.get("completion"),
+    usage = {"n_input_tokens": tokens.get("prompt", 0), "n_cache_tokens": cached, "n_output_tokens": tokens.get("completion", 0),
              "cost_usd": r.get("cost_usd")}
     by_model = {t["model"]: {**{k: v or 0 for k, v in usage.items() if k != "cost_usd"}, "cost_usd": usage["cost_usd"]}} if t.get("model") else None
     return {**usage, "model_usage": by_model, "rollout_details": None,
