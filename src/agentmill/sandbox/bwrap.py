@@ -106,6 +106,15 @@ def _chown_small_tree(path: Path, uid: int) -> bool:
     return True
 
 
+def _is_guest_socket(path: Path, uid: int) -> bool:
+    """A listening socket the sandbox's uid made; not a file, a link or anything else in its place."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == uid
+
+
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
     if cgroup is not None:
         cgroup.kill_all()
@@ -283,8 +292,7 @@ class BwrapSandbox:
             raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
         if not ready:
             raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
-        sock = os.lstat(self._ctl / "sock")
-        if not stat.S_ISSOCK(sock.st_mode) or sock.st_uid != self.uid:  # the guest's own socket, nothing else
+        if not _is_guest_socket(self._ctl / "sock", self.uid):
             raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")
 
     def _stderr_text(self) -> str:

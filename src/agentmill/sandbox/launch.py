@@ -61,30 +61,46 @@ class SandboxLaunch:
 
     def __call__(self) -> None:
         try:
-            for procs in self.cgroup_procs:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")  # "0": the writing process itself
-                finally:
-                    os.close(fd)
-            for res, value in self.rlimits:
-                resource.setrlimit(res, (value, value))
+            self._join_cgroups()
+            self._set_rlimits()
             if self.uid is not None:
-                self._drop_to(self.uid)
+                if self.drop_bounding_set:  # an overlay keeps it until bwrap, whose --cap-drop ALL clears it
+                    self._drop_bounding_set()
+                self._clear_inheritable()
+                self._become(self.uid)
         except BaseException as e:  # noqa: BLE001 - whatever it was, the child must not go on to exec
             os.write(2, f"sandbox launch failed: {type(e).__name__}: {e}\n".encode())
             os._exit(126)
 
-    def _drop_to(self, uid: int) -> None:
-        if self.drop_bounding_set:  # an overlay keeps it until bwrap, whose --cap-drop ALL clears it
-            for cap in range(_LAST_CAP + 1):
-                if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
-                    raise OSError(ctypes.get_errno(), f"dropping capability {cap} from the bounding set")
+    def _join_cgroups(self) -> None:
+        for procs in self.cgroup_procs:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")  # "0": the writing process itself
+            finally:
+                os.close(fd)
+
+    def _set_rlimits(self) -> None:
+        for res, value in self.rlimits:
+            resource.setrlimit(res, (value, value))
+
+    @staticmethod
+    def _drop_bounding_set() -> None:
+        for cap in range(_LAST_CAP + 1):
+            if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
+                raise OSError(ctypes.get_errno(), f"dropping capability {cap} from the bounding set")
+
+    def _clear_inheritable(self) -> None:
         if _libc.capget(ctypes.byref(self._header), self._caps) != 0:
             raise OSError(ctypes.get_errno(), "capget")
         self._caps[0].inheritable = self._caps[1].inheritable = 0
         if _libc.capset(ctypes.byref(self._header), self._caps) != 0:
             raise OSError(ctypes.get_errno(), "capset (clearing the inheritable set)")
+
+    @staticmethod
+    def _become(uid: int) -> None:
+        """Real, effective and saved ids and no groups: with all three uids non-zero the kernel also
+        empties the permitted, effective and ambient capability sets."""
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
