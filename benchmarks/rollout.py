@@ -9,8 +9,9 @@ Two measurements:
 
 1. Harness overhead per agent turn: one terminus trial whose model answers --turns turns, each
    with one instant command (`true`, duration 0), then claims completion and confirms. Reported:
-   agent time / model turns, split into the ModelClient.chat round trip, the tmux client execs
-   (send-keys, capture-pane, session start) and the rest (agent-side Python). Both are timed by
+   agent time / model turns, split into the ModelClient.chat round trip, the tmux commands
+   (send-keys, capture-pane, session start, the control channel's opening: over the channel, or by
+   client exec with AGENTMILL_TMUX_CHANNEL=0) and the rest (agent-side Python). Both are timed by
    wrapping, at run time, ModelClient.chat and TmuxSession._run; the package is not changed.
    Repeated --repeats times; the median is reported.
 2. Trials per second: full terminus trials through run_rollout (ledger, trial folders, fsyncs),
@@ -204,9 +205,21 @@ class Timer:
 TMUX = Timer()
 
 
+TRANSPORTS: collections.Counter = collections.Counter()
+
+
 def instrument_tmux() -> None:
-    """Time every tmux client exec (send-keys, capture-pane, new-session...) from this process."""
+    """Time every tmux command from this process (send-keys, capture-pane, new-session...), over the
+    control channel or by client exec, and the channel's opening; count the sessions by transport."""
     TmuxSession._run = TMUX.wrap(TmuxSession._run)
+    if hasattr(TmuxSession, "_open_channel"):  # absent in trees before the channel (paired "before" runs)
+        TmuxSession._open_channel = TMUX.wrap(TmuxSession._open_channel)
+    start = TmuxSession.start
+
+    async def counted_start(self):
+        await start(self)
+        TRANSPORTS[getattr(self, "transport", "exec")] += 1
+    TmuxSession.start = counted_start
 
 
 def timed_client(base_url: str, max_concurrency: int) -> tuple[ModelClient, Timer]:
@@ -523,6 +536,7 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
         "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version(),
                     "mem_total_mib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20,
                     "euid": os.geteuid()},
+        "tmux_transports": TRANSPORTS,
         "args": {"turns": args.turns, "repeats": args.repeats, "concurrency": args.levels,
                  "trials": {c: trials_for(c, args) for c in args.levels}, "server": args.server,
                  "keep_nagle": args.keep_nagle,
@@ -549,13 +563,14 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
             for col in ("per agent turn (run with the median)", "ms", "share"):
                 tbl.add_column(col, justify="left" if col.startswith("per") else "right")
             for label, key in (("agent time / turns", "per_turn_s"), ("  model call (ModelClient.chat round trip)", "model_per_turn_s"),
-                               ("  tmux execs (send-keys, capture-pane, start)", "tmux_per_turn_s"),
+                               ("  tmux (send-keys, capture-pane, start, channel open)", "tmux_per_turn_s"),
                                ("  rest (agent Python, sleeps, event loop)", "other_per_turn_s")):
                 tbl.add_row(label, ms(m[key]), f"{100 * m[key] / m['per_turn_s']:.0f}%")
             console.print(tbl)
             console.print(f"{t['turns']} model turns per trial; agent time {ms(m['agent_s'])} ms, whole trial "
-                          f"{ms(m['trial_s'])} ms; one model call p50 {ms(m['model_call_p50_s'])} ms, one tmux exec p50 "
-                          f"{ms(m['tmux_exec_p50_s'])} ms ({m['tmux_execs']:.0f} execs per trial).")
+                          f"{ms(m['trial_s'])} ms; one model call p50 {ms(m['model_call_p50_s'])} ms, one tmux command p50 "
+                          f"{ms(m['tmux_exec_p50_s'])} ms ({m['tmux_execs']:.0f} per trial); terminal sessions by "
+                          f"transport: {dict(TRANSPORTS)}.")
             console.print(f"model call p50 over the first 5 turns {ms(m['model_call_first5_p50_s'])} ms, over the last 5 "
                           f"{ms(m['model_call_last5_p50_s'])} ms (every request carries the whole conversation).")
             for label, b in (("a 1-message request", t["baseline"]["short"]),
