@@ -80,6 +80,7 @@ def test_a_real_rollout_exported_to_harbor_and_imported_back_is_the_same_run(run
     r = subprocess.run([*CLI, "import", "harbor", str(job), "--out", str(back)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     _same_trials(run, back)
+    validate_job_folder(job)  # every record of a real rollout's job reads as Harbor's models
     a, b = _records(run), _records(back)
     for tid in a:  # every agentmill record comes back, plus where it came from
         assert {k: v for k, v in b[tid].trial.items() if k != "imported_from"} == a[tid].trial
@@ -220,6 +221,7 @@ def test_a_model_driven_terminus_run_round_trips_to_the_same_sft_rows(tmp_path):
                             "--out", str(run), "--temperature", "0", "--attempts", "2"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     export_run(run, "harbor-job", tmp_path / "job", spec=KEEP_ALL)
+    validate_job_folder(tmp_path / "job")  # a model's trajectories (reasoning, tokens) read as Harbor's ATIF
     import_harbor_job(tmp_path / "job", tmp_path / "back")
     _same_trials(run, tmp_path / "back")
     rows = {}

@@ -241,5 +241,6 @@ def scalar_reward(rewards: dict[str, float | int | None] | None) -> float | None
 
 
 def eval_key(agent: str, model: str | None, dataset: str) -> str:
-    """The key of a job's `stats.evals`: agent, model (when there is one) and dataset, joined by '__'."""
-    return "__".join(p for p in (agent, model.split("/")[-1] if model else None, dataset) if p)
+    """The key of a job's `stats.evals` (harbor: JobStats.format_agent_evals_key): agent, the model as its
+    `model_info.name` (when there is one) and dataset, joined by '__'."""
+    return "__".join(p for p in (agent, model, dataset) if p)
