@@ -109,7 +109,29 @@ def test_a_wrong_needle_is_caught(monkeypatch):
 
 def test_a_gate_without_a_patterns_needle_is_caught(monkeypatch):
     # the first check (any needle at all) must hold one needle of every pattern
-    monkeypatch.setattr(redact_mod, "_GATE", tuple(n for n in redact_mod._GATE if n != "eyJ"))
+    monkeypatch.setattr(redact_mod, "_GATE", tuple(g for g in redact_mod._GATE if g[1] != "eyJ"))
+    text = next(secret for kind, secret, _ in SAMPLES if kind == "jwt")
+    assert redact(text) == (text, 0) != redact_reference(text)
+
+
+def test_every_anchor_is_part_of_its_needle():
+    for anchor, needle in redact_mod._GATE + redact_mod._GATE_FOLDED:
+        assert anchor and anchor in needle
+    # speed: a rare character (one memchr) where the needle has one, else a family's shared prefix
+    anchors = {n: a for a, n in redact_mod._GATE}
+    assert anchors["eyJ"] == "J" and anchors["KEY"] == "K" and anchors["xoxb-"] == "xox" and anchors["ghp_"] == "gh"
+
+
+def test_a_family_anchor_found_once_still_checks_each_needle():
+    # "gh" is present (and remembered) for every gh*_ needle; each needle is still looked for
+    text = "high ghz ghp_" + "a1B2c3D4e5" * 4
+    assert redact_mod._maybe_secret(text) and not redact_mod._maybe_secret("high ghz gh_ gho")
+    assert redact(text) == redact_reference(text) and redact(text)[1] == 1
+
+
+def test_an_anchor_outside_its_needle_is_caught(monkeypatch):
+    # a needle is looked for only where its anchor occurs: an anchor the needle lacks hides the needle
+    monkeypatch.setattr(redact_mod, "_GATE", tuple(("#", n) if n == "eyJ" else (a, n) for a, n in redact_mod._GATE))
     text = next(secret for kind, secret, _ in SAMPLES if kind == "jwt")
     assert redact(text) == (text, 0) != redact_reference(text)
 

@@ -8,6 +8,7 @@ covers trajectories written by older versions or other harnesses.
 
 from __future__ import annotations
 
+import os
 import re
 
 from agentmill.traces.text import clean_text, is_clean
@@ -79,7 +80,42 @@ def _needles_of(folded: bool) -> tuple[str, ...]:
     return tuple(sorted(n for n in first if not any(m != n and m in n for m in first)))
 
 
-_GATE, _GATE_FOLDED = _needles_of(False), _needles_of(True)
+# Characters by how often they occur in terminal output and prose, most common first. A needle is
+# looked for only where its anchor occurs: its rarest character when that is rare (a one-character
+# search, memchr, is some thirty times faster than a substring search, and a rare character is
+# mostly absent), else the prefix it shares with other needles (one search for the family: gh, xox).
+# Speed only: any part of the needle as its anchor would be exact.
+_COMMON = " \netaoinsrhldcumfpgwybv.-_/:=,0123456789k\"'x#@|()[]{}ITASCEONRLPDMHBFGUWYKVjqzJXQZ"
+_RARE_FROM = _COMMON.index("I")  # upper-case letters and the rarest lower-case ones
+
+
+def _anchored(needles: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(anchor, needle) for each needle."""
+    rank = {c: i for i, c in enumerate(_COMMON)}
+
+    def anchor(n: str) -> str:
+        rarest = max(n, key=lambda c: rank.get(c, len(_COMMON)))
+        if rank.get(rarest, len(_COMMON)) >= _RARE_FROM:
+            return rarest
+        shared = [os.path.commonprefix([n, m]) for m in needles if m != n]
+        return max(shared, key=len) if shared and len(max(shared, key=len)) >= 2 else n
+
+    return tuple((anchor(n), n) for n in needles)
+
+
+_GATE, _GATE_FOLDED = _anchored(_needles_of(False)), _anchored(_needles_of(True))
+
+
+def _holds(text: str, gate: tuple[tuple[str, str], ...]) -> bool:
+    """Whether `text` holds a needle of `gate` (each anchor searched once)."""
+    anchors: dict[str, bool] = {}
+    for anchor, needle in gate:
+        found = anchors.get(anchor)
+        if found is None:
+            found = anchors[anchor] = anchor in text
+        if found and (anchor == needle or needle in text):
+            return True
+    return False
 
 
 def _folded(text: str) -> str | None:
@@ -90,11 +126,10 @@ def _folded(text: str) -> str | None:
 
 
 def _maybe_secret(text: str) -> bool:
-    for needle in _GATE:
-        if needle in text:
-            return True
+    if _holds(text, _GATE):
+        return True
     low = _folded(text)
-    return low is None or any(needle in low for needle in _GATE_FOLDED)
+    return low is None or _holds(low, _GATE_FOLDED)
 
 
 def scrubbed_as_is(texts: list[str]) -> bool:

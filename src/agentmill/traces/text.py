@@ -17,15 +17,22 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 _DIRTY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+_DIRTY_ASCII = bytes(c for c in range(128) if _DIRTY.match(chr(c)))  # the same characters, as bytes
+
+
 def is_clean(text: str) -> bool:
-    """clean_text(text) == text (and so for any text made by joining such texts)."""
+    """clean_text(text) == text (and so for any text made by joining such texts). ASCII text is
+    checked as bytes (bytes.translate deletes in one C loop, several times faster than a regex search)."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        return len(raw.translate(None, _DIRTY_ASCII)) == len(raw)
     return _DIRTY.search(text) is None
 
 
 def clean_text(text: str | None) -> str:
     if not text:
         return ""
-    if _DIRTY.search(text) is None:
+    if is_clean(text):
         return text
     text = _SURROGATE.sub("\ufffd", text)  # lone surrogates cannot be encoded anywhere
     text = _ANSI.sub("", text)
