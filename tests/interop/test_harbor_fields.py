@@ -152,7 +152,7 @@ def test_a_harbor_job_imported_and_exported_keeps_its_stats_names_and_environmen
     assert _sorted_names(stats) == _sorted_names(harbor_stats)  # trials are listed in the order they finished
     for t in trials:
         before, after = _json(job / t["name"] / "result.json"), _json(again / t["name"] / "result.json")
-        for field in ("task_name", "source", "agent_info", "verifier_result", "reward_valid"):
+        for field in ("task_name", "source", "agent_info", "verifier_result", "reward_valid", "verifier_environment_mode"):
             assert after[field] == before[field], (t["name"], field)
         for field in ("started_at", "finished_at"):  # the same moments (Harbor writes local time without a zone)
             assert _moment(after[field]) == _moment(before[field]), (t["name"], field)

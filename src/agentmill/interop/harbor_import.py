@@ -4,8 +4,10 @@ Every trial folder of the job becomes `trials/<trial_id>/` (trial.json, result.j
 telemetry.json, verifier/) with a done row in `ledger.sqlite`, so `status`, `export` (and its trace
 filters), `report` and the viewer read it like a rollout. The outcome comes from Harbor's exception
 type and reward (harbor_schema.outcome_of); a job that agentmill exported carries its own records in
-`agent_result.metadata["agentmill"]` and comes back exactly. A trial folder that cannot be read is
-reported (folder and problem) and skipped; re-importing into the same folder adds only new trials.
+`agent_result.metadata["agentmill"]` and comes back exactly. Where Harbor ran a trial (its environment
+and verifier mode) is kept in trial.json's `imported_from`, and a trial's lock.json gives its task digest.
+A trial folder that cannot be read is reported (folder and problem) and skipped; re-importing into the
+same folder adds only new trials.
 
 The job folder is foreign input: only regular files are read (never through a link), each up to
 MAX_FILE_BYTES (foreign_files.py), and nothing in it names a path agentmill writes to.
@@ -241,7 +243,9 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path, job_key: str) -> tuple[dic
              "agent": h.agent_info.name, "agent_version": result.agent_version, "model": model,
              "sampling": ours.get("sampling"),
              "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name, "task_path": named_path,
-                               "environment": p.environment}}
+                               "environment": p.environment,
+                               "verifier_environment_mode": h.verifier_environment_mode
+                               if h.verifier_environment_mode in ("shared", "separate") else None}}
     return trial, result, trajectory
 
 

@@ -124,13 +124,14 @@ class _Job:
             "agent_info": {"name": t.get("agent"), "version": t.get("agent_version") or "unknown", "model_info": model_info},
             "agent_result": agent_result,
             "verifier_result": {"rewards": rewards} if rewards else None,
-            "verifier_environment_mode": VERIFIER_ENVIRONMENT_MODE,
+            "verifier_environment_mode": imported.get("verifier_environment_mode") or VERIFIER_ENVIRONMENT_MODE,
             "exception_info": exception, **times, "step_results": None, "reward_valid": reward_valid,
         }
         self.environments[json.dumps(config["environment"], sort_keys=True)] = config["environment"]
         (folder / "config.json").write_text(json.dumps(config, indent=2))
         (folder / "result.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
-        lock = trial_lock(config, task_name=Path(task_path).name or t["task"], digest=task_digest(t.get("task_hash"), t["task"]))
+        lock = trial_lock(config, task_name=Path(task_path).name or t["task"], digest=task_digest(t.get("task_hash"), t["task"]),
+                          verifier_mode=result["verifier_environment_mode"])
         (folder / "lock.json").write_text(json.dumps(lock, indent=2))
         self._job_lock_entry(root, lock)
         key = eval_key(t.get("agent") or "agent", model_info["name"] if model_info else None, dataset)

@@ -79,14 +79,14 @@ def task_digest(task_hash: str | None, task_name: str) -> str:
     return "sha256:" + hashlib.sha256((task_hash or f"task:{task_name}").encode()).hexdigest()
 
 
-def trial_lock(config: dict, *, task_name: str, digest: str) -> dict[str, Any]:
+def trial_lock(config: dict, *, task_name: str, digest: str, verifier_mode: str = VERIFIER_ENVIRONMENT_MODE) -> dict[str, Any]:
     """A trial's lock.json (TrialLock, schema 2): its resolved inputs, from its config."""
     task = config["task"]
     lock = {"schema_version": 2,
             "task": {"name": task_name, "type": "local", "digest": digest, "source": task["source"], "path": task["path"]},
             "install_only": config["install_only"], "timeout_multiplier": config["timeout_multiplier"],
             "agent": config["agent"], "bridge_inputs": {}, "skills": [], "environment": config["environment"],
-            "verifier": {**config["verifier"], "environment_mode": VERIFIER_ENVIRONMENT_MODE},
+            "verifier": {**config["verifier"], "environment_mode": verifier_mode},
             "artifacts": config["artifacts"], "override_error_policy": config["override_error_policy"]}
     return without_none(lock)
 

@@ -86,6 +86,7 @@ class TrialResult(_Harbor):
     agent_info: AgentInfo
     agent_result: AgentContext | None = None
     verifier_result: VerifierResult | None = None
+    verifier_environment_mode: str | None = None  # "shared" (the agent's environment) or "separate"
     exception_info: ExceptionInfo | None = None
     started_at: str | None = None
     finished_at: str | None = None
