@@ -7,6 +7,7 @@ ATIF documents without a session id."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -253,6 +254,23 @@ def test_a_broken_trial_lock_is_reported_and_the_trial_skipped(tmp_path):
     (job / "b__0000002" / "lock.json").write_text(json.dumps({"task": "not an object"}))
     report = import_harbor_job(job, tmp_path / "run")
     assert report.imported == 1 and report.problems == [f"{job / 'b__0000002'}: lock.json: task: Input should be an object"]
+
+
+def test_a_lock_or_job_result_that_is_a_link_or_a_bad_digest_is_reported_not_read(tmp_path):
+    job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0), dict(task="b", name="b__0000002", reward=1.0),
+                                        dict(task="c", name="c__0000003", reward=1.0)])
+    (job / "a__0000001" / "lock.json").unlink()
+    os.symlink("/etc/passwd", job / "a__0000001" / "lock.json")
+    lock = _json(job / "b__0000002" / "lock.json")
+    lock["task"]["digest"] = "sha256:../../etc"
+    (job / "b__0000002" / "lock.json").write_text(json.dumps(lock))
+    (job / "result.json").rename(job / "real-result.json")
+    os.symlink(job / "real-result.json", job / "result.json")
+    report = import_harbor_job(job, tmp_path / "run")
+    problems = "\n".join(report.problems)
+    assert report.imported == 1 and len(report.problems) == 3, problems
+    assert "a__0000001: lock.json: not a regular file" in problems and "b__0000002: lock.json: task.digest: String should match" in problems
+    assert f"{job / 'result.json'}: result.json: not a regular file" in problems
 
 
 def test_an_atif_document_without_session_id_or_timestamps_round_trips(tmp_path):

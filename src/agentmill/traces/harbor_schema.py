@@ -109,7 +109,8 @@ class TrialResult(_Harbor):
 
 
 class TaskLock(_Harbor):
-    digest: str | None = None  # "sha256:<64 hex>": the task's content hash, which Harbor means to replace task_checksum
+    # the task's content hash, which Harbor means to replace task_checksum; Harbor refuses any other form
+    digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
 
 
 class TrialLock(_Harbor):
