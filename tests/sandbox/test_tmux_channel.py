@@ -83,12 +83,19 @@ def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
             steps = await _type_all(term, KEYSTROKES)
             final = await _both_ways(sb, term) if channel else \
                 [await term.screen(), await term.history_text(), await term.history_text(5000)]
-            size = await TmuxSession(sb, channel=False)._run(("display-message", "-p", "-t", "main",
-                                                              "#{window_width}x#{window_height}"))
+            plain = TmuxSession(sb, channel=False)
+            size = await plain._run(("display-message", "-p", "-t", "main", "#{window_width}x#{window_height}"))
+            # the session the control client created is the one an exec creates: options, environment, pane
+            made = [await plain._run(c) for c in (("show-options", "-t", "main"), ("show-options", "-w", "-t", "main"),
+                                                  ("show-environment", "-t", "main"), ("show-environment", "-g"),
+                                                  ("display-message", "-p", "-t", "main",
+                                                   "#{pane_width}x#{pane_height} #{history_limit} #{pane_current_path} "
+                                                   "#{session_name} #{window_index} #{pane_index} #{pane_start_command}"))]
             assert term.transport == ("channel" if channel else "exec")
-            return steps, final, size
+            return steps, final, size, made
 
-    (steps_c, final_c, size_c), (steps_e, final_e, size_e) = run(typed(True)), run(typed(False))
+    (steps_c, final_c, size_c, made_c), (steps_e, final_e, size_e, made_e) = run(typed(True)), run(typed(False))
+    assert made_c == made_e
     assert steps_c == steps_e  # every scrollback the agent would have seen, byte for byte
     assert final_c == final_e
     assert size_c == size_e == "160x48\n"  # the attached control client never resized the window
@@ -133,7 +140,7 @@ def test_an_action_is_one_request_on_the_channel_and_no_exec():
             return start_execs, counted.execs[start_execs:], requests
 
     start_execs, later_execs, requests = run(go())
-    assert start_execs == 1  # new-session + set-option in one exec; the channel is opened by the guest
+    assert start_execs == 0  # the control client, started by the guest, creates the session itself
     assert later_execs == []
     assert [c[0] for c in requests[0]] == ["send-keys"] * 4  # L1, Enter, L2;, Enter in one request
     assert requests[0][2][-1] == "echo L2;"

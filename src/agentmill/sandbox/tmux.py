@@ -70,36 +70,50 @@ class TmuxSession:
         return result.stdout
 
     async def start(self) -> None:
-        await self._run(("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
-                        ("set-option", "-t", self.name, "history-limit", str(self.history)))
-        if self.use_channel:
-            await self._open_channel()
+        create = (("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
+                  ("set-option", "-t", self.name, "history-limit", str(self.history)))
+        opened = await self._open_channel(create) if self.use_channel else None
+        if opened is False:  # a refused client may have left a session behind: start clean
+            await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
+        if not opened:
+            await self._run(*create)
+        await self._wait_for_shell()
 
-    async def _open_channel(self) -> None:
-        """Attach the control client and check it did not touch the window; else stay on execs."""
+    async def _wait_for_shell(self, seconds: float = 2.0) -> None:
+        """Until the shell has drawn something (its prompt), at most `seconds`: the first screen an
+        agent sees, and the keys it types first, must not race the shell's start-up."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        delay = 0.002
+        while (await self.screen()).strip() == "" and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    async def _open_channel(self, create: Sequence[Sequence[str]]) -> bool | None:
+        """One control client creates the session exactly as an exec would (the same commands, with
+        -d), attaches to it and reports its flags and the window's size, which must be as asked.
+        True: attached; False: refused (anything may have run); None: no channel here (nothing ran)."""
         control = getattr(self.sandbox, "control_dir", None)  # the guest's socket lives there (bwrap backend)
         if control is None:
             self.channel_note = "this sandbox backend has no guest socket"
-            return
-        argv = self._tmux("-C", "attach-session", "-f", CLIENT_FLAGS, "-t", self.name)
+            return None
+        probe = ("display-message", "-p", "-t", self.name, "#{client_flags} #{window_width}x#{window_height}")
+        commands = [*create, ("attach-session", "-f", CLIENT_FLAGS, "-t", self.name), probe]
+        argv: list[str] = []
+        for command in commands:
+            argv += [";", *command] if argv else list(command)
         try:
-            channel = await TmuxChannel.open(control / "sock", argv, self.sandbox.base_env(), self.cwd)
+            channel, answer = await TmuxChannel.open(control / "sock", self._tmux("-C", *argv), self.sandbox.base_env(),
+                                                     self.cwd, blocks=len(commands))
         except ChannelLost as e:
             self.channel_note = str(e)
-            return
-        try:
-            probe = await channel.run([("display-message", "-p", "-t", self.name,
-                                        "#{client_flags} #{window_width}x#{window_height}")], 5.0)
-        except (ChannelLost, TmuxCommandError) as e:
-            channel.close()
-            self.channel_note = f"probe failed: {e}"
-            return
-        flags, _, size = probe.strip().rpartition(" ")
+            return False
+        flags, _, size = answer.strip().rpartition(" ")
         if not {"control-mode", "ignore-size", "no-output"} <= set(flags.split(",")) or size != f"{self.width}x{self.height}":
             channel.close()
-            self.channel_note = f"control client not as asked: {probe.strip()[:200]}"
-            return
+            self.channel_note = f"control client not as asked: {answer.strip()[:200]}"
+            return False
         self._channel, self.channel_note = channel, ""
+        return True
 
     async def send_keys(self, keystrokes: str | list[str]) -> None:
         """Type keystrokes. A string is typed literally, its newlines pressed as Enter; a list may mix

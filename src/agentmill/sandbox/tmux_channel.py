@@ -124,9 +124,12 @@ class TmuxChannel:
         self.lost: str | None = None  # why it is closed, once it is
 
     @classmethod
-    async def open(cls, guest_socket: Path, argv: list[str], env: dict[str, str], cwd: str | None) -> "TmuxChannel":
-        """Start the control client through the guest and wait for its attach to succeed.
-        ChannelLost (executed=False) with the reason when it does not."""
+    async def open(cls, guest_socket: Path, argv: list[str], env: dict[str, str], cwd: str | None,
+                   blocks: int = 1) -> tuple["TmuxChannel", str]:
+        """Start the control client through the guest (`argv`: tmux -C and the commands it runs
+        first, the attach among them) and wait for the answers to those `blocks` commands. Returns
+        the channel and the last command's output; ChannelLost (executed=False) with the reason when
+        a command failed or the client did not stay."""
         try:
             reader, writer = await asyncio.open_unix_connection(str(guest_socket), limit=MAX_REPLY + 4096)
         except OSError as e:
@@ -134,31 +137,39 @@ class TmuxChannel:
         channel = cls(reader, writer)
         try:
             writer.write(json.dumps({"op": "attach", "argv": argv, "env": env, "cwd": cwd}).encode() + b"\n")
-            first = await asyncio.wait_for(channel._attached(), OPEN_TIMEOUT)
+            ok, text = await asyncio.wait_for(channel._first_answers(blocks), OPEN_TIMEOUT)
         except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLost) as e:
-            channel.close(f"attach failed: {_why(e)}")
-            raise ChannelLost(channel.lost, executed=False) from None
-        if first is not None:
-            channel.close(f"attach failed: {first}")
+            ok, text = False, _why(e)
+        if not ok:
+            channel.close(f"attach failed: {text}")
             raise ChannelLost(channel.lost, executed=False)
-        return channel
+        return channel, text
 
-    async def _attached(self) -> str | None:
-        """The attach command's own block: None when it ended in %end, else the reason."""
-        line = await self._reader.readline()
-        if line.startswith(b"{"):  # the guest's error reply: the client could not be started
-            return str(json.loads(line).get("error", "guest error"))[:300]
-        if not line.startswith(b"%begin "):
-            return f"unexpected first line {line[:80]!r}" if line else "the tmux client exited"
+    async def _first_answers(self, blocks: int) -> tuple[bool, str]:
+        """The blocks of the commands the client was started with (notifications between them
+        skipped): (True, the last one's output) or (False, the reason)."""
         body: list[bytes] = []
-        while len(body) < 100:  # the block holds at most tmux's error message
-            line = await self._reader.readline()
-            if not line:
-                return "the tmux client exited"
-            if line.startswith(_GUARDS):
-                return None if line.startswith(b"%end ") else b"".join(body).decode("utf-8", "replace").strip()[:300]
-            body.append(line)
-        return "attach answer out of shape"
+        for _ in range(blocks):
+            line = b""
+            while not line.startswith(b"%begin "):
+                line = await self._reader.readline()
+                if line.startswith(b"{"):  # the guest's error reply: the client could not be started
+                    return False, str(json.loads(line).get("error", "guest error"))[:300]
+                if not line:
+                    return False, "the tmux client exited"
+            body = []
+            while True:
+                line = await self._reader.readline()
+                if not line:
+                    return False, "the tmux client exited"
+                if line.startswith(_GUARDS):
+                    break
+                if len(body) > 100:  # these commands print a line or an error message
+                    return False, "answer out of shape"
+                body.append(line)
+            if line.startswith(b"%error "):
+                return False, b"".join(body).decode("utf-8", "replace").strip()[:300]
+        return True, b"".join(body).decode("utf-8", "replace")
 
     @property
     def alive(self) -> bool:
