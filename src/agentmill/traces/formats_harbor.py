@@ -77,8 +77,8 @@ class _Job:
         self.agents: dict[tuple, dict] = {}
         self.datasets: dict[str, dict] = {}
         self.tasks: dict[str, dict] = {}
-        self.started: list[str] = []
-        self.finished: list[str] = []
+        self.started: str | None = None  # the earliest trial start and the latest finish (ISO, one zone: they sort)
+        self.finished: str | None = None
         self.now = datetime.now(timezone.utc).isoformat()
         self.locks = None
         self.names: set[str] = set()
@@ -144,8 +144,9 @@ class _Job:
         else:  # a task of no dataset folder: listed on its own, as Harbor's `tasks`
             self.tasks[task_path] = task_config(task_path, dataset)
         self.max_attempt = max(self.max_attempt, int(t.get("attempt") or 0))
-        self.started += [times["started_at"]] if times["started_at"] else []
-        self.finished += [times["finished_at"]] if times["finished_at"] else []
+        if times["started_at"]:
+            self.started = min(self.started or times["started_at"], times["started_at"])
+            self.finished = max(self.finished or times["finished_at"], times["finished_at"])
         self.trials += 1
 
     def _name(self, task: str, trial_id: str, harbor_name) -> str:
@@ -169,8 +170,8 @@ class _Job:
         self.locks.write(json.dumps(lock) + "\n")
 
     def finish(self, root: Path) -> None:
-        started = min(self.started, default=self.now)
-        finished = max(self.finished, default=started)
+        started = self.started or self.now
+        finished = self.finished or started
         result = {"schema_version": 1, "id": str(self.id), "started_at": started, "updated_at": finished,
                   "finished_at": finished, "n_total_trials": self.trials, "stats": self.tally.stats()}
         config = job_config(job_name=self.out.name, jobs_dir=str(self.out.parent), n_attempts=self.max_attempt + 1,
