@@ -294,6 +294,7 @@ def export(
     subagents: Optional[str] = typer.Option(None, "--subagents", help="drop (default) | keep: subagent traces"),
     tamper: Optional[str] = typer.Option(None, "--tamper", help="drop (default) | keep: trials with verifier tamper evidence"),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when the filters keep nothing (default: exit 2 naming the rule)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for trl/sharegpt/harbor rows (default: one per core from 400 trials; the rows are the same)."),
 ) -> None:
     """Filter a run's trajectories and export them for SFT (trl, sharegpt, harbor) or RL (rl)."""
     from agentmill.traces.export import export_run
@@ -307,7 +308,8 @@ def export(
                            reward=reward, min_reward=min_reward, completion=completion, max_tokens=max_tokens,
                            max_repeated_commands=max_repeated_commands, max_error_rate=max_error_rate,
                            max_truncated=max_truncated, subagents=subagents, tamper=tamper)
-        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty)
+        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty,
+                            workers=workers)
     except ValueError as e:
         _fail(f"invalid filter: {str(e).splitlines()[-1].strip()}")
     except AgentmillError as e:

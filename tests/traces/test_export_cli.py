@@ -126,3 +126,18 @@ def test_parquet_is_written_in_row_groups_under_one_unified_schema(tmp_path, mon
     assert f.metadata.num_row_groups == 2  # streamed in batches, not one table
     assert f.read().to_pylist() == pa.Table.from_pylist(rows).to_pylist()  # what one table of every row gives
     assert not list(tmp_path.glob(".*"))  # no spool or temporary file left behind
+
+
+def test_workers_flag_writes_the_same_rows(tmp_path):
+    from tests.traces.builders import write_varied_run
+
+    run = tmp_path / "varied"
+    write_varied_run(run, 40)
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}.jsonl"
+        r = agentmill("export", str(run), "--format", "sharegpt", "--out", str(out), "--min-turns", "0", "--workers", workers)
+        assert r.returncode == 0, r.stderr
+        assert "skipped:" in r.stderr and "broken" in r.stderr  # the unreadable folder is reported either way
+        outs.append((out.read_bytes(), r.stderr.replace(str(out), "OUT")))
+    assert outs[0] == outs[1] and outs[0][0].count(b"\n") > 10
