@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import select
 import signal
 import time
@@ -154,19 +153,6 @@ def wait_unpopulated(events: Path, deadline: float) -> bool:
             if left <= 0:
                 return False
             poller.poll(min(left, 0.1) * 1000)  # the cap only bounds a wake-up that never comes
-
-
-def rlimits(limits: Limits, *, address_space: bool = True) -> list[tuple[int, int]]:
-    """(resource, value) pairs: prlimit_args's limits as the sandbox's launcher sets them (launch.py)."""
-    pairs = [
-        (resource.RLIMIT_NPROC, limits.pids),
-        (resource.RLIMIT_NOFILE, limits.nofile),
-        (resource.RLIMIT_FSIZE, limits.storage_mb << 20),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    if address_space:
-        pairs.append((resource.RLIMIT_AS, (limits.memory_mb + 1024) << 20))
-    return pairs
 
 
 def prlimit_args(limits: Limits, *, address_space: bool = True) -> list[str]:
