@@ -92,6 +92,36 @@ def test_rows_keep_folder_order_when_the_first_chunk_finishes_last(varied, tmp_p
     assert exported(varied, tmp_path / "w2", "trl", ".jsonl", spec, "think", 2) == single
 
 
+def test_a_threaded_process_spawns_its_workers_and_gets_the_same_rows(varied, tmp_path, monkeypatch):
+    import threading
+
+    spec = FilterSpec(**KEEP_ALL)
+    single = exported(varied, tmp_path / "w1", "trl", ".jsonl", spec, "think", 1)
+    methods = []
+    real = parallel.multiprocessing.get_context
+    monkeypatch.setattr(parallel.multiprocessing, "get_context", lambda method: methods.append(method) or real(method))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # another thread is running: forking could copy a held lock
+    other.start()
+    try:
+        assert exported(varied, tmp_path / "w2", "trl", ".jsonl", spec, "think", 2) == single
+    finally:
+        stop.set()
+        other.join()
+    assert methods == ["spawn"]
+
+
+def test_without_process_semaphores_the_rows_are_made_here(varied, tmp_path, monkeypatch):
+    class NoPool:
+        def Pool(self, *a, **kw):  # noqa: N802 (multiprocessing's name)
+            raise OSError("[Errno 38] Function not implemented")
+
+    spec = FilterSpec(**KEEP_ALL)
+    single = exported(varied, tmp_path / "w1", "trl", ".jsonl", spec, "think", 1)
+    monkeypatch.setattr(parallel.multiprocessing, "get_context", lambda method: NoPool())
+    assert exported(varied, tmp_path / "w2", "trl", ".jsonl", spec, "think", 2) == single
+
+
 class _Watched(list):
     """Trial folders that remember how far the export has read ahead."""
 

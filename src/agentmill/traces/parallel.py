@@ -84,11 +84,17 @@ def made_in_order(folders: Sequence[Path], maker: RowMaker, maker_args: tuple, w
     """`maker.make(folder)` for every folder, in order: here, or over `workers` processes that each
     build `RowMaker(*maker_args)`. Forked when this process runs a single thread (nothing to import
     again), else spawned: forking a threaded process can copy a lock another thread holds."""
-    if workers <= 1:
+    pool = None
+    if workers > 1:
+        ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+        try:
+            pool = ctx.Pool(workers, initializer=_start_worker, initargs=maker_args)
+        except OSError:  # no process-shared semaphores here (some sandboxes): the same rows, in this process
+            pool = None
+    if pool is None:
         yield from (maker.make(f) for f in folders)
         return
-    ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
-    with ctx.Pool(workers, initializer=_start_worker, initargs=maker_args) as pool:
+    with pool:
         pending: deque = deque()
         for i in range(0, len(folders), CHUNK):
             pending.append(pool.apply_async(_make_chunk, (folders[i:i + CHUNK],)))
