@@ -176,16 +176,18 @@ class ModelClient:
             await pool.aclose()
 
     async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                   tools: list[dict] | None = None) -> ChatReply:
+                   tools: list[dict] | None = None, seed: int | None = None) -> ChatReply:
         """One completion, retried on transient failures. Raises EndpointError when retries run out,
         ContextExceededError when the endpoint says the conversation is too long for the model.
 
-        `tools`: OpenAI function schemas; the reply's `tool_calls` holds the calls the model made."""
+        `tools`: OpenAI function schemas; the reply's `tool_calls` holds the calls the model made.
+        `seed`: this request's sampling seed (models/seeding.py derives one per request), else the run's."""
         # keys in the order the openai SDK sent them
         body: dict[str, Any] = {"model": self.model, "messages": _encodable(messages),
                                 "max_tokens": self.sampling.max_tokens, "response_format": None}
-        if self.sampling.seed is not None:
-            body["seed"] = self.sampling.seed
+        seed = self.sampling.seed if seed is None else seed
+        if seed is not None:
+            body["seed"] = seed
         body["temperature"] = self.sampling.temperature
         if tools:
             body["tools"] = tools

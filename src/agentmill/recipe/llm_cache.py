@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.models.client import ModelClient
+from agentmill.models.seeding import derived_seed
 from agentmill.tasks.hashing import hash_text
 
 
@@ -42,7 +43,9 @@ class CachedModel:
                 self.hits += 1
                 return row[0]
             self.misses += 1
-            reply = await self.client.chat(messages, json_schema=json_schema)
+            base = self.client.sampling.seed  # seeded runs: the same prompt samples the same answer again
+            seed = derived_seed(base, key) if base is not None else None
+            reply = await self.client.chat(messages, json_schema=json_schema, seed=seed)
             self.db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
                             (key, self.client.model, reply.content, reply.usage.prompt_tokens,
                              reply.usage.completion_tokens, time.time()))

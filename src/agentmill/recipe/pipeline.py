@@ -173,7 +173,7 @@ class Pipeline:
     @asynccontextmanager
     async def _model(self, spec: ModelSpec):
         """The spec's model, behind the shared answer cache, for the length of one stage."""
-        sampling = SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens)
+        sampling = SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed)
         async with open_model(spec.name, base_url=spec.base_url, api_key_env=spec.api_key_env, sampling=sampling,
                               concurrency=spec.concurrency, say=self.say) as client:
             cached = CachedModel(client, self.cache.root / "llm_cache.sqlite")

@@ -38,6 +38,9 @@ class ModelSpec(_Strict):
     top_p: float = defaults.TOP_P
     max_tokens: int = defaults.MAX_TOKENS
     concurrency: int = defaults.MODEL_CONCURRENCY
+    # Sampling seed; unset: the recipe's seed. Each request gets one derived from it (models/seeding.py),
+    # so a rerun samples the same answers where the endpoint honours seeds.
+    seed: int | None = None
 
     @model_validator(mode="after")
     def _endpoint(self):
@@ -155,6 +158,15 @@ class Recipe(_Strict):
         if len(set(names)) != len(names):
             raise ValueError("source names must be unique")
         return sources
+
+    @model_validator(mode="after")
+    def _seeded_models(self) -> "Recipe":
+        """Every model the recipe names samples with the recipe's seed unless it names its own."""
+        specs = [self.model, self.augment.model, self.rollout.model, *(f.model for f in self.task_filters)]
+        for spec in specs:
+            if spec is not None and spec.seed is None:
+                spec.seed = self.recipe.seed
+        return self
 
     def resolve(self, path: str | None) -> Path | None:
         if path is None:

@@ -25,6 +25,7 @@ from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
+from agentmill.models.seeding import per_trial
 from agentmill.paths import sweep_scratch
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import Executor, LocalExecutor
@@ -269,7 +270,8 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     agent = None
     agent_result = AgentResult()
     try:
-        agent = make_agent(config.agent, client=client, max_turns=config.max_turns, max_context=config.max_context)
+        agent = make_agent(config.agent, client=per_trial(client, plan.trial_id), max_turns=config.max_turns,
+                           max_context=config.max_context)
         result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()

@@ -28,7 +28,7 @@ from agentmill.tasks import load_task
 
 def sampling(model: ModelSpec, rollout: Rollout) -> SamplingParams:
     temperature = rollout.temperature if rollout.temperature is not None else model.temperature
-    return SamplingParams(temperature=temperature, top_p=model.top_p, max_tokens=model.max_tokens)
+    return SamplingParams(temperature=temperature, top_p=model.top_p, max_tokens=model.max_tokens, seed=model.seed)
 
 
 def _model_name(rollout: Rollout, model: ModelSpec) -> str | None:
