@@ -112,7 +112,7 @@ def test_the_exported_job_is_laid_out_as_harbor_writes_it(runs, tmp_path):
     assert report.rows == len(TASKS)
     config, result = json.loads((job / "config.json").read_text()), json.loads((job / "result.json").read_text())
     assert config["job_name"] == "job" and config["n_attempts"] == 1 and config["agents"] == [agent_config("nop", None)]
-    assert config["environment"]["import_path"] == SANDBOX_IMPORT_PATH and config["datasets"] == [{"path": str(sample_dataset_path())}]
+    assert config["environment"]["import_path"] == SANDBOX_IMPORT_PATH and [d["path"] for d in config["datasets"]] == [str(sample_dataset_path())]
     assert result["n_total_trials"] == len(TASKS) and result["stats"]["n_completed_trials"] == len(TASKS)
     assert result["stats"]["n_errored_trials"] == 0 and result["stats"]["n_pending_trials"] == 0
     assert validate_job_folder(job) == 3 + 4 * len(TASKS)  # every record reads as Harbor's models

@@ -23,8 +23,8 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 from agentmill.traces.atif import Trajectory
 from agentmill.traces.harbor_atif import trajectory_to_harbor
-from agentmill.traces.harbor_config import (VERIFIER_ENVIRONMENT_MODE, agent_config, environment_config, job_config,
-                                            job_lock_head, task_config, task_digest, trial_config, trial_lock)
+from agentmill.traces.harbor_config import (VERIFIER_ENVIRONMENT_MODE, agent_config, dataset_config, environment_config,
+                                            job_config, job_lock_head, task_config, task_digest, trial_config, trial_lock)
 from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, error_policy, eval_key, harbor_exception
 from agentmill.traces.harbor_stats import JobTally
 from agentmill.traces.records import TraceRecord
@@ -79,7 +79,7 @@ class _Job:
         self.tasks: dict[str, dict] = {}
         self.started: str | None = None  # the earliest trial start and the latest finish (ISO, one zone: they sort)
         self.finished: str | None = None
-        self.now = datetime.now(timezone.utc).isoformat()
+        self.now = _iso(datetime.now(timezone.utc))
         self.locks = None
         self.names: set[str] = set()
         self.environments: dict[str, dict] = {}  # the trials' environment configs: the job's, when they agree
@@ -140,7 +140,7 @@ class _Job:
                        exception_type=exception["exception_type"] if exception else None, tokens=tokens)
         self.agents[(t.get("agent"), t.get("model"))] = agent
         if task_source:
-            self.datasets[task_source] = {"path": task_source}
+            self.datasets[task_source] = dataset_config(task_source)
         else:  # a task of no dataset folder: listed on its own, as Harbor's `tasks`
             self.tasks[task_path] = task_config(task_path, dataset)
         self.max_attempt = max(self.max_attempt, int(t.get("attempt") or 0))
@@ -235,24 +235,32 @@ def _exception(r: dict, trajectory: Trajectory, fallback_time: str) -> dict | No
     if found is None:
         return None
     kind, message = found
-    when = trajectory.steps[-1].timestamp if trajectory.steps else None
+    when = _parsed(trajectory.steps[-1].timestamp) if trajectory.steps else None
     return {"exception_type": kind, "exception_message": message, "exception_traceback": "",
-            "occurred_at": when or fallback_time, "policy": error_policy(kind)}
+            "occurred_at": _iso(when) if when else fallback_time, "policy": error_policy(kind)}
+
+
+def _parsed(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _iso(moment: datetime) -> str:
+    """A time as pydantic writes a datetime (Harbor's records): ISO 8601, UTC as "Z"."""
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _times(trajectory: Trajectory, timings: dict) -> dict:
     """Harbor records when each phase started and finished; agentmill records how long each took.
     The phases are laid end to end from the first step's timestamp (none without a trajectory)."""
-    first = trajectory.steps[0].timestamp if trajectory.steps else None
-    try:
-        start = datetime.fromisoformat(first.replace("Z", "+00:00")) if first else None
-    except ValueError:
-        start = None
+    start = _parsed(trajectory.steps[0].timestamp) if trajectory.steps else None
     keys = {"started_at": None, "finished_at": None, "environment_setup": None, "agent_setup": None,
             "agent_execution": None, "verifier": None}
     if start is None:
         return keys
-    iso = lambda d: d.isoformat()  # noqa: E731
+    iso = _iso
     t = start
     for phase, seconds in (("environment_setup", timings.get("environment", 0.0)), ("agent_setup", timings.get("sandbox_start", 0.0)),
                            ("agent_execution", timings.get("agent", 0.0)), ("verifier", timings.get("verifier", 0.0))):

@@ -43,6 +43,13 @@ def agent_config(name: str | None, model: str | None) -> dict[str, Any]:
             "mcp_servers": []}
 
 
+def dataset_config(path: str) -> dict[str, Any]:
+    """A local dataset folder (Harbor: a `path`, or a registry `name`, never both)."""
+    return {"path": path, "name": None, "version": None, "ref": None, "registry_url": None, "registry_path": None,
+            "repo": None, "overwrite": False, "download_dir": None, "task_names": None, "exclude_task_names": None,
+            "n_tasks": None}
+
+
 def task_config(path: str, source: str | None) -> dict[str, Any]:
     """A local task (Harbor: a `path`, or a package `name`, never both)."""
     return {"path": path, "git_url": None, "git_commit_id": None, "name": None, "ref": None, "overwrite": False,
