@@ -55,11 +55,11 @@ NASTY = ["AKIAIOSFODNN7EXAMPLE", "export OPENAI_API_KEY=abcd1234efgh", "postgres
          "root@box:/app# ", "sk-proj-abcdefghijklmnopqrstuvwxyz012345", "[REDACTED:env_secret]", "KEY=$TOKEN"]
 
 
-def varied_trajectory(i: int, rng) -> Trajectory:
+def varied_trajectory(i: int, rng, nasty: list[str] = NASTY) -> Trajectory:
     """Trajectory `i` of a varied run: terminus and tool-calling agents, known and unknown; most texts
     plain (as in real runs), some with a NASTY text planted in an output, a reply, reasoning or arguments."""
     def text(base: str) -> str:
-        return base + (" " + rng.choice(NASTY) if rng.random() < 0.08 else "")
+        return base + (" " + rng.choice(nasty) if rng.random() < 0.08 else "")
 
     kind = i % 5
     turns = rng.randint(1, 9)
@@ -92,7 +92,7 @@ def varied_trajectory(i: int, rng) -> Trajectory:
     return Trajectory(session_id=f"s{i}", agent=agent, steps=steps).summarize()
 
 
-def write_varied_run(run: Path, n: int, *, seed: int = 0) -> None:
+def write_varied_run(run: Path, n: int, *, seed: int = 0, nasty: list[str] = NASTY) -> None:
     """A run folder of `n` varied trials (outcomes, rewards, tasks, agents; see varied_trajectory), one
     whose trajectory is not JSON and one without telemetry.json, for exports to be compared on."""
     import random
@@ -102,7 +102,7 @@ def write_varied_run(run: Path, n: int, *, seed: int = 0) -> None:
                 ("failed", 0.5), ("verifier_error", None)]
     for i in range(n):
         outcome, reward = outcomes[i % len(outcomes)]
-        write_trial(run, f"v{i:05d}", varied_trajectory(i, rng), outcome=outcome, reward=reward, task=f"task{i % 13}",
+        write_trial(run, f"v{i:05d}", varied_trajectory(i, rng, nasty), outcome=outcome, reward=reward, task=f"task{i % 13}",
                     completed=rng.random() < 0.7)
     (write_trial(run, "broken", terminus_trajectory([("ls\n", "a")])) / "trajectory.json").write_text("{not json")
     (write_trial(run, "no-telemetry", terminus_trajectory([("ls\n", "a")] * 6)) / "telemetry.json").unlink()
