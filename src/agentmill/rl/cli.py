@@ -1,4 +1,4 @@
-"""`agentmill train ...`: the commands of the optional `train` extra; the logic is in rl/train.py."""
+"""`agentmill train ...`: the commands of the optional `train` extra; the logic is in rl/sft.py, rl/grpo.py and rl/checkpoint.py."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def sft(
     seed: int = typer.Option(0, "--seed", help="Training seed."),
 ) -> None:
     """Supervised fine-tuning on the assistant's tokens only (TRL SFTTrainer)."""
-    from agentmill.rl.train import train_sft
+    from agentmill.rl.sft import train_sft
 
     try:
         _say(train_sft(model, data, out, steps=steps, learning_rate=learning_rate, batch_size=batch_size,
@@ -69,7 +69,7 @@ def rl(
     seed: int = typer.Option(0, "--seed", help="Training seed."),
 ) -> None:
     """GRPO on environment rewards: each completion runs in the sandbox and the task's verifier scores it."""
-    from agentmill.rl.train import train_rl
+    from agentmill.rl.grpo import train_rl
 
     try:
         _say(train_rl(model, data, tasks, out, steps=steps, generations=generations, max_completion_tokens=max_completion_tokens,
@@ -86,7 +86,7 @@ def checkpoint(
     chat_template: Optional[Path] = typer.Option(None, "--chat-template", help="A chat template with {% generation %} markers."),
 ) -> None:
     """Turn a GGUF file into a trainable transformers checkpoint (tokenizer with a marked chat template)."""
-    from agentmill.rl.train import checkpoint_from_gguf, tokenizer_from_gguf
+    from agentmill.rl.checkpoint import checkpoint_from_gguf, tokenizer_from_gguf
 
     if not gguf.is_file():
         _fail(f"{gguf}: not found")
