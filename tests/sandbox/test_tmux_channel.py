@@ -59,6 +59,16 @@ async def _settled(term: TmuxSession) -> str:
     raise AssertionError("no prompt")
 
 
+async def _wait_for(term: TmuxSession, needle: str) -> str:
+    text = ""
+    for _ in range(250):
+        text = await term.history_text()
+        if needle in text:
+            break
+        await asyncio.sleep(0.02)
+    return text
+
+
 async def _both_ways(sb, term: TmuxSession) -> list[str]:
     """The same captures through the channel and through a client exec, at the same moment."""
     plain = TmuxSession(sb, cwd="/app", channel=False)
@@ -171,7 +181,7 @@ def test_a_tmux_that_cannot_attach_as_asked_leaves_the_session_on_execs(monkeypa
             term = TmuxSession(sb, cwd="/app")
             await term.start()
             await term.send_keys("echo fell-back\n")
-            text = await _settled(term)
+            text = await _wait_for(term, "\nfell-back\n")
             clients = await term._exec(("list-clients", "-F", "#{client_flags}"))
             size = await term._exec(("display-message", "-p", "-t", "main", "#{window_width}x#{window_height}"))
             return term.transport, term.channel_note, text, clients, size
@@ -251,3 +261,72 @@ def test_arguments_are_quoted_whole_and_unsendable_ones_refused():
     with pytest.raises(NotSendable):
         request_lines([("send-keys", "-l", "\udc80")], "n")
     assert request_lines([("send-keys", "-t", "main", "-l", "x ; y")], "n").count(b"\n") == 2
+
+
+# -- reading answers off a real socket, from a scripted peer standing where tmux stands -------------
+
+
+def _with_peer(answer_for, requests: int = 1, piece: int = 7):
+    """A TmuxChannel on one end of a socketpair; the peer reads each request's nonce and writes
+    answer_for(nonce, k) back in `piece`-byte pieces. Returns each request's result or exception."""
+    import re
+    import socket
+
+    from agentmill.sandbox.tmux_channel import TmuxChannel
+
+    async def go():
+        ours, peer = socket.socketpair()
+        peer.setblocking(False)
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        channel = TmuxChannel(reader, writer)
+        loop = asyncio.get_running_loop()
+
+        async def serve():
+            got = b""
+            for k in range(requests):
+                while len(re.findall(rb"agentmill-([0-9a-f]+)-b\n", got)) <= k:
+                    got += await loop.sock_recv(peer, 65536)
+                nonce = re.findall(rb"agentmill-([0-9a-f]+)-b\n", got)[k].decode()
+                data = answer_for(nonce, k)
+                for i in range(0, len(data), piece):
+                    await loop.sock_sendall(peer, data[i:i + piece])
+                    if piece < 64:  # each piece its own arrival
+                        await asyncio.sleep(0.0005)
+
+        server = asyncio.create_task(serve())
+        results = []
+        for _ in range(requests):
+            try:
+                results.append(await channel.run([("capture-pane", "-p")], 10))
+            except Exception as e:  # noqa: BLE001 - returned for the test to look at
+                results.append(e)
+        alive = channel.alive
+        server.cancel()
+        peer.close()
+        return results, alive, channel
+
+    return run(go())
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_answers_in_small_pieces_with_notifications_left_for_the_next(piece):
+    def answer(nonce, k):  # each answer is followed by half a notification, finished in the next
+        lead = b"1 x\n" if k else b""
+        return lead + _answer(nonce, [([f"screen {k}".encode(), b"%end 5 11 1"], True)]) + b"%window-renamed @0"
+
+    results, alive, _ = _with_peer(answer, requests=3, piece=piece)
+    assert results == ["screen 0\n%end 5 11 1\n", "screen 1\n%end 5 11 1\n", "screen 2\n%end 5 11 1\n"]
+    assert alive
+
+
+def test_a_flood_before_the_answer_closes_the_channel_at_the_limit():
+    from agentmill.sandbox.tmux_channel import MAX_REPLY
+
+    flood = b"%output %0 " + b"y" * 1000 + b"\n"
+
+    def answer(nonce, k):
+        return flood * (MAX_REPLY // len(flood) + 1024) + _answer(nonce, [([b"late"], True)])
+
+    results, _, channel = _with_peer(answer, piece=1 << 16)
+    assert isinstance(results[0], ChannelLost) and results[0].executed is None
+    assert not channel.alive and "MiB" in channel.lost

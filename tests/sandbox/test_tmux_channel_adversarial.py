@@ -10,7 +10,7 @@ import pytest
 
 from agentmill.errors import SandboxError
 from agentmill.sandbox import BwrapSandbox, TmuxSession
-from agentmill.sandbox.tmux import SOCKET
+from agentmill.sandbox.tmux import SOCKET, last_line
 from agentmill.verify import Outcome
 from tests.agents.test_terminus import run_terminus
 from tests.conftest import sandbox
@@ -32,9 +32,12 @@ ATTACKS = {
 
 
 async def _type_and_settle(term: TmuxSession, keys: str) -> str:
+    """Type a one-line command and wait until its prompt is back below its output."""
+    before = await _settled(term)
     await term.send_keys(keys)
-    await asyncio.sleep(0.2)
-    return await _settled(term)
+    after = await term.wait_for_prompt(last_line(before), before, 60)
+    assert after is not None, keys
+    return after
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
@@ -47,10 +50,6 @@ def test_after_the_attack_every_capture_is_what_an_exec_captures(attack):
             assert term.transport == "channel"
             t = time.monotonic()
             await _type_and_settle(term, ATTACKS[attack] + "\n")
-            for _ in range(100):  # the flood takes a while to print
-                if (await term.history_text()).rstrip().endswith("#"):
-                    break
-                await asyncio.sleep(0.1)
             after_attack = await term.history_text(), await plain.history_text()
             text = await _type_and_settle(term, "echo still-typed-once\n")
             screens = await term.screen(), await plain.screen()

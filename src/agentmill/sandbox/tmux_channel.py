@@ -37,7 +37,10 @@ from typing import Sequence
 
 CLIENT_FLAGS = "no-output,ignore-size"
 MAX_REPLY = 16 << 20  # as much as an exec's stdout may carry (Sandbox.exec's max_output)
-OPEN_TIMEOUT = 5.0
+# What the socket's reader holds while no request runs (it stops reading past twice this): an agent
+# that turns the client's output back on and floods it costs the host at most that per session.
+READ_BUFFER = 1 << 20
+OPEN_TIMEOUT = 30.0  # the client starts tmux's server and the session: as long as an exec may take
 _GUARDS = (b"%end ", b"%error ")
 
 
@@ -52,6 +55,10 @@ class ChannelLost(Exception):
 
 class TmuxCommandError(Exception):
     """tmux answered a command with %error; the message is tmux's own."""
+
+
+class ReplyTooLarge(Exception):
+    """More than MAX_REPLY bytes without the answer's end (a flood, or a capture over the limit)."""
 
 
 class NotSendable(ValueError):
@@ -121,6 +128,7 @@ class TmuxChannel:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self._reader, self._writer = reader, writer
         self._lock = asyncio.Lock()
+        self._pending = bytearray()  # read past the last answer (notifications): the next one starts here
         self.lost: str | None = None  # why it is closed, once it is
 
     @classmethod
@@ -131,7 +139,7 @@ class TmuxChannel:
         the channel and the last command's output; ChannelLost (executed=False) with the reason when
         a command failed or the client did not stay."""
         try:
-            reader, writer = await asyncio.open_unix_connection(str(guest_socket), limit=MAX_REPLY + 4096)
+            reader, writer = await asyncio.open_unix_connection(str(guest_socket), limit=READ_BUFFER)
         except OSError as e:
             raise ChannelLost(f"guest unreachable: {e}", executed=False) from None
         channel = cls(reader, writer)
@@ -187,8 +195,7 @@ class TmuxChannel:
             try:
                 self._writer.write(payload)
                 data = await asyncio.wait_for(self._read_reply(nonce), timeout)
-            except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError,
-                    asyncio.LimitOverrunError) as e:
+            except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLarge) as e:
                 self.close(_why(e))
                 raise ChannelLost(self.lost, executed=None) from None
         try:
@@ -199,8 +206,25 @@ class TmuxChannel:
             raise
 
     async def _read_reply(self, nonce: str) -> bytes:
-        data = await self._reader.readuntil(f"\nagentmill-{nonce}-b\n".encode())
-        return data + await self._reader.readline()  # the end mark's own %end line
+        """Everything up to the end mark's own %end line; what was read past it is kept for the next."""
+        mark = f"\nagentmill-{nonce}-b\n".encode()
+        buf, self._pending = self._pending, bytearray()
+        searched, at = 0, -1
+        while True:
+            if at < 0:
+                at = buf.find(mark, max(0, searched - len(mark)))
+            if at >= 0:
+                eol = buf.find(b"\n", at + len(mark))
+                if eol >= 0:
+                    self._pending = buf[eol + 1:]
+                    return bytes(buf[:eol + 1])
+            searched = len(buf)
+            if searched > MAX_REPLY:
+                raise ReplyTooLarge()
+            chunk = await self._reader.read(1 << 16)
+            if not chunk:
+                raise asyncio.IncompleteReadError(bytes(buf), None)
+            buf += chunk
 
     def close(self, reason: str = "closed") -> None:
         """Close our end: tmux then drops the client. Idempotent; the first reason is kept."""
@@ -215,6 +239,8 @@ def _why(e: BaseException) -> str:
         return "no answer in time"
     if isinstance(e, asyncio.IncompleteReadError):
         return "the control client exited (end of stream)"
-    if isinstance(e, (asyncio.LimitOverrunError, ValueError)):
-        return f"answer over {MAX_REPLY >> 20} MiB or malformed"
+    if isinstance(e, ReplyTooLarge):
+        return f"no answer within {MAX_REPLY >> 20} MiB"
+    if isinstance(e, ValueError):
+        return "malformed answer"
     return f"{type(e).__name__}: {e}"
