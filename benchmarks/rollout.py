@@ -585,7 +585,7 @@ async def run(args, endpoint: Endpoint, meter: CpuMeter, reaps: ReapCounter) -> 
         if not args.levels:
             return _finish(args, report, [], meter, reaps, ok, started)
         n_tasks = max(trials_for(c, args) for c in args.levels)
-        console.print(f"[bold]2. terminus trials per second via run_rollout[/] (3 instant turns each; trials per level: "
+        console.print("[bold]2. terminus trials per second via run_rollout[/] (3 instant turns each; trials per level: "
                       + ", ".join(f"{trials_for(c, args)} at {c}" for c in args.levels) + ")")
         for c in args.levels:
             if trials_for(c, args) < 2 * c:

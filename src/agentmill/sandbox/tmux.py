@@ -60,11 +60,8 @@ class TmuxSession:
         return await self._exec(*commands, timeout=timeout)
 
     async def _exec(self, *commands: Sequence[str], timeout: float = 30.0) -> str:
-        """One tmux client exec; its argv separates commands with ';' (so an argument ending in ';' is escaped)."""
-        argv: list[str] = []
-        for command in commands:
-            argv += [";", *map(_tmux_literal, command)] if argv else list(map(_tmux_literal, command))
-        result = await self.sandbox.exec(self._tmux(*argv), timeout=timeout, cwd=self.cwd)
+        """One tmux client exec."""
+        result = await self.sandbox.exec(self._tmux(*_client_argv(commands)), timeout=timeout, cwd=self.cwd)
         if result.returncode != 0:
             raise SandboxError(f"tmux {commands[0][0]} failed ({result.returncode}): {result.stderr.strip()[:300]}")
         return result.stdout
@@ -98,11 +95,9 @@ class TmuxSession:
             return None
         probe = ("display-message", "-p", "-t", self.name, "#{client_flags} #{window_width}x#{window_height}")
         commands = [*create, ("attach-session", "-f", CLIENT_FLAGS, "-t", self.name), probe]
-        argv: list[str] = []
-        for command in commands:
-            argv += [";", *command] if argv else list(command)
         try:
-            channel, answer = await TmuxChannel.open(control / "sock", self._tmux("-C", *argv), self.sandbox.base_env(),
+            channel, answer = await TmuxChannel.open(control / "sock", self._tmux("-C", *_client_argv(commands)),
+                                                     self.sandbox.base_env(),
                                                      self.cwd, blocks=len(commands))
         except ChannelLost as e:
             self.channel_note = str(e)
@@ -167,6 +162,14 @@ class TmuxSession:
 
 def channel_enabled() -> bool:
     return os.environ.get("AGENTMILL_TMUX_CHANNEL", "1") != "0"
+
+
+def _client_argv(commands: Sequence[Sequence[str]]) -> list[str]:
+    """Commands as one tmux client's arguments: separated by ';', an argument ending in ';' escaped."""
+    argv: list[str] = []
+    for command in commands:
+        argv += [";", *map(_tmux_literal, command)] if argv else list(map(_tmux_literal, command))
+    return argv
 
 
 def _tmux_literal(text: str) -> str:
