@@ -226,6 +226,9 @@ class TmuxChannel:
                 raise asyncio.IncompleteReadError(bytes(buf), None)
             buf += chunk
 
+    def __del__(self) -> None:  # a session dropped without stop() (its sandbox gone): release the socket
+        self.close("dropped")
+
     def close(self, reason: str = "closed") -> None:
         """Close our end: tmux then drops the client. Idempotent; the first reason is kept."""
         if self.lost is None:
