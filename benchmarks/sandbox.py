@@ -16,7 +16,7 @@ Two measurements:
    and a Debian-built one. --cold-base also rebuilds the base in a private layer store (tens of seconds).
 
 Usage: .venv/bin/python benchmarks/sandbox.py [--runs 100] [--trials 64] [--concurrency 1,8,32]
-                                              [--json PATH] [--images [--cold-base]]
+                                              [--no-trials] [--json PATH] [--images [--cold-base]]
 Exits non-zero if any sandbox exec or any trial did not succeed. Needs bubblewrap, util-linux
 (prlimit, setpriv) and, for the trial part, the host python3 that the sandboxes use.
 """
@@ -261,6 +261,7 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=2, help="untimed sandbox runs first (default 2)")
     p.add_argument("--trials", type=int, default=64, help="oracle trials per concurrency level (default 64)")
     p.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels (default 1,8,32)")
+    p.add_argument("--no-trials", action="store_true", help="only the sandbox lifecycle (part 1): quick paired runs")
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures as JSON here")
     p.add_argument("--images", action="store_true", help="benchmark Debian-built images instead (section 3)")
     p.add_argument("--cold-base", action="store_true", help="with --images: also time a cold mmdebstrap base")
@@ -413,6 +414,13 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
     report["sandbox"]["cpu_ms_per_run"] = sb_cpu * 1e3
     report["plain_subprocess"] = {"p50_ms": pct(plain, 50) * 1e3, "p90_ms": pct(plain, 90) * 1e3,
                                   "cpu_ms_per_run": plain_cpu * 1e3}
+
+    if args.no_trials:
+        report["total_wall_s"] = time.perf_counter() - started
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=2))
+        return 0
 
     # 2. trials per second
     console.print(f"[bold]2. oracle trials per second[/] ({args.trials} trials per level, tiny task)")

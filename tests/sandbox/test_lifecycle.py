@@ -6,22 +6,26 @@
   signal-ignoring process and a fork storm included; the cgroup kill itself is shown reaching
   orphans that no process group or pid namespace would (a process-group kill, planted, does not).
 - readiness: told by inotify (and by polling without it); nothing but the guest's own socket in the
-  control folder counts, and nothing a task image contains can stand in for it.
+  control folder counts, and nothing a task image contains can stand in for it; once started, the
+  host reaches the guest through its pinned socket, so the agent cannot redirect the host's requests.
 - chown of a sandbox's tree: links themselves, never their targets, in-process and past the budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from agentmill.errors import SandboxError
+from agentmill.paths import scratch_temp
 from agentmill.sandbox import BwrapSandbox, Limits, bwrap, watch
 from agentmill.sandbox.bwrap import launch_argv
 from agentmill.sandbox.limits import Cgroup, wait_unpopulated
@@ -217,7 +221,8 @@ def test_wait_unpopulated_waits_for_the_last_process():
         proc = subprocess.Popen([*launch_argv(cgroup.procs_files(), Limits(), lease.uid), "sleep", "30"])
         events = cgroup.tracker / "cgroup.events"
         deadline = time.monotonic() + 10
-        while proc.pid not in cgroup.pids() and time.monotonic() < deadline:  # the chain joins as it starts
+        joined = cgroup.tracker / "cgroup.procs"
+        while str(proc.pid) not in joined.read_text().split() and time.monotonic() < deadline:  # joins as it starts
             time.sleep(0.01)
         assert not wait_unpopulated(events, time.monotonic() + 0.3), "a live process: populated"
         proc.kill()
@@ -285,6 +290,53 @@ def test_a_file_named_like_the_socket_is_not_readiness(monkeypatch, planted):
     else:
         with pytest.raises(SandboxError, match="is not the guest's socket"):
             run(go())
+
+
+class _ByName(BwrapSandbox):
+    """Planted: connects through the control folder's name, as the sandbox left it."""
+
+    @property
+    def guest_socket(self):
+        return None if self._guest_fd is None else self.control_dir / "sock"
+
+
+@pytest.mark.parametrize("backend", [BwrapSandbox, _ByName])
+def test_the_agent_cannot_redirect_the_hosts_requests(backend):
+    """The agent replaces the guest's socket name with a link to a host socket of its choosing; the
+    host's next request must still reach the guest, and the decoy must hear nothing."""
+    decoy_dir = scratch_temp("test")
+    decoy = socket.socket(socket.AF_UNIX)
+    decoy.bind(str(decoy_dir / "decoy.sock"))
+    decoy.listen(4)
+    heard: list[bytes] = []
+    forged = b'{"ok": true, "returncode": 0, "stdout": "Zm9yZ2VkCg==", "stderr": "", "timed_out": false, "duration": 0}\n'
+
+    def serve():
+        decoy.settimeout(5)
+        with contextlib.suppress(OSError):
+            conn, _ = decoy.accept()
+            heard.append(conn.recv(65536))
+            conn.sendall(forged)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def go():
+        async with backend(fresh_spec()) as sb:
+            await sb.exec(f"mv {bwrap.CTL_DIR}/sock {bwrap.CTL_DIR}/moved && ln -s {decoy_dir}/decoy.sock {bwrap.CTL_DIR}/sock",
+                          timeout=10)
+            return (await sb.exec("echo from-the-guest", timeout=10)).stdout
+
+    try:
+        out = run(go())
+    finally:
+        decoy.close()
+        thread.join()
+    if backend is _ByName:  # the planted host believes the decoy
+        assert out == "forged\n" and heard
+    else:
+        assert out == "from-the-guest\n" and heard == []
 
 
 def test_a_socket_inside_the_task_image_is_not_readiness(monkeypatch):

@@ -130,13 +130,26 @@ def _drop_privileges(uid: int, keep_bounding_set: bool) -> list[str]:
             *([] if keep_bounding_set else ["--bounding-set=-all"])]
 
 
-def _is_guest_socket(path: Path, uid: int) -> bool:
-    """A listening socket the sandbox's uid made; not a file, a link or anything else in its place."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
+def _is_guest_socket(st: os.stat_result, uid: int) -> bool:
+    """A socket the sandbox's uid made; not a file, a link or anything else in its place."""
     return stat.S_ISSOCK(st.st_mode) and st.st_uid == uid
+
+
+def _pin_guest_socket(path: Path, uid: int) -> int | None:
+    """An O_PATH descriptor of the guest's socket itself, or None if `path` is anything else.
+
+    Every later connection goes through it (/proc/self/fd/N), never through the name: the control
+    folder belongs to the sandbox's uid, and a name swapped for a link would otherwise send the
+    host's requests, as root, to any unix socket on the host (another sandbox's guest, say).
+    """
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not _is_guest_socket(os.fstat(fd), uid):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
@@ -165,6 +178,7 @@ class BwrapSandbox:
         self._ctl: Path | None = None
         self._ovl: Path | None = None
         self._stderr_path: Path | None = None
+        self._guest_fd: int | None = None
         self.started_at = 0.0
 
     @property
@@ -281,6 +295,12 @@ class BwrapSandbox:
         return argv
 
     @property
+    def guest_socket(self) -> Path | None:
+        """Where to connect to the guest while the sandbox runs: its socket as pinned at start
+        (/proc/self/fd/N), whatever the name in the control folder has become since."""
+        return None if self._guest_fd is None else Path(f"/proc/self/fd/{self._guest_fd}")
+
+    @property
     def control_dir(self) -> Path | None:
         """Host side of CTL_DIR: a guest service (e.g. the tool host) can put a unix socket here."""
         return self._ctl
@@ -306,7 +326,8 @@ class BwrapSandbox:
             raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
         if not ready:
             raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
-        if not _is_guest_socket(self._ctl / "sock", self.uid):
+        self._guest_fd = _pin_guest_socket(self._ctl / "sock", self.uid)
+        if self._guest_fd is None:
             raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")
 
     def _stderr_text(self) -> str:
@@ -325,11 +346,14 @@ class BwrapSandbox:
                 os.killpg(proc.pid, 9)
         cgroup, ovl, ctl, stderr_path = self._cgroup, self._ovl, self._ctl, self._stderr_path
         self._cgroup = self._ovl = self._ctl = None
+        guest_fd, self._guest_fd = self._guest_fd, None  # no new connection from here on
         # The cgroup's kill (returning once it is empty) and removal, the folders' removal:
         # file-system work, off the event loop; meanwhile the child watcher reaps bwrap.
         await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path)
         if proc is not None:
             await proc.wait()
+        if guest_fd is not None:
+            os.close(guest_fd)
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -344,7 +368,7 @@ class BwrapSandbox:
         if not self.alive:
             raise SandboxError("sandbox is not running")
         try:
-            reader, writer = await asyncio.open_unix_connection(str(self._ctl / "sock"), limit=64 << 20)
+            reader, writer = await asyncio.open_unix_connection(str(self.guest_socket), limit=64 << 20)
         except OSError as e:
             raise SandboxError(f"sandbox guest unreachable: {e}") from None
         try:
