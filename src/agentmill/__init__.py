@@ -3,13 +3,12 @@
 The public API (docs/api.md) is the names in `__all__`, re-exported here from the modules that
 define them. They load lazily, on first use (`agentmill.load_dataset` imports the tasks package
 then), so `import agentmill` stays fast and this face imports no part of the package: every module
-may import `agentmill` itself without a cycle. Anything not listed here is private and may change.
+may import `agentmill` itself without a cycle (`agentmill.lazy` imports nothing of the package). Anything not listed here is private and may change.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from agentmill.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -45,15 +44,4 @@ _PUBLIC: dict[str, str] = {
 __all__ = sorted(_PUBLIC) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    target = _PUBLIC.get(name)
-    if target is None:
-        raise AttributeError(f"module 'agentmill' has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
