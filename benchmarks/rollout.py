@@ -84,14 +84,16 @@ TEST_SH = "#!/bin/bash\nif grep -qx hello /app/out.txt; then echo 1 > /logs/veri
 
 def bench_policy(request) -> Reply:
     """Instant replies. A task whose instruction says BENCH-TURNS=N gets N turns of `true` (duration 0),
-    any other task one turn typing ECHO; then a completion claim, then its confirmation."""
+    any other task one turn typing ECHO with a duration of 1 s (an upper bound: the wait ends when
+    the prompt is back; with 0 the trial could end, the sandbox with it, before the shell ran it);
+    then a completion claim, then its confirmation."""
     msgs = request["messages"]
     first_user = next(m["content"] for m in msgs if m["role"] == "user")
     turns = sum(1 for m in msgs if m["role"] == "assistant")
     m = re.search(TURNS_TAG + r"(\d+)", first_user)
-    n, keys = (int(m.group(1)), "true\n") if m else (1, ECHO)
+    n, keys, duration = (int(m.group(1)), "true\n", 0) if m else (1, ECHO, 1.0)
     if turns < n:
-        return Reply(terminus_json([(keys, 0)]))
+        return Reply(terminus_json([(keys, duration)]))
     return Reply(terminus_json([], complete=True))
 
 

@@ -330,3 +330,25 @@ def test_a_flood_before_the_answer_closes_the_channel_at_the_limit():
     results, _, channel = _with_peer(answer, piece=1 << 16)
     assert isinstance(results[0], ChannelLost) and results[0].executed is None
     assert not channel.alive and "MiB" in channel.lost
+
+
+@sandbox
+def test_a_refused_client_never_fails_the_start_by_exec(monkeypatch):
+    """The refused client's tmux server is killed and the session made again by exec: a new client
+    may meet that server still exiting ('server exited unexpectedly', ~1 start in 10 here): retried."""
+    monkeypatch.setattr(tmux_module, "CLIENT_FLAGS", "no-output")
+
+    async def go():
+        failures = []
+        async with BwrapSandbox(fresh_spec()) as sb:
+            for _ in range(30):
+                term = TmuxSession(sb, cwd="/app")
+                try:
+                    await term.start()
+                    assert term.transport == "exec"
+                except SandboxError as e:
+                    failures.append(str(e))
+                await term.stop()  # and the next start may meet this server still exiting too
+        return failures
+
+    assert run(go()) == []

@@ -73,7 +73,14 @@ class TmuxSession:
         if opened is False:  # a refused client may have left a session behind: start clean
             await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
         if not opened:
-            await self._run(*create)
+            for attempt in range(40):
+                try:
+                    await self._run(*create)
+                    break
+                except SandboxError as e:  # met a server still exiting (killed, or left empty by a refused client)
+                    if "server exited unexpectedly" not in str(e) or attempt == 39:
+                        raise
+                    await asyncio.sleep(0.025)
         await self._wait_for_shell()
 
     async def _wait_for_shell(self, seconds: float = 2.0) -> None:
