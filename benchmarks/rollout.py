@@ -630,7 +630,7 @@ def _finish(args, report: dict, levels: list, meter: CpuMeter, reaps: ReapCounte
                         f"{r['cpu_ms_per_trial']:.0f}", f"{r['cores_busy']:.2f}", f"{r['machine_cores_busy']:.2f}")
         console.print(tbl)
         tbl = Table(box=box.ASCII2, title="per trial p50 (ms), and this process")
-        for col in ("conc.", "sandbox start", "agent", "verifier", "model call p50/p99", "tmux exec",
+        for col in ("conc.", "sandbox start", "agent", "verifier", "model call p50/p99", "tmux call",
                     "loop lag p99/max", "host", "server", "mem MiB"):
             tbl.add_column(col, justify="right")
         for r in levels:
