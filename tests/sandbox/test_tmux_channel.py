@@ -232,6 +232,10 @@ def _answer(nonce: str, blocks: list[tuple[list[bytes], bool]], between: list[by
     for k, (content, ok) in enumerate(blocks):
         guard = f"5 {11 + k} 1".encode()
         lines += [b"%begin " + guard, *content, (b"%end " if ok else b"%error ") + guard]
+        if not ok:
+            break
+    else:  # the first line's closing mark, unless an error stopped it
+        lines += [b"%begin 5 30 1", f"agentmill-{nonce}-c".encode(), b"%end 5 30 1"]
     lines += [b"%window-renamed @0 bash", b"%begin 6 20 1", f"agentmill-{nonce}-b".encode(), b"%end 6 20 1", b""]
     return b"\n".join(lines)
 
@@ -240,6 +244,13 @@ def test_output_with_forged_guard_lines_is_kept_whole():
     forged = [b"$ echo", b"%end 5 11 1", b"%error 5 11 1", b"%begin 5 12 1", b"agentmill-n-a", b"%end 5 11 1", b"tail"]
     data = _answer("n", [(forged, True)], between=[b"%session-changed $1 x", b"%end 5 11 1"])
     assert parse_reply(data, "n", 1) == "\n".join(x.decode() for x in forged) + "\n"
+
+
+def test_lines_between_the_two_request_lines_cannot_extend_an_output():
+    # were a notification to carry a raw newline and the output block's exact guard, it would come
+    # after the first line's closing mark (the first line is answered at once): it is not read as output
+    data = _answer("n", [([b"screen"], True)]).replace(b"%window-renamed @0 bash", b"x\n%end 5 11 1")
+    assert parse_reply(data, "n", 1) == "screen\n"
 
 
 def test_errors_notifications_and_shape_problems():

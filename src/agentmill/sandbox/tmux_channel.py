@@ -13,11 +13,12 @@ flags exist from tmux 3.2; an older tmux refuses the attach and the caller keeps
 
 Framing (tmux answers every command with a `%begin T N F` ... `%end T N F` or `%error` block, and
 writes notifications between blocks): each request is one line `display-message -p MARK-a ;
-COMMANDS`, then a second line `display-message -p MARK-b` (a line stops at its first error; the
-second line still runs), MARK a fresh random nonce. The answer is what lies between the two
-marks. A command's output is written raw, so a captured screen may hold a line such as
-`%end T N 1`: the output block is therefore closed by the LAST guard line that matches its
-`%begin`, never the first one; notifications cannot forge one (tmux escapes their newlines).
+COMMANDS ; display-message -p MARK-c`, then a second line `display-message -p MARK-b` (a line
+stops at its first error; the second line still runs), MARK a fresh random nonce. tmux runs one
+line's commands at once, so nothing comes between MARK-a and MARK-c but their blocks; after an
+error, MARK-b ends the answer instead. A command's output is written raw, so a captured screen may
+hold a line such as `%end T N 1`: the output block is therefore closed by the LAST guard line that
+matches its `%begin`, never the first one.
 
 Trust: everything read here comes from inside the sandbox and is treated as hostile: answers are
 bounded (MAX_REPLY), time-limited, and anything unexpected closes the channel (ChannelLost); the
@@ -75,7 +76,8 @@ def quote(arg: str) -> str:
 
 def request_lines(commands: Sequence[Sequence[str]], nonce: str) -> bytes:
     """The two lines of one request (see the module's docstring)."""
-    line = " ; ".join([f"display-message -p agentmill-{nonce}-a", *(" ".join(map(quote, c)) for c in commands)])
+    line = " ; ".join([f"display-message -p agentmill-{nonce}-a", *(" ".join(map(quote, c)) for c in commands),
+                       f"display-message -p agentmill-{nonce}-c"])
     try:
         return f"{line}\ndisplay-message -p agentmill-{nonce}-b\n".encode("utf-8")
     except UnicodeEncodeError as e:  # a lone surrogate: the exec path decides what to do with it
@@ -87,16 +89,19 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
     bytes read up to and including the end mark's block. Raises TmuxCommandError on %error and
     ChannelLost when the answer is not shaped as tmux shapes it."""
     lines = data.split(b"\n")
-    begin, end = f"agentmill-{nonce}-a".encode(), f"agentmill-{nonce}-b".encode()
+    begin, after, end = (f"agentmill-{nonce}-{m}".encode() for m in "acb")
     try:
         ia = lines.index(begin)
         ib = lines.index(end, ia + 1)
     except ValueError:
         raise ChannelLost("tmux control answer without its marks") from None
+    # no error: the first line answered whole, at once (nothing can come between its blocks), up to
+    # its closing mark; after an error that mark is missing and the second line's mark ends it
+    ic = lines.index(after, ia + 1, ib) if after in lines[ia + 1:ib] else ib
     if not (ia >= 1 and lines[ia - 1].startswith(b"%begin ") and lines[ia + 1].startswith(b"%end ")
-            and lines[ib - 1].startswith(b"%begin ")):
+            and lines[ic - 1].startswith(b"%begin ")):
         raise ChannelLost("tmux control answer out of shape")
-    region = lines[ia + 2:ib - 1]  # between the first mark's block and the second's
+    region = lines[ia + 2:ic - 1]  # between the opening mark's block and the closing one's
     output: list[bytes] = []
     blocks, i = 0, 0
     while i < len(region):
