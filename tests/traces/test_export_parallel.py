@@ -256,3 +256,17 @@ def test_an_invalid_trajectory_fails_with_pythons_error():
     with pytest.raises(ValueError) as slow:
         _slow(text)
     assert str(fast.value) == str(slow.value)
+
+
+def test_trial_folders_are_the_sorted_trial_directories_held_as_names(tmp_path):
+    from agentmill.traces.records import trial_folders
+
+    trials = tmp_path / "trials"
+    for name in ("b", "a10", "a9", "A", ".tmp-x", "_z"):
+        (trials / name).mkdir(parents=True)
+    (trials / "file.json").write_text("{}")
+    (trials / "link").symlink_to(trials / "b")
+    got = trial_folders(tmp_path)
+    want = sorted(p for p in trials.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert list(got) == want and got.names == ["A", "_z", "a10", "a9", "b", "link"]
+    assert list(got[1:3]) == want[1:3] and got[-1] == trials / "link"

@@ -8,7 +8,7 @@ the error names the rule that removed the last traces and how to relax it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -59,7 +59,7 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasonin
     return report
 
 
-def _export_rows(folders: list[Path], fmt: str, out: Path, spec: FilterSpec, counter: TokenCounter, reasoning: Reasoning,
+def _export_rows(folders: Sequence[Path], fmt: str, out: Path, spec: FilterSpec, counter: TokenCounter, reasoning: Reasoning,
                  allow_empty: bool, workers: int | None, skipped: list[str]) -> tuple[ExportReport, Funnel]:
     """One row per kept trial, made here or in worker processes (parallel.py), counted and written here in folder order."""
     maker_args = (spec, counter, fmt, reasoning)
