@@ -9,7 +9,15 @@ oracle trial (positive), the mutation audit (negative) and 2 x k tools-agent tri
 the store. Time per gate is the mean wall time of that gate per candidate (gates of concurrent
 boxes overlap, so the per-gate sums exceed the wall time when workers > 1).
 
+With --local-model it instead runs `agentmill synth run` end to end with every role (generator, critic,
+judge, target, solver) the embedded SmolLM2 on loopback, over a tiny config (tests/synth/local_smoke.py:
+one card, one slot, one repair, k = 1, tight token limits), then `agentmill synth report`, and prints the
+funnel, the requests and tokens per role, the time per gate and the wall time. SmolLM2-135M is a smoke-test
+model: it is expected to be rejected; the script fails (exit 1) if the run crashes, leaves anything
+untyped (tests/synth/local_smoke.py: typed_outcome_problems) or the report does not render.
+
 Usage: .venv/bin/python benchmarks/synth.py [--cards 6] [--workers 1,4] [--k 3] [--json PATH]
+       .venv/bin/python benchmarks/synth.py --local-model [--gym itsm|helpdesk] [--keep DIR]
 Needs bubblewrap and util-linux; run as root, like agentmill itself.
 """
 
@@ -57,15 +65,77 @@ def one(cards: int, workers: int, k: int) -> dict:
             "candidates_per_min": round(cards / wall * 60, 2), "gate_mean_s": {g: round(s, 3) for g, s in gates.items()}}
 
 
+def local_model(gym: str, keep: Path | None) -> int:
+    """The real-model run; returns the exit status (0: it ran, every outcome typed, the report rendered)."""
+    import signal
+    import subprocess
+
+    from agentmill.synth.report import funnel
+    from tests.synth.local_smoke import typed_outcome_problems, write_config
+    from tests.synth.scripted import GYM
+
+    with tempfile.TemporaryDirectory(prefix="synth-local-") as tmp:
+        root = keep or Path(tmp)
+        config = write_config(root / "config", gym=gym, gym_dir=GYM if gym == "helpdesk" else None)
+        out = root / "out"
+        cmd = [sys.executable, "-m", "agentmill.cli", "synth", "run", str(config), "--out", str(out)]
+        print("$ " + " ".join(cmd[2:]) + f"\n{config.read_text()}", flush=True)
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd)
+        try:
+            rc = proc.wait()
+        except BaseException:
+            proc.send_signal(signal.SIGINT)  # its finally blocks stop the embedded model server
+            proc.wait(60)
+            raise
+        wall = time.monotonic() - started
+        if rc != 0:
+            print(f"agentmill synth run exited {rc}")
+            return 1
+        store = SynthStore.open_existing(out)
+        try:
+            print(f"\nwall time {wall:.0f}s; funnel (passed/entered, failures by code):")
+            for row in funnel(store):
+                print(f"  {row['gate']:<9} {row['passed']}/{row['entered']}  {row['failed'] or ''}")
+            for r in store.rows("SELECT a.candidate_id, a.n, a.origin, g.gate, g.code, d.category, d.by FROM attempts a "
+                                "LEFT JOIN gate_results g ON g.attempt_id = a.attempt_id AND g.passed = 0 "
+                                "LEFT JOIN diagnoses d ON d.attempt_id = a.attempt_id ORDER BY a.attempt_id"):
+                print(f"  attempt {r['n']} of {r['candidate_id']} ({r['origin']}): {r['gate']} {r['code']} "
+                      f"-> {r['category']} (by {r['by']})")
+            for r in store.rows("SELECT candidate_id, state, reason FROM candidates"):
+                print(f"  {r['candidate_id']}: {r['state']}: {(r['reason'] or '')[:160]}")
+            for u in store.rows("SELECT * FROM usage ORDER BY role"):
+                print(f"  role {u['role']:<9} {u['requests']} requests, {u['prompt_tokens']} prompt + "
+                      f"{u['completion_tokens']} completion tokens")
+            for g in store.rows("SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate"):
+                print(f"  gate {g['gate']:<9} {g['n']} runs, {g['s']:.1f}s")
+        finally:
+            store.close()
+        problems = typed_outcome_problems(out)
+        report = out / "report.html"
+        if not report.is_file() or "Funnel per gate" not in report.read_text():
+            problems.append("report.html missing or without its funnel")
+        for p in problems:
+            print(f"NOT TYPED: {p}")
+        print("ok: every outcome typed, report rendered" if not problems else f"{len(problems)} problems")
+        return 1 if problems else 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cards", type=int, default=6)
     ap.add_argument("--workers", default="1,4")
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--local-model", action="store_true", help="every role the embedded SmolLM2 (see the docstring)")
+    ap.add_argument("--gym", choices=["itsm", "helpdesk"], default="itsm", help="--local-model: the bundled itsm "
+                    "gym, or the test suite's tiny helpdesk gym (a shorter generator prompt)")
+    ap.add_argument("--keep", type=Path, help="--local-model: write the config and output here (kept)")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f}")
+    if args.local_model:
+        raise SystemExit(local_model(args.gym, args.keep))
     results = []
     for w in [int(x) for x in args.workers.split(",")]:
         r = one(args.cards, w, args.k)

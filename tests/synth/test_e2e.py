@@ -84,6 +84,19 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     easy_card = store.rows("SELECT multiplier, flagged FROM cards WHERE card_id = 'card-easy'")[0]
     assert easy_card["multiplier"] == 0 and "no acceptance" in easy_card["flagged"]
 
+    # every role that answers JSON asked for its schema as constrained decoding (what crossed the wire)
+    from agentmill.synth.candidate import candidate_schema
+    from agentmill.synth.critic import CRITIC_SCHEMA
+    from agentmill.synth.gates.semantic import JUDGE_SCHEMA
+
+    asked = lambda server: [r["response_format"]["json_schema"]["schema"] for r in server.requests]  # noqa: E731
+    generate = [r for r in servers["generator"].requests if "You repair" not in r["messages"][0]["content"]]
+    assert all(r["response_format"]["json_schema"]["schema"] == candidate_schema() for r in generate)
+    assert set(map(json.dumps, asked(servers["critic"]))) == {json.dumps(CRITIC_SCHEMA)}
+    assert set(map(json.dumps, asked(servers["judge"]))) == {json.dumps(JUDGE_SCHEMA)}
+    from tests.synth.local_smoke import typed_outcome_problems
+
+    assert typed_outcome_problems(tmp_path / "out") == []
     # the information barrier on the wire: no generator request named a card's source task
     assert not any("eval-" in json.dumps(r) for r in servers["generator"].requests)
     # the ballot ran real tools-agent rollouts against the target and solver endpoints, and stopped as soon as

@@ -88,3 +88,55 @@ def test_a_dead_ballot_endpoint_is_an_outage_not_a_verdict_on_the_candidate(tmp_
     assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0
     # the ballot's trials were real rollouts: two tries of one wave (2 target trials), each ended infra_error
     assert len(servers["target"].requests) == 4
+
+
+class FlakyRepair(Flaky):
+    """The generator endpoint answers 503 to the first `down` repair requests only."""
+
+    def __call__(self, request):
+        if "You repair" in request["messages"][0]["content"]:
+            return super().__call__(request)
+        return self.policy(request)
+
+
+def _run_weak(tmp_path, generator, critic_policy):
+    """One 'weak' card: negative verification fails, the critic says weak_verifier, a repair fixes it."""
+    cards = tmp_path / "cards.jsonl"
+    cards.write_text(card_line("weak") + "\n")
+    with ExitStack() as stack:
+        servers = {r: s for r, s in role_servers().items() if r not in ("target", "solver")}
+        servers["generator"], servers["critic"] = ChatServer(generator), ChatServer(critic_policy)
+        servers = {r: stack.enter_context(s) for r, s in servers.items()}
+        text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=1, max_repairs=1)
+        (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false")
+                                             .replace("max_retries = 1", "max_retries = 0"))
+        events = []
+        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
+                                        on_event=lambda kind, **info: events.append((kind, info))))
+    return summary, [info["what"].split(":")[0] for kind, info in events if kind == "pause"], servers
+
+
+def test_critic_and_repair_outages_pause_and_the_box_goes_on(tmp_path):
+    from tests.synth.scripted import critic
+
+    summary, pauses, servers = _run_weak(tmp_path, FlakyRepair(Generator(), down=2), Flaky(critic, down=1))
+    assert summary["accepted"] == 1
+    assert pauses == ["critic", "repair", "repair"]
+    store = SynthStore.open_existing(tmp_path / "out")
+    # the critic's own diagnosis once it was back (not the gate's stand-in), and one repair that worked
+    assert [(d["category"], d["by"]) for d in store.rows("SELECT category, by FROM diagnoses")] == [("weak_verifier", "critic")]
+    assert [r["ok"] for r in store.rows("SELECT ok FROM repairs")] == [1]
+
+
+def test_a_lasting_repair_outage_interrupts_the_box_without_blaming_the_candidate(tmp_path):
+    from tests.synth.scripted import critic
+
+    summary, pauses, _ = _run_weak(tmp_path, FlakyRepair(Generator(), down=100), critic)
+    assert summary["accepted"] == 0 and pauses == ["repair", "repair"]
+    store = SynthStore.open_existing(tmp_path / "out")
+    cand = store.rows("SELECT state, reason FROM candidates")[0]
+    assert cand["state"] == "interrupted" and cand["reason"].startswith("infra: repair") and "503" in cand["reason"]
+    # the gates did not run again on the unrepaired candidate: one attempt, and its failure is the weak verifier
+    assert [(g["gate"], g["code"]) for g in store.rows("SELECT gate, code FROM gate_results WHERE passed = 0")] == [
+        ("negative", "mutant_survived")]
+    assert store.rows("SELECT COUNT(*) AS n FROM attempts")[0]["n"] == 1

@@ -23,9 +23,10 @@ from pathlib import Path
 from agentmill.errors import TaskError
 from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
-from agentmill.synth.candidate import COMPONENTS, Candidate, CandidateBody, CandidateParseError, parse_body, write_task_folder
+from agentmill.synth.candidate import (COMPONENTS, Candidate, CandidateBody, CandidateParseError, candidate_schema,
+                                        parse_body, write_task_folder)
 from agentmill.synth.config import SynthConfig
-from agentmill.synth.critic import Diagnosis, criticise, gate_diagnosis, repair
+from agentmill.synth.critic import Diagnosis, ask_critic, gate_diagnosis, read_diagnosis, repair
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
 from agentmill.synth.llm import ask_json, dumps
 from agentmill.synth.output import publish, write_jsonl
@@ -57,6 +58,15 @@ async def _pause(env: BoxEnv, try_no: int, what: str) -> None:
     await asyncio.sleep(delay)
 
 
+async def _with_pauses(env: BoxEnv, what: str, ask):
+    """`ask()` again after a pause while its endpoint is down (`.endpoint_failed`), at most `outage_retries` times."""
+    for try_no in range(env.config.synth.outage_retries + 1):
+        out = await ask()
+        if not out.endpoint_failed or try_no == env.config.synth.outage_retries:
+            return out
+        await _pause(env, try_no, f"{what}: {getattr(out, 'error', '')}")
+
+
 async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
     for try_no in range(env.config.synth.outage_retries + 1):
         body, raw, error = await _generate_once(env, card_view, parent)
@@ -74,8 +84,8 @@ async def _generate_once(env: BoxEnv, card_view: dict, parent: Candidate | None)
                f"{dumps(parent.body.model_dump())}\n" if parent is not None else "")
             + (f"\nGuidance from the last meta-review:\n{guidance}\n" if guidance else ""))
     prompt = load_prompt("multiply" if parent is not None else "generator", env.config.synth.prompts)
-    reply = await ask_json(env.clients["generator"], prompt, user)
-    if reply.endpoint_failed:
+    reply = await ask_json(env.clients["generator"], prompt, user, candidate_schema())
+    if reply.endpoint_failed or reply.context_exceeded:
         return None, "", reply.error
     if reply.data is None:
         return None, reply.text, reply.error
@@ -105,7 +115,7 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
             except Exception as e:  # noqa: BLE001 - a gate's own crash is the machinery's fault, never a crash of the run
                 r = GateResult(gate=gate.name, passed=False, code="gate_crashed", fault="infra",
                                message=f"{type(e).__name__}: {e}"[:800])
-            if r.passed or r.fault != "infra" or try_no == env.config.synth.outage_retries:
+            if r.passed or r.fault != "infra" or r.details.get("retry") is False or try_no == env.config.synth.outage_retries:
                 break
             await _pause(env, try_no, f"{gate.name}: {r.code}: {r.message[:200]}")
         r.seconds = time.monotonic() - started
@@ -139,6 +149,16 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
                     store.interrupt(candidate_id, f"infra: generator {error}")
                     env.emit("box_done", candidate=candidate_id, accepted=False)
                     return False
+                if not raw and error and error.startswith("context exceeded"):
+                    # the generator cannot hold the environment and the card: the configuration's fault
+                    # (a model too small for the gym), never the candidate's; no pause will change it
+                    store.add_gate(attempt, GateResult(gate="generate", passed=False, code="context_exceeded",
+                                                       fault="infra", message=error[:800]))
+                    store.finish_attempt(attempt, time.monotonic() - started)
+                    store.interrupt(candidate_id, f"config: generator {error}"[:2000])
+                    env.emit("gate", gate="generate", passed=False, code="context_exceeded")
+                    env.emit("box_done", candidate=candidate_id, accepted=False)
+                    return False
                 failed = GateResult(gate="parse", passed=False, code="unparseable", message=error or "",
                                     category="bad_task_composition", components=list(COMPONENTS))
                 store.add_gate(attempt, failed)
@@ -170,11 +190,20 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
             store.interrupt(candidate_id, f"infra: {last}")
             env.emit("box_done", candidate=candidate_id, accepted=False)
             return False
-        diagnosis: Diagnosis = await criticise(env.clients["critic"], card_view, body, failed, settings.prompts)
+        # the critic is advisory: down past its pauses, the gate's own hint stands in
+        reply = await _with_pauses(env, "critic", lambda: ask_critic(env.clients["critic"], card_view, body, failed,
+                                                                     settings.prompts))
+        diagnosis: Diagnosis = read_diagnosis(reply, failed)
         store.add_diagnosis(attempt, diagnosis)
         if n < settings.max_repairs:
-            fixed = await repair(env.clients["generator"], card_view, body, diagnosis, failed, settings.prompts)
+            fixed = await _with_pauses(env, "repair", lambda: repair(env.clients["generator"], card_view, body, diagnosis,
+                                                                     failed, settings.prompts))
             store.add_repair(attempt, diagnosis.components, fixed.body is not None, fixed.error)
+            if fixed.endpoint_failed:  # an outage, not a verdict: the box stops without blaming the candidate
+                store.finish_attempt(attempt, time.monotonic() - started)
+                store.interrupt(candidate_id, f"infra: repair {fixed.error}"[:2000])
+                env.emit("box_done", candidate=candidate_id, accepted=False)
+                return False
             if fixed.body is not None:
                 body = fixed.body
             # a repair reply that does not parse leaves the candidate as it was: the next attempt

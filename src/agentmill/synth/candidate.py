@@ -61,6 +61,48 @@ class Candidate(BaseModel):
     body: CandidateBody
 
 
+# a JSON scalar: what an entity value or an expected value may be (an untyped `Any` has no grammar)
+_SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]}
+# the verifier shape the generator prompt asks for (the lint still accepts every EnterpriseOps-Gym type)
+_VERIFIER = {"type": "object", "additionalProperties": False, "required": ["name", "verifier_type", "validation_config"],
+             "properties": {"name": {"type": "string", "minLength": 1}, "verifier_type": {"const": "database_state"},
+                            "validation_config": {
+                                "type": "object", "additionalProperties": False, "required": ["query", "expected_value"],
+                                "properties": {"query": {"type": "string", "minLength": 1}, "expected_value": _SCALAR,
+                                               "comparison_type": {"type": "string", "enum": [
+                                                   "equals", "greater_than", "less_than", "contains"]}}}}}
+
+
+def _typed(schema: dict) -> dict:
+    """Every untyped (`Any`) sub-schema made a scalar: grammar-based decoders refuse a schema with none."""
+    if not ({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"} & set(schema)):
+        return {**schema, **_SCALAR}
+    out = dict(schema)
+    for key in ("properties", "$defs"):
+        if key in out:
+            out[key] = {name: _typed(sub) for name, sub in out[key].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _typed(out["items"])
+    return out
+
+
+def candidate_schema() -> dict:
+    """The generator's reply as a JSON schema (asked for as constrained decoding where supported)."""
+    schema = _typed(CandidateBody.model_json_schema())
+    schema["properties"]["verifiers"] = {**schema["properties"]["verifiers"], "items": _VERIFIER}
+    return schema
+
+
+def repair_schema(components: list[str]) -> dict:
+    """A repair reply: exactly the implicated components, nothing else."""
+    full = candidate_schema()
+    schema = {"type": "object", "properties": {c: full["properties"][c] for c in components},
+              "required": list(components), "additionalProperties": False}
+    if "$defs" in full:
+        schema["$defs"] = full["$defs"]
+    return schema
+
+
 def _json_object(text: str) -> Any:
     """The JSON object in a model reply: bare, fenced, or the outermost {...}."""
     body = text.strip()

@@ -29,6 +29,13 @@ class CapabilityCard(BaseModel):
     end_state_properties: list[str] = Field(min_length=1, description="what a correct end state satisfies")
     variable_dimensions: list[str] = Field(default_factory=list, description="what can vary, capability unchanged")
 
+    @classmethod
+    def writer_schema(cls) -> dict:
+        """The card writer's reply: the generator's fields only (ids and provenance are ours)."""
+        full = cls.model_json_schema()
+        return {"type": "object", "additionalProperties": False, "required": list(GENERATOR_FIELDS),
+                "properties": {f: full["properties"][f] for f in GENERATOR_FIELDS}}
+
     def generator_view(self) -> dict:
         return self.model_dump(include=set(GENERATOR_FIELDS))
 

@@ -81,7 +81,7 @@ async def write_card(client: ModelClient, task_dir: Path, target_traj: str, teac
     task = Path(task_dir).name
     user = (f"Task prompt:\n{(Path(task_dir) / 'instruction.md').read_text()}\n\n"
             f"Target model's failing trajectory:\n{target_traj}\n\nTeacher's successful trajectory:\n{teacher_traj}")
-    reply = await ask_json(client, load_prompt("card", prompts), user)
+    reply = await ask_json(client, load_prompt("card", prompts), user, CapabilityCard.writer_schema())
     if not isinstance(reply.data, dict):
         return f"card writer reply unusable: {reply.error}"
     fields = {k: reply.data.get(k) for k in GENERATOR_FIELDS if k in reply.data}

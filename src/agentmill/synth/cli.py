@@ -33,6 +33,11 @@ class _Progress:
         self.failed: dict[str, int] = {}
 
     def __call__(self, kind: str, **info) -> None:
+        if kind == "local_model":
+            self.p.console.print(f"starting the embedded model for {', '.join(info['roles'])} (SmolLM2-135M: a smoke-test "
+                                 "model, not a teacher)", highlight=False)
+        elif kind == "pause":
+            self.p.console.print(f"[yellow]paused {info['seconds']:.0f}s:[/yellow] {info['what']}", highlight=False)
         if kind == "gate" and not info["passed"]:
             key = f"{info['gate']}:{info['code']}"
             self.failed[key] = self.failed.get(key, 0) + 1
@@ -75,8 +80,24 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
         err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
               f"{summary['seconds']:.1f}s -> {out / 'tasks'}", highlight=False)
+    _print_funnel(out)
     if not no_report:
         err.print(f"report: {write_report(out)}", highlight=False)
+
+
+def _print_funnel(out: Path) -> None:
+    """One line per gate: passed of entered, and the failures by code."""
+    from agentmill.synth.report import funnel
+    from agentmill.synth.store import SynthStore
+
+    store = SynthStore.open_existing(out)
+    try:
+        for row in funnel(store):
+            failed = ", ".join(f"{code} {n}" for code, n in sorted(row["failed"].items(), key=lambda kv: -kv[1]))
+            err.print(f"  {row['gate']:<9} {row['passed']}/{row['entered']}" + (f"  ({failed})" if failed else ""),
+                      highlight=False)
+    finally:
+        store.close()
 
 
 @app.command("report")

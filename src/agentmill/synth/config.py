@@ -8,7 +8,8 @@
                       include_stretch
     [roles.NAME]      base_url, model, api_key_env, temperature, max_tokens, ...   for NAME in
                       generator, critic, judge, target, solver (and card_writer, plus teacher when
-                      the diagnosis runs its rollouts, with [diagnosis])
+                      the diagnosis runs its rollouts, with [diagnosis]); model = "local" and no
+                      base_url: the embedded SmolLM2 (one server for every such role)
 Relative paths resolve against the config file's folder.
 """
 
@@ -21,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agentmill.errors import AgentmillError
 from agentmill.models.client import ModelClient, Prices, SamplingParams
+from agentmill.models.local import LOCAL_MODEL
+from agentmill.models.session import served_name
 from agentmill.synth.barrier import BarrierConfig
 from agentmill.synth.candidate import GymSet
 from agentmill.synth.diagnosis import Thresholds
@@ -33,7 +36,7 @@ class _Strict(BaseModel):
 
 
 class RoleConfig(_Strict):
-    base_url: str
+    base_url: str | None = Field(None, description="the endpoint; not for model = \"local\" (the embedded SmolLM2)")
     model: str
     api_key_env: str | None = None
     temperature: float = Field(0.7, ge=0)
@@ -44,12 +47,27 @@ class RoleConfig(_Strict):
     timeout: float = Field(600.0, gt=0)
     concurrency: int = Field(16, ge=1)
     prices: Prices | None = None
+    json_schema: bool = Field(True, description="ask for schema-constrained JSON where the role answers JSON")
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> "RoleConfig":
+        if self.base_url is None and self.model != LOCAL_MODEL:
+            raise ValueError(f"model '{self.model}' needs base_url (or use model = \"{LOCAL_MODEL}\")")
+        return self
+
+    @property
+    def is_local(self) -> bool:
+        return self.model == LOCAL_MODEL
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed)
 
-    def client(self) -> ModelClient:
-        return ModelClient.from_env(base_url=self.base_url, model=self.model, api_key_env=self.api_key_env,
+    def client(self, local_url: str | None = None) -> ModelClient:
+        """`local_url`: where the embedded model is served, for a role with model = "local"."""
+        if self.is_local and local_url is None:
+            raise AgentmillError("the embedded model is not running (open the roles with synth.clients.open_role_clients)")
+        return ModelClient.from_env(base_url=local_url if self.is_local else self.base_url,
+                                    model=served_name(self.model), api_key_env=self.api_key_env,
                                     sampling=self.sampling(), timeout=self.timeout, max_retries=self.max_retries,
                                     backoff_base=0.2, max_concurrency=self.concurrency, prices=self.prices)
 

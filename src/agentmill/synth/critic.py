@@ -13,10 +13,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentmill.models.client import ModelClient
-from agentmill.synth.candidate import COMPONENTS, CandidateBody, CandidateParseError, apply_repair, parse_partial
+from agentmill.synth.candidate import (COMPONENTS, CandidateBody, CandidateParseError, apply_repair, parse_partial,
+                                        repair_schema)
 from agentmill.synth.gates.base import CATEGORIES, Category, GateResult
-from agentmill.synth.llm import ask_json, dumps
+from agentmill.synth.llm import JsonReply, ask_json, dumps
 from agentmill.synth.prompt_files import load_prompt
+
+
+# the critic's reply, asked for as constrained decoding where the endpoint supports it
+CRITIC_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["category", "components", "explanation"],
+                 "properties": {"category": {"type": "string", "enum": list(CATEGORIES)},
+                                "components": {"type": "array", "minItems": 1,
+                                               "items": {"type": "string", "enum": list(COMPONENTS)}},
+                                "explanation": {"type": "string"}}}
 
 
 class Diagnosis(BaseModel):
@@ -41,11 +50,20 @@ def failure_text(result: GateResult) -> str:
     return f"gate: {result.gate}\ncode: {result.code}\nmessage: {result.message}\ndetails: {dumps(details)}"
 
 
-async def criticise(client: ModelClient, card_view: dict, body: CandidateBody, result: GateResult,
-                    prompts=None) -> Diagnosis:
+async def ask_critic(client: ModelClient, card_view: dict, body: CandidateBody, result: GateResult,
+                     prompts=None) -> JsonReply:
     user = (f"Capability card:\n{dumps(card_view)}\n\nCandidate:\n{dumps(body.model_dump())}\n\n"
             f"Failed gate:\n{failure_text(result)}")
-    reply = await ask_json(client, load_prompt("critic", prompts), user)
+    return await ask_json(client, load_prompt("critic", prompts), user, CRITIC_SCHEMA)
+
+
+async def criticise(client: ModelClient, card_view: dict, body: CandidateBody, result: GateResult,
+                    prompts=None) -> Diagnosis:
+    return read_diagnosis(await ask_critic(client, card_view, body, result, prompts), result)
+
+
+def read_diagnosis(reply: JsonReply, result: GateResult) -> Diagnosis:
+    """The critic's diagnosis, or the gate's own hint when the reply is not one (or never came)."""
     d = reply.data if isinstance(reply.data, dict) else {}
     category, comps = d.get("category"), d.get("components")
     if category in CATEGORIES and isinstance(comps, list) and comps and all(c in COMPONENTS for c in comps):
@@ -61,6 +79,7 @@ class RepairOutcome(BaseModel):
     changed: list[str] = Field(default_factory=list)
     error: str | None = None
     raw: str = ""
+    endpoint_failed: bool = False  # the generator was down: not the candidate's fault
 
 
 async def repair(client: ModelClient, card_view: dict, body: CandidateBody, diagnosis: Diagnosis,
@@ -69,9 +88,9 @@ async def repair(client: ModelClient, card_view: dict, body: CandidateBody, diag
     user = (f"Capability card:\n{dumps(card_view)}\n\nCandidate:\n{dumps(body.model_dump())}\n\n"
             f"Failed gate:\n{failure_text(result)}\n\nDiagnosis: {diagnosis.category}: {diagnosis.explanation}\n\n"
             f"Return a JSON object with exactly these keys, each a corrected replacement: {', '.join(allowed)}")
-    reply = await ask_json(client, load_prompt("repair", prompts), user)
+    reply = await ask_json(client, load_prompt("repair", prompts), user, repair_schema(allowed))
     if reply.data is None:
-        return RepairOutcome(body=None, error=reply.error, raw=reply.text)
+        return RepairOutcome(body=None, error=reply.error, raw=reply.text, endpoint_failed=reply.endpoint_failed)
     try:
         changes: dict[str, Any] = parse_partial(dumps(reply.data), allowed)
         return RepairOutcome(body=apply_repair(body, changes), changed=sorted(changes), raw=reply.text)

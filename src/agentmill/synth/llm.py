@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentmill.models.client import EndpointError, ModelClient
+from agentmill.models.client import ContextExceededError, EndpointError, ModelClient
 from agentmill.synth.candidate import CandidateParseError, _json_object
 
 
@@ -15,14 +15,19 @@ class JsonReply:
     data: Any  # None when the reply did not parse
     text: str
     error: str | None = None  # parse error, or the endpoint's failure
-    endpoint_failed: bool = False
+    endpoint_failed: bool = False  # down past the client's retries: worth a pause and another try
+    context_exceeded: bool = False  # the request does not fit the model: another try would fail the same way
 
 
-async def ask_json(client: ModelClient, system: str, user: str) -> JsonReply:
+async def ask_json(client: ModelClient, system: str, user: str, schema: dict | None = None) -> JsonReply:
+    """`schema`: asked for as constrained decoding where the endpoint supports it; the reply is parsed anyway."""
     try:
-        reply = await client.chat([{"role": "system", "content": system}, {"role": "user", "content": user}])
+        reply = await client.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                                  json_schema=schema)
     except EndpointError as e:
         return JsonReply(None, "", f"endpoint failed: {e}", endpoint_failed=True)
+    except ContextExceededError as e:
+        return JsonReply(None, "", f"context exceeded: {e}", context_exceeded=True)
     try:
         return JsonReply(_json_object(reply.content), reply.content)
     except CandidateParseError as e:

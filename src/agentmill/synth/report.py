@@ -15,7 +15,7 @@ from agentmill.atomic import write_text_atomic
 from agentmill.recipe.report import STYLE, bar_chart, esc
 from agentmill.synth.store import SynthStore
 
-GATE_ORDER = ["parse", "lint", "semantic", "positive", "negative", "ballot"]
+GATE_ORDER = ["generate", "parse", "lint", "semantic", "positive", "negative", "ballot"]
 
 
 def funnel(store: SynthStore) -> list[dict]:
@@ -31,7 +31,7 @@ def funnel(store: SynthStore) -> list[dict]:
     gates = GATE_ORDER + sorted({r["gate"] for r in rows} - set(GATE_ORDER))
     for g in gates:
         mine = [r for r in rows if r["gate"] == g]
-        if not mine and g == "parse":
+        if not mine and g in ("generate", "parse"):  # rows only when a generator reply failed
             continue
         out.append({"gate": g, "entered": sum(r["n"] for r in mine), "passed": sum(r["n"] for r in mine if r["passed"]),
                     "failed": {r["code"]: r["n"] for r in mine if not r["passed"]}})

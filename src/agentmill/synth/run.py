@@ -14,6 +14,7 @@ from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.synth.box import BoxEnv, run_box
 from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet, write_task_folder
+from agentmill.synth.clients import open_role_clients
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.gates import default_gates
@@ -69,58 +70,63 @@ async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[st
 
 async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | None = None, on_event=None) -> dict:
     started = time.monotonic()
-    builder = builder or ImageBuilder()
     store = SynthStore(out)
-    clients = {role: rc.client() for role, rc in config.roles.items()}
     try:
-        _same_environment(store, config)
-        store.set_meta("config", config.model_dump_json())
-        interrupted = store.interrupt_open()
-        materialize(store, config.env)
-        problems = await load_cards(config, store, clients)
-        if not store.cards():
-            raise AgentmillError("no usable capability cards" + (f": {problems[0]}" if problems else ""))
-        environment = store.get_meta("environment")
-        if environment is None:
-            environment = await describe_environment(config.env, builder, store.out / "work")
-            store.set_meta("environment", environment)
-        env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled),
-                     builder=builder, environment=environment, on_event=on_event)
-        accepted = store.accepted_counts()
-        scheduler = Scheduler([CardQuota(card_id=c["card_id"], target_count=c["target_count"],
-                                         accepted=accepted.get(c["card_id"], 0), multiplier=c["multiplier"])
-                               for c in store.cards()], seed=config.synth.seed)
-        scheduler.next_index = store.next_slot()
-        lock = asyncio.Lock()
-
-        def review() -> None:
-            # at every multiple of meta_review_every finished target boxes, counted in the store: a review a
-            # killed run owed is made before any new box starts (one, for the latest mark passed)
-            done = review_if_due(store, scheduler, config.synth.meta_review_every, config.synth.flag_after_failures)
-            if done is not None:
-                env.emit("meta_review", review=done)
-
-        review()
-
-        async def target_box(slot) -> bool:
-            ok = await run_box(env, slot.card_id, f"{slot.card_id}-s{slot.index:04d}", slot=slot.index)
-            async with lock:
-                review()
-            return ok
-
-        await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - scheduler.next_index))
-        await _multiply(env, config)
-        seconds = time.monotonic() - started
-        store.set_meta("seconds", str(float(store.get_meta("seconds") or 0) + seconds))
-        return {"interrupted_before": interrupted, "card_problems": problems,
-                "accepted": len(store.accepted("target")), "multiplied": len(store.accepted("multiply")),
-                "gate_seconds": env.gate_seconds, "seconds": seconds}
+        _same_environment(store, config)  # before any model starts: a wrong folder is refused at once
+        async with open_role_clients(config, on_event) as clients:
+            try:
+                return await _run(config, store, clients, builder or ImageBuilder(), on_event, started)
+            finally:
+                for role, c in clients.items():
+                    u = c.stats.usage
+                    store.add_usage(role, c.stats.requests, u.prompt_tokens, u.completion_tokens, c.stats.cost_usd)
     finally:
-        for role, c in clients.items():
-            u = c.stats.usage
-            store.add_usage(role, c.stats.requests, u.prompt_tokens, u.completion_tokens, c.stats.cost_usd)
-            await c.close()
         store.close()
+
+
+async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: ImageBuilder, on_event,
+               started: float) -> dict:
+    store.set_meta("config", config.model_dump_json())
+    interrupted = store.interrupt_open()
+    materialize(store, config.env)
+    problems = await load_cards(config, store, clients)
+    if not store.cards():
+        raise AgentmillError("no usable capability cards" + (f": {problems[0]}" if problems else ""))
+    environment = store.get_meta("environment")
+    if environment is None:
+        environment = await describe_environment(config.env, builder, store.out / "work")
+        store.set_meta("environment", environment)
+    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled),
+                 builder=builder, environment=environment, on_event=on_event)
+    accepted = store.accepted_counts()
+    scheduler = Scheduler([CardQuota(card_id=c["card_id"], target_count=c["target_count"],
+                                     accepted=accepted.get(c["card_id"], 0), multiplier=c["multiplier"])
+                           for c in store.cards()], seed=config.synth.seed)
+    scheduler.next_index = store.next_slot()
+    lock = asyncio.Lock()
+
+    def review() -> None:
+        # at every multiple of meta_review_every finished target boxes, counted in the store: a review a
+        # killed run owed is made before any new box starts (one, for the latest mark passed)
+        done = review_if_due(store, scheduler, config.synth.meta_review_every, config.synth.flag_after_failures)
+        if done is not None:
+            env.emit("meta_review", review=done)
+
+    review()
+
+    async def target_box(slot) -> bool:
+        ok = await run_box(env, slot.card_id, f"{slot.card_id}-s{slot.index:04d}", slot=slot.index)
+        async with lock:
+            review()
+        return ok
+
+    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - scheduler.next_index))
+    await _multiply(env, config)
+    seconds = time.monotonic() - started
+    store.set_meta("seconds", str(float(store.get_meta("seconds") or 0) + seconds))
+    return {"interrupted_before": interrupted, "card_problems": problems,
+            "accepted": len(store.accepted("target")), "multiplied": len(store.accepted("multiply")),
+            "gate_seconds": env.gate_seconds, "seconds": seconds}
 
 
 async def _multiply(env: BoxEnv, config: SynthConfig) -> None:

@@ -8,6 +8,15 @@ from agentmill.synth.llm import ask_json, dumps
 from agentmill.synth.prompt_files import load_prompt
 
 
+# the judge's verdict, asked for as constrained decoding where the endpoint supports it
+JUDGE_SCHEMA = {"type": "object", "additionalProperties": False,
+                "required": ["realistic", "arbitrary_constraints", "score", "reason"],
+                "properties": {"realistic": {"type": "boolean"},
+                               "arbitrary_constraints": {"type": "array", "items": {"type": "string"}},
+                               "score": {"type": "number", "minimum": 0, "maximum": 10},
+                               "reason": {"type": "string"}}}
+
+
 class SemanticCheck:
     name = "semantic"
 
@@ -16,9 +25,12 @@ class SemanticCheck:
         user = (f"Capability the task must exercise:\n{dumps(ctx.card_view)}\n\nSystem specification:\n{b.system}\n\n"
                 f"User prompt:\n{b.prompt}\n\nSeed state SQL:\n{b.seed_sql}\n\nReference calls:\n"
                 f"{dumps([c.model_dump() for c in b.calls])}")
-        reply = await ask_json(ctx.clients["judge"], load_prompt("semantic", ctx.prompts), user)
+        reply = await ask_json(ctx.clients["judge"], load_prompt("semantic", ctx.prompts), user, JUDGE_SCHEMA)
         if reply.endpoint_failed:
             return GateResult(gate=self.name, passed=False, code="endpoint_error", message=reply.error or "", fault="infra")
+        if reply.context_exceeded:  # the judge cannot read this candidate: no pause will change that
+            return GateResult(gate=self.name, passed=False, code="context_exceeded", message=reply.error or "",
+                              fault="infra", details={"retry": False})
         d = reply.data if isinstance(reply.data, dict) else None
         try:
             realistic = bool(d["realistic"])

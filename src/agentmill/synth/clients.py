@@ -1,0 +1,32 @@
+"""The roles' model clients for one synthesis run. Roles with `model = "local"` share one embedded
+SmolLM2 server (models/local.py), started on loopback for the run and stopped after it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from agentmill.models.client import ModelClient
+from agentmill.models.local import LocalModelServer
+from agentmill.synth.config import SynthConfig
+
+
+@asynccontextmanager
+async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator[dict[str, ModelClient]]:
+    """{role: client}; the caller reads their usage before the block ends (they are closed after)."""
+    server = LocalModelServer() if any(rc.is_local for rc in config.roles.values()) else None
+    local_url = None
+    if server is not None:
+        if callable(on_event):
+            on_event("local_model", roles=sorted(r for r, rc in config.roles.items() if rc.is_local))
+        local_url = await server.__aenter__()
+    try:
+        clients = {role: rc.client(local_url) for role, rc in config.roles.items()}
+        try:
+            yield clients
+        finally:
+            for c in clients.values():
+                await c.close()
+    finally:
+        if server is not None:
+            await server.__aexit__(None, None, None)
