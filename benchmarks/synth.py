@@ -17,7 +17,7 @@ model: it is expected to be rejected; the script fails (exit 1) if the run crash
 untyped (tests/synth/local_smoke.py: typed_outcome_problems) or the report does not render.
 
 Usage: .venv/bin/python benchmarks/synth.py [--cards 6] [--workers 1,4] [--k 3] [--json PATH]
-       .venv/bin/python benchmarks/synth.py --local-model [--gym itsm|helpdesk] [--keep DIR]
+       .venv/bin/python benchmarks/synth.py --local-model [--gym itsm|helpdesk] [--diagnosis] [--keep DIR]
 Needs bubblewrap and util-linux; run as root, like agentmill itself.
 """
 
@@ -65,7 +65,7 @@ def one(cards: int, workers: int, k: int) -> dict:
             "candidates_per_min": round(cards / wall * 60, 2), "gate_mean_s": {g: round(s, 3) for g, s in gates.items()}}
 
 
-def local_model(gym: str, keep: Path | None) -> int:
+def local_model(gym: str, keep: Path | None, diagnosis: bool = False) -> int:
     """The real-model run; returns the exit status (0: it ran, every outcome typed, the report rendered)."""
     import signal
     import subprocess
@@ -76,7 +76,10 @@ def local_model(gym: str, keep: Path | None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="synth-local-") as tmp:
         root = keep or Path(tmp)
-        config = write_config(root / "config", gym=gym, gym_dir=GYM if gym == "helpdesk" else None)
+        from agentmill.tasks import sample_tools_path
+
+        task = sample_tools_path() / "itsm-route-incident-to-dba" if diagnosis else None
+        config = write_config(root / "config", gym=gym, gym_dir=GYM if gym == "helpdesk" else None, diagnosis_task=task)
         out = root / "out"
         cmd = [sys.executable, "-m", "agentmill.cli", "synth", "run", str(config), "--out", str(out)]
         print("$ " + " ".join(cmd[2:]) + f"\n{config.read_text()}", flush=True)
@@ -131,11 +134,13 @@ def main() -> None:
     ap.add_argument("--gym", choices=["itsm", "helpdesk"], default="itsm", help="--local-model: the bundled itsm "
                     "gym, or the test suite's tiny helpdesk gym (a shorter generator prompt)")
     ap.add_argument("--keep", type=Path, help="--local-model: write the config and output here (kept)")
+    ap.add_argument("--diagnosis", action="store_true", help="--local-model: no cards file; the diagnosis rollouts "
+                    "(target, teacher) and the card writer, all SmolLM2, on the bundled itsm-route-incident-to-dba task")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f}")
     if args.local_model:
-        raise SystemExit(local_model(args.gym, args.keep))
+        raise SystemExit(local_model(args.gym, args.keep, args.diagnosis))
     results = []
     for w in [int(x) for x in args.workers.split(",")]:
         r = one(args.cards, w, args.k)

@@ -31,17 +31,29 @@ CARDS = {
 
 
 def write_config(dest: Path, *, gym: str = "itsm", gym_dir: Path | None = None, max_repairs: int = 1,
-                 generator_tokens: int = 768) -> Path:
-    """dest/cards.jsonl and dest/synth.toml; `gym_dir` (a gym folder) instead of the bundled `gym`."""
+                 generator_tokens: int = 768, diagnosis_task: Path | None = None) -> Path:
+    """dest/cards.jsonl and dest/synth.toml; `gym_dir` (a gym folder) instead of the bundled `gym`.
+    `diagnosis_task`: no cards file; the diagnosis runs the target and the teacher (both SmolLM2) on that one
+    tool task and the card writer (SmolLM2) writes the cards (stretch included: a smoke-test model fails)."""
     dest.mkdir(parents=True, exist_ok=True)
     card = CARDS["helpdesk" if gym_dir is not None else gym]
-    (dest / "cards.jsonl").write_text(json.dumps(card) + "\n")
     env = f'gym_dir = "{gym_dir}"' if gym_dir is not None else f'gyms = ["{gym}"]'
-    lines = ["[synth]", 'cards = "cards.jsonl"', "workers = 1", "max_slots = 1", "target_per_card = 1",
+    if diagnosis_task is None:
+        (dest / "cards.jsonl").write_text(json.dumps(card) + "\n")
+        source = ['cards = "cards.jsonl"']
+        diagnosis = []
+    else:
+        import shutil
+
+        shutil.copytree(diagnosis_task, dest / "eval-tasks" / diagnosis_task.name, dirs_exist_ok=True)
+        source = []
+        diagnosis = ["", "[diagnosis]", 'tasks = "eval-tasks"', 'target_run = "runs/target"', 'teacher_run = "runs/teacher"',
+                     "run_rollouts = true", "attempts = 1", "include_stretch = true"]
+    lines = ["[synth]", *source, "workers = 1", "max_slots = 1", "target_per_card = 1",
              f"max_repairs = {max_repairs}", "multiply_per_target = 1", "meta_review_every = 1",
              "outage_pause_s = 1.0", "outage_retries = 1", "", "[env]", env, "",
-             "[ballot]", "k = 1", "target_max_solves = 0", "solver_min_solves = 1", "max_turns = 3", "concurrency = 1"]
-    for role in ROLES:
+             "[ballot]", "k = 1", "target_max_solves = 0", "solver_min_solves = 1", "max_turns = 3", "concurrency = 1", *diagnosis]
+    for role in ROLES + (("card_writer", "teacher") if diagnosis_task is not None else ()):
         tokens = generator_tokens if role == "generator" else 192
         lines += ["", f"[roles.{role}]", 'model = "local"', "temperature = 0.0", f"max_tokens = {tokens}",
                   "max_retries = 1", "timeout = 900"]

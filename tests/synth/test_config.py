@@ -54,3 +54,16 @@ def test_resuming_with_another_environment_is_refused(tmp_path):
     cfg = load_config(write(tmp_path, '[synth]\ncards = "c.jsonl"\n[env]\ngyms = ["itsm"]\n' + ALL))
     with pytest.raises(AgentmillError, match="made for env .*collab.* this config says .*itsm"):
         asyncio.run(run_synth(cfg, tmp_path / "out"))
+
+
+def test_a_role_may_be_the_embedded_model_without_an_endpoint(tmp_path):
+    local = '[roles.generator]\nmodel = "local"\n' + "".join(ROLE.format(r=r) for r in ("critic", "judge", "target", "solver"))
+    cfg = load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + local))
+    assert cfg.roles["generator"].is_local and not cfg.roles["critic"].is_local
+    with pytest.raises(AgentmillError, match="embedded model is not running"):
+        cfg.roles["generator"].client()
+    client = cfg.roles["generator"].client("http://127.0.0.1:5/v1")
+    assert client.base_url == "http://127.0.0.1:5/v1" and client.model.startswith("SmolLM2")
+    no_url = local.replace('[roles.critic]\nbase_url = "http://127.0.0.1:1/v1"\n', "[roles.critic]\n")
+    with pytest.raises(AgentmillError, match=r"field 'roles.critic'.*needs base_url"):
+        load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + no_url))

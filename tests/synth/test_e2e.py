@@ -80,6 +80,9 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
         bodies = [json.loads(r["body"]) for r in store.rows(
             "SELECT body FROM attempts WHERE candidate_id LIKE ? ORDER BY n", (f"card-{case}%",))]
         assert {k for k in bodies[0] if bodies[0][k] != bodies[1][k]} == changed
+        # the repair reply that made the second attempt is kept with it
+        raw = store.rows("SELECT raw FROM attempts WHERE candidate_id LIKE ? AND n = 1", (f"card-{case}%",))[0]["raw"]
+        assert set(json.loads(raw)) <= {"verifiers", "calls", "seed_sql", "entities"} and changed <= set(json.loads(raw))
     # the easy card was flagged and paused by a meta-review
     easy_card = store.rows("SELECT multiplier, flagged FROM cards WHERE card_id = 'card-easy'")[0]
     assert easy_card["multiplier"] == 0 and "no acceptance" in easy_card["flagged"]

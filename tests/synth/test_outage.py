@@ -140,3 +140,43 @@ def test_a_lasting_repair_outage_interrupts_the_box_without_blaming_the_candidat
     assert [(g["gate"], g["code"]) for g in store.rows("SELECT gate, code FROM gate_results WHERE passed = 0")] == [
         ("negative", "mutant_survived")]
     assert store.rows("SELECT COUNT(*) AS n FROM attempts")[0]["n"] == 1
+
+
+TOO_LONG = Reply(status=400, error="Requested tokens (9100) exceed context window of 8192")
+
+
+def _run_roles(tmp_path, **policies):
+    cards = tmp_path / "cards.jsonl"
+    cards.write_text(card_line("good") + "\n")
+    with ExitStack() as stack:
+        servers = {r: s for r, s in role_servers().items() if r not in ("target", "solver")}
+        servers.update({r: ChatServer(p) for r, p in policies.items()})
+        servers = {r: stack.enter_context(s) for r, s in servers.items()}
+        text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=1)
+        (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false"))
+        events = []
+        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
+                                        on_event=lambda kind, **info: events.append(kind)))
+    store = SynthStore.open_existing(tmp_path / "out")
+    return summary, events, servers, store
+
+
+def test_a_generator_prompt_the_model_cannot_hold_is_a_typed_outcome_not_an_outage(tmp_path):
+    summary, events, servers, store = _run_roles(tmp_path, generator=lambda r: TOO_LONG)
+    assert summary["accepted"] == 0 and "pause" not in events and len(servers["generator"].requests) == 1
+    cand = store.rows("SELECT state, reason FROM candidates")[0]
+    assert cand["state"] == "interrupted" and cand["reason"].startswith("config: generator context exceeded")
+    assert store.rows("SELECT gate, passed, code, fault FROM gate_results") == [
+        {"gate": "generate", "passed": 0, "code": "context_exceeded", "fault": "infra"}]
+    assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0  # never the candidate's fault
+    from agentmill.synth.report import funnel
+
+    assert funnel(store)[0] == {"gate": "generate", "entered": 1, "passed": 0, "failed": {"context_exceeded": 1}}
+
+
+def test_a_candidate_the_judge_cannot_read_is_not_retried_as_an_outage(tmp_path):
+    summary, events, servers, store = _run_roles(tmp_path, judge=lambda r: TOO_LONG)
+    assert summary["accepted"] == 0 and "pause" not in events and len(servers["judge"].requests) == 1
+    assert store.rows("SELECT gate, code, fault FROM gate_results WHERE passed = 0") == [
+        {"gate": "semantic", "code": "context_exceeded", "fault": "infra"}]
+    assert store.rows("SELECT state FROM candidates")[0]["state"] == "interrupted"

@@ -137,6 +137,7 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
     env.emit("box_start", candidate=candidate_id, card=card_id)
     work = store.out / "work" / candidate_id
     body: CandidateBody | None = None
+    repair_raw = ""  # the repair reply that made the next attempt's body, kept with that attempt
     last = "no attempt"
     for n in range(settings.max_repairs + 1):
         started = time.monotonic()
@@ -168,7 +169,7 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
                 env.emit("gate", gate="parse", passed=False, code="unparseable")
                 continue
         else:
-            raw = ""
+            raw = repair_raw
         cand = Candidate(candidate_id=candidate_id, card_id=card_id, kind="multiply" if parent else "target",
                          parent_id=parent.candidate_id if parent else None, body=body)
         attempt = store.add_attempt(candidate_id, n, origin, body.model_dump_json(), raw, None)
@@ -205,7 +206,7 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
                 env.emit("box_done", candidate=candidate_id, accepted=False)
                 return False
             if fixed.body is not None:
-                body = fixed.body
+                body, repair_raw = fixed.body, fixed.raw
             # a repair reply that does not parse leaves the candidate as it was: the next attempt
             # fails the same gate and the critic is asked again
         store.finish_attempt(attempt, time.monotonic() - started)
