@@ -16,7 +16,10 @@ Two measurements:
    and a Debian-built one. --cold-base also rebuilds the base in a private layer store (tens of seconds).
 
 Usage: .venv/bin/python benchmarks/sandbox.py [--runs 100] [--trials 64] [--concurrency 1,8,32]
-                                              [--no-trials] [--json PATH] [--images [--cold-base]]
+                                              [--no-trials] [--vs-tree SRC] [--json PATH] [--images [--cold-base]]
+--vs-tree SRC also times another source tree's sandbox (its agentmill/sandbox/bwrap.py, the helpers
+beside it and its guest folder), one lifecycle of each in turn, and prints paired differences: a
+before/after comparison that a busy machine's drift does not skew.
 Exits non-zero if any sandbox exec or any trial did not succeed. Needs bubblewrap, util-linux
 (prlimit, setpriv) and, for the trial part, the host python3 that the sandboxes use.
 """
@@ -158,11 +161,11 @@ def bench_dir() -> Path:
 # -- 1. sandbox lifecycle latency ----------------------------------------------------------------
 
 
-async def one_sandbox(base: Path, i: int) -> dict[str, float]:
+async def one_sandbox(base: Path, i: int | str, backend=BwrapSandbox) -> dict[str, float]:
     rootfs = base / f"rootfs-{i}"
     rootfs.mkdir()
     t0 = time.perf_counter()
-    async with BwrapSandbox(SandboxSpec(rootfs=rootfs, workdir="/")) as sb:
+    async with backend(SandboxSpec(rootfs=rootfs, workdir="/")) as sb:
         t1 = time.perf_counter()
         result = await sb.exec(["true"])
         t2 = time.perf_counter()
@@ -182,6 +185,84 @@ async def bench_sandbox(runs: int, warmup: int) -> dict:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return {key: [s[key] for s in samples] for key in ("start", "exec", "stop", "total")}
+
+
+# -- 1b. the lifecycle of another source tree, alternating with this one --------------------------
+
+_VS_MODULES = ("uids", "limits", "watch")  # what another tree's bwrap.py may import from its own folder
+
+
+def other_tree_backend(src: Path):
+    """BwrapSandbox as another source tree has it: its sandbox/bwrap.py, the helper modules beside
+    it and its guest folder, loaded under private names next to this tree's."""
+    import importlib.util
+    import types
+
+    folder = src / "agentmill" / "sandbox"
+    if not (folder / "bwrap.py").is_file():
+        raise SystemExit(f"--vs-tree {src}: no agentmill/sandbox/bwrap.py under it (give the tree's src folder)")
+    code_dir = Path(tempfile.mkdtemp(prefix="vs-tree-"))
+    names = [m for m in _VS_MODULES if (folder / f"{m}.py").is_file()]
+
+    def load(name: str) -> types.ModuleType:
+        text = (folder / f"{name}.py").read_text()
+        for m in names:
+            text = text.replace(f"from agentmill.sandbox.{m} import", f"from vs_tree_{m} import")
+        text = text.replace('@sandbox_backend("bwrap")', "")  # this tree's class keeps the name
+        path = code_dir / f"vs_tree_{name}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"vs_tree_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    for m in names:
+        load(m)
+    bwrap = load("bwrap")
+    guest = scratch_dir() / "assets" / f"vs-tree-guest-{os.getpid()}"
+    shutil.rmtree(guest, ignore_errors=True)
+    shutil.copytree(folder / "guest", guest, ignore=shutil.ignore_patterns("__pycache__"))
+    for p in [guest, *guest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    own_assets = bwrap.package_assets
+    bwrap.package_assets = lambda name: guest if name == "guest" else own_assets(name)
+    return bwrap.BwrapSandbox, guest
+
+
+async def bench_vs(runs: int, warmup: int, other, meter: CpuMeter) -> dict:
+    """This tree's lifecycle and the other's, alternating (the order flips every round), so both
+    meet the same load; CPU is read around each lifecycle."""
+    base = bench_dir()
+    samples: dict[str, list[dict]] = {"this": [], "other": []}
+    try:
+        for i in range(warmup + runs):
+            order = [("this", BwrapSandbox), ("other", other)]
+            for name, backend in (order if i % 2 else order[::-1]):
+                c0 = meter.seconds()
+                s = await one_sandbox(base, f"{name}-{i}", backend)
+                s["cpu"] = meter.seconds() - c0
+                if i >= warmup:
+                    samples[name].append(s)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return {name: {k: [s[k] for s in v] for k in ("start", "exec", "stop", "total", "cpu")} for name, v in samples.items()}
+
+
+def print_vs(vs: dict, src: Path) -> dict:
+    t = Table(box=box.ASCII2, title=f"this tree vs {src}, alternating")
+    for col in ("", "this p50 ms", "other p50 ms", "this min", "other min", "paired diff p50 ms", "this faster in"):
+        t.add_column(col, justify="left" if not col else "right")
+    out = {}
+    for key in ("total", "start", "exec", "stop", "cpu"):
+        a, b = vs["this"][key], vs["other"][key]
+        diff = [x - y for x, y in zip(a, b)]
+        t.add_row(key if key != "cpu" else "cpu ms", ms(pct(a, 50)), ms(pct(b, 50)), ms(min(a)), ms(min(b)),
+                  f"{pct(diff, 50) * 1e3:+.1f}", f"{sum(d < 0 for d in diff)}/{len(diff)}")
+        out[key] = {"this_p50_ms": pct(a, 50) * 1e3, "other_p50_ms": pct(b, 50) * 1e3,
+                    "paired_diff_p50_ms": pct(diff, 50) * 1e3}
+    console.print(t)
+    return out
 
 
 async def bench_plain(runs: int, warmup: int) -> list[float]:
@@ -262,6 +343,8 @@ def parse_args(argv=None):
     p.add_argument("--trials", type=int, default=64, help="oracle trials per concurrency level (default 64)")
     p.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels (default 1,8,32)")
     p.add_argument("--no-trials", action="store_true", help="only the sandbox lifecycle (part 1): quick paired runs")
+    p.add_argument("--vs-tree", type=Path, default=None, metavar="SRC",
+                   help="also time another tree's lifecycle (SRC: its src folder), alternating with this one's")
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures as JSON here")
     p.add_argument("--images", action="store_true", help="benchmark Debian-built images instead (section 3)")
     p.add_argument("--cold-base", action="store_true", help="with --images: also time a cold mmdebstrap base")
@@ -414,6 +497,14 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
     report["sandbox"]["cpu_ms_per_run"] = sb_cpu * 1e3
     report["plain_subprocess"] = {"p50_ms": pct(plain, 50) * 1e3, "p90_ms": pct(plain, 90) * 1e3,
                                   "cpu_ms_per_run": plain_cpu * 1e3}
+
+    if args.vs_tree is not None:
+        other, guest = other_tree_backend(args.vs_tree.resolve())
+        try:
+            console.print(f"[bold]1b. this tree and {args.vs_tree} alternating[/] ({args.runs} rounds)")
+            report["vs_tree"] = print_vs(await bench_vs(args.runs, args.warmup, other, meter), args.vs_tree)
+        finally:
+            shutil.rmtree(guest, ignore_errors=True)
 
     if args.no_trials:
         report["total_wall_s"] = time.perf_counter() - started
