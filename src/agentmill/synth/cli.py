@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -72,10 +73,18 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
                TextColumn("{task.fields[stats]}"))
     with Progress(*columns, console=err, transient=False) as progress:
         tracker = _Progress(progress, total)
+        # SIGTERM ends the run as Ctrl-C does: the boxes are cancelled and the embedded model's server (its own
+        # session, so no group kill reaches it) is stopped on the way out, never left behind
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
             summary = asyncio.run(run_synth(config, out, on_event=tracker))
         except AgentmillError as e:
             _fail(str(e))
+        except KeyboardInterrupt:
+            err.print(f"interrupted; run the same command again to resume from {out}", highlight=False)
+            raise typer.Exit(130) from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     for problem in summary["card_problems"]:
         err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "

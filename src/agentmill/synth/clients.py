@@ -16,11 +16,12 @@ async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator
     """{role: client}; the caller reads their usage before the block ends (they are closed after)."""
     server = LocalModelServer() if any(rc.is_local for rc in config.roles.values()) else None
     local_url = None
-    if server is not None:
-        if callable(on_event):
-            on_event("local_model", roles=sorted(r for r, rc in config.roles.items() if rc.is_local))
-        local_url = await server.__aenter__()
     try:
+        if server is not None:
+            if callable(on_event):
+                on_event("local_model", roles=sorted(r for r, rc in config.roles.items() if rc.is_local))
+            # inside the try: a run stopped while the server is still starting stops it too
+            local_url = await server.__aenter__()
         clients = {role: rc.client(local_url) for role, rc in config.roles.items()}
         try:
             yield clients
@@ -29,4 +30,4 @@ async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator
                 await c.close()
     finally:
         if server is not None:
-            await server.__aexit__(None, None, None)
+            server.stop()  # not in a thread: this also runs while the run is being cancelled
