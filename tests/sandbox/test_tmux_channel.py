@@ -345,8 +345,10 @@ def test_a_flood_before_the_answer_closes_the_channel_at_the_limit():
 
 @sandbox
 def test_a_refused_client_never_fails_the_start_by_exec(monkeypatch):
-    """The refused client's tmux server is killed and the session made again by exec: a new client
-    may meet that server still exiting ('server exited unexpectedly', ~1 start in 10 here): retried."""
+    """Start and stop, again and again, in one sandbox, the control client refused each time: it is
+    detached politely (only closing our end left it and a tmux server told to exit waiting on each
+    other for seconds, every new client refused: 'server exited unexpectedly'), and an exec start
+    that still meets a server on its way out retries."""
     monkeypatch.setattr(tmux_module, "CLIENT_FLAGS", "no-output")
 
     async def go():

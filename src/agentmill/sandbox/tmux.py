@@ -69,10 +69,10 @@ class TmuxSession:
     async def start(self) -> None:
         create = (("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
                   ("set-option", "-t", self.name, "history-limit", str(self.history)))
-        opened = await self._open_channel(create) if self.use_channel else None
-        if opened is False:  # a refused client may have left a session behind: start clean
+        opened = await self._open_channel(create) if self.use_channel else "none"
+        if opened == "unknown":  # a client that failed may have left a session behind: start clean
             await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
-        if not opened:
+        if opened in ("none", "unknown"):
             for attempt in range(40):
                 try:
                     await self._run(*create)
@@ -92,14 +92,15 @@ class TmuxSession:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    async def _open_channel(self, create: Sequence[Sequence[str]]) -> bool | None:
+    async def _open_channel(self, create: Sequence[Sequence[str]]) -> str:
         """One control client creates the session exactly as an exec would (the same commands, with
         -d), attaches to it and reports its flags and the window's size, which must be as asked.
-        True: attached; False: refused (anything may have run); None: no channel here (nothing ran)."""
+        'channel': attached; 'session': the session is made but the client was refused (detached);
+        'unknown': it failed, anything may have run; 'none': no channel here (nothing ran)."""
         control = getattr(self.sandbox, "control_dir", None)  # the guest's socket lives there (bwrap backend)
         if control is None:
             self.channel_note = "this sandbox backend has no guest socket"
-            return None
+            return "none"
         probe = ("display-message", "-p", "-t", self.name, "#{client_flags} #{window_width}x#{window_height}")
         commands = [*create, ("attach-session", "-f", CLIENT_FLAGS, "-t", self.name), probe]
         try:
@@ -108,14 +109,14 @@ class TmuxSession:
                                                      self.cwd, blocks=len(commands))
         except ChannelLost as e:
             self.channel_note = str(e)
-            return False
+            return "unknown"
         flags, _, size = answer.strip().rpartition(" ")
         if not {"control-mode", "ignore-size", "no-output"} <= set(flags.split(",")) or size != f"{self.width}x{self.height}":
-            channel.close()
+            await channel.detach()
             self.channel_note = f"control client not as asked: {answer.strip()[:200]}"
-            return False
+            return "session" if size == f"{self.width}x{self.height}" else "unknown"
         self._channel, self.channel_note = channel, ""
-        return True
+        return "channel"
 
     async def send_keys(self, keystrokes: str | list[str]) -> None:
         """Type keystrokes. A string is typed literally, its newlines pressed as Enter; a list may mix
@@ -162,7 +163,7 @@ class TmuxSession:
 
     async def stop(self) -> None:
         if self._channel is not None:
-            self._channel.close("stopped")
+            await self._channel.detach()
             self._channel = None
         await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
 

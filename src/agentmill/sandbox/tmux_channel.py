@@ -231,6 +231,22 @@ class TmuxChannel:
                 raise asyncio.IncompleteReadError(bytes(buf), None)
             buf += chunk
 
+    async def detach(self, timeout: float = 2.0) -> None:
+        """Leave politely: ask tmux to detach this client and wait for the end of the stream, then
+        close. (Only closing our end can leave the client and a tmux server told to exit waiting on
+        each other for seconds, refusing every new client meanwhile.)"""
+        if self.alive:
+            async with self._lock:
+                with contextlib.suppress(Exception):
+                    self._writer.write(b"detach-client\n")
+                    await asyncio.wait_for(self._drain_to_end(), timeout)
+        self.close("detached")
+
+    async def _drain_to_end(self) -> None:
+        read = 0
+        while read <= MAX_REPLY and (chunk := await self._reader.read(1 << 16)):
+            read += len(chunk)
+
     def __del__(self) -> None:  # a session dropped without stop() (its sandbox gone): release the socket
         self.close("dropped")
 
