@@ -6,9 +6,11 @@ Each revision is unpacked with `git archive` (nothing in the working tree is tou
 this checkout's virtualenv, its `src/` first on PYTHONPATH:
 - oracle: `check --sample --json`, `rollout --sample` with the oracle and the nop agent, and
   `export` of the oracle run as trl, sharegpt, harbor and rl;
-- recipe: a six-stage recipe over the bundled tasks (augment, task filters, mix, terminus rollouts,
-  trace filters, four exports) against one scripted chat server (tests/recipe/test_pipeline.py's
-  policy, served once for both revisions so even the recorded endpoint is the same).
+- recipe: the bundled recipe (recipes/smoke.toml: augment, task filters, mix, terminus rollouts,
+  trace filters, exports) with its [model] pointed at one scripted chat server instead of the
+  embedded model (tests/recipe/test_pipeline.py's policy: it types each task's reference solution;
+  served once for both revisions so even the recorded endpoint is the same). A real model's replies
+  depend on what the terminal shows, and that includes the sandbox's clock.
 Then `agentmill diff` compares the two output folders, masking clocks, pids, hosts and the folders'
 own paths. Exit 0 when both parts hold the same data. REV_AFTER defaults to HEAD. Takes a few minutes.
 """
@@ -24,8 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
-EXPORTS = "".join(f'\n[[exports]]\nformat = "{f}"\nfile = "{f}.{ext}"\n'
-                  for f, ext in (("sharegpt", "jsonl"), ("rl", "parquet"), ("harbor", "jsonl")))
 
 
 def unpack(rev: str, into: Path) -> Path:
@@ -56,16 +56,23 @@ def oracle_part(tree: Path, out: Path, cache: Path, log: Path) -> None:
 
 
 def recipe_part(trees: list[Path], work: Path) -> None:
-    sys.path.insert(0, str(ROOT))
-    from tests.helpers.chat_server import ChatServer
-    from tests.recipe.test_pipeline import policy_for_samples, recipe_text
+    import tomllib
 
-    with ChatServer(policy_for_samples()) as srv:
-        text = recipe_text(srv.base_url, min_turns=1) + EXPORTS
+    import tomli_w
+
+    sys.path.insert(0, str(ROOT))
+    from agentmill.tasks import load_dataset, sample_dataset_path
+    from tests.helpers.chat_server import ChatServer
+    from tests.recipe.test_pipeline import policy_for_samples
+
+    recipe = tomllib.loads((ROOT / "recipes" / "smoke.toml").read_text())
+    names = [t.name for t in load_dataset(sample_dataset_path()).tasks]
+    with ChatServer(policy_for_samples(names)) as srv:
+        recipe["model"] = {**recipe["model"], "name": "scripted", "base_url": srv.base_url}
         for tree in trees:
             folder = work / tree.name / "recipe"
             folder.mkdir(parents=True)
-            (folder / "recipe.toml").write_text(text)
+            (folder / "recipe.toml").write_text(tomli_w.dumps(recipe))
             rc = agentmill(tree, work / tree.name / "cache", "run", str(folder / "recipe.toml"), "--out", str(folder / "run"),
                            log=work / f"{tree.name}.log")
             print(f"  {tree.name}: agentmill run -> exit {rc}", flush=True)

@@ -25,9 +25,11 @@ SOURCES = {
 }
 
 
-def policy_for_samples():
-    """Augmentation: a prefixed rewrite. Terminal agent: types the task's reference solution."""
-    tasks = load_dataset(sample_dataset_path(), names=[n for ns in SOURCES.values() for n in ns]).tasks
+def policy_for_samples(names: list[str] | None = None):
+    """Augmentation: a prefixed rewrite. Terminal agent: types the task's reference solution.
+    `names`: the sample tasks it knows (default: this test's sources; scripts/before_after.py: all)."""
+    names = [n for ns in SOURCES.values() for n in ns] if names is None else names
+    tasks = load_dataset(sample_dataset_path(), names=names).tasks
     solutions = {t.instruction.strip()[:80]: (t.path / "solution" / "solve.sh").read_text() for t in tasks}
 
     def policy(request):
