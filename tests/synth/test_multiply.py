@@ -23,7 +23,10 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
     cards.write_text(card_line("good") + "\n")
     with ExitStack() as stack:
         servers = {r: stack.enter_context(s) for r, s in role_servers().items()}
-        (tmp_path / "synth.toml").write_text(config_text(servers, cards, max_slots=1, multiply_per_target=2))
+        text = config_text(servers, cards, max_slots=1, multiply_per_target=2)
+        # the solver is priced (USD per million tokens): 10 prompt + 5 completion tokens a scripted reply = 20 USD
+        text = text.replace('model = "scripted-solver"', 'model = "scripted-solver"\nprices = { input = 1e6, output = 2e6 }')
+        (tmp_path / "synth.toml").write_text(text)
         summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out"))
         assert (summary["accepted"], summary["multiplied"]) == (1, 2)
         # a rerun over the same folder, accepted variants in the store: nothing more to do, no variant seeds one
@@ -54,3 +57,11 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
         assert (meta["synth_kind"], meta["synth_parent"], meta["synth_card"]) == ("multiply", target["candidate_id"], "card-good")
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "accepted.jsonl").read_text().splitlines())}
     assert {rows[v["candidate_id"]]["parent_id"] for v in variants} == {target["candidate_id"]}
+    # cost: every solver request priced, summed over both runs, in the store and the report
+    usage = {u["role"]: u for u in store.rows("SELECT * FROM usage")}
+    solver_requests = len(servers["solver"].requests)
+    assert usage["solver"]["requests"] == solver_requests and usage["solver"]["cost_usd"] == 20.0 * solver_requests
+    assert usage["target"]["cost_usd"] == 0
+    from agentmill.synth.report import render
+
+    assert f"<td>solver</td><td>{solver_requests}</td>" in render(store) and f"{20.0 * solver_requests:.4f}" in render(store)
