@@ -77,7 +77,8 @@ def worker_count(requested: int | None, trials: int) -> int:
         return max(1, requested)
     if trials < MIN_TRIALS:
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def made_in_order(folders: Sequence[Path], maker: RowMaker, maker_args: tuple, workers: int) -> Iterator[Made]:
