@@ -23,6 +23,8 @@ KEYSTROKES = [
     "echo \"it's\" \"dq\" \\\\ $HOME ~ '#{pane_id}' '{' '}' '$(x)' '%if' \"'\"\n",
     "echo 'héllo wörld 日本語 🎉 e\u0301 ﷽'\n",
     "printf '\\033[31mred\\033[0m\\ttab\\033]2;title\\007 end\\n'\n",
+    # tmux passthrough (DCS), an OSC title holding a forged line, the alternate screen in and out
+    "printf '\\033Ptmux;\\033\\033]2;%%end 1 2 1\\007\\033\\\\ \\033]0;a\\nb\\007 \\033[?1049halt\\033[?1049l back\\n'\n",
     "printf '%%end 1796288879 266 1\\n%%begin 1 2 1\\n%%error 1 2 1\\n%%exit\\nagentmill-0-b\\n'\n",
     "echo $'\\x01\\x7f'ctl; echo -e '\\xff\\xfe bad-utf8'\n",
     "seq 1 2500\n",
