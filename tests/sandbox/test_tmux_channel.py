@@ -123,7 +123,7 @@ def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
 def test_an_action_is_one_request_on_the_channel_and_no_exec():
     class Counting:
         def __init__(self, sb):
-            self.sb, self.execs, self.spec, self.control_dir = sb, [], sb.spec, sb.control_dir
+            self.sb, self.execs, self.spec, self.guest_socket = sb, [], sb.spec, sb.guest_socket
 
         def base_env(self):
             return self.sb.base_env()

@@ -97,14 +97,15 @@ class TmuxSession:
         -d), attaches to it and reports its flags and the window's size, which must be as asked.
         'channel': attached; 'session': the session is made but the client was refused (detached);
         'unknown': it failed, anything may have run; 'none': no channel here (nothing ran)."""
-        control = getattr(self.sandbox, "control_dir", None)  # the guest's socket lives there (bwrap backend)
-        if control is None:
+        # the guest's socket as the backend pinned it at start (bwrap: /proc/self/fd/N), never by name
+        guest = getattr(self.sandbox, "guest_socket", None)
+        if guest is None:
             self.channel_note = "this sandbox backend has no guest socket"
             return "none"
         probe = ("display-message", "-p", "-t", self.name, "#{client_flags} #{window_width}x#{window_height}")
         commands = [*create, ("attach-session", "-f", CLIENT_FLAGS, "-t", self.name), probe]
         try:
-            channel, answer = await TmuxChannel.open(control / "sock", self._tmux("-C", *_client_argv(commands)),
+            channel, answer = await TmuxChannel.open(guest, self._tmux("-C", *_client_argv(commands)),
                                                      self.sandbox.base_env(),
                                                      self.cwd, blocks=len(commands))
         except ChannelLost as e:
