@@ -5,7 +5,8 @@ Every role is the test suite's scripted chat server answering instantly (tests/s
 the generator writes a sound candidate over the tiny helpdesk gym, the judge approves, the target
 gives up at once and the solver replays the reference calls. So each candidate passes every gate on
 its first attempt, and the figure is the pipeline's own cost: the structural lint's sandbox, the
-oracle trial (positive), the mutation audit (negative) and 2 x k tools-agent trials (ballot), plus
+oracle trial (positive), the mutation audit (negative) and the ballot's tools-agent trials (k = 3 stops
+early: 2 target + 2 solver trials decide it here), plus
 the store. Time per gate is the mean wall time of that gate per candidate (gates of concurrent
 boxes overlap, so the per-gate sums exceed the wall time when workers > 1).
 
