@@ -8,7 +8,6 @@ import asyncio
 import json
 from contextlib import ExitStack
 
-import pytest
 
 from agentmill.synth.config import load_config
 from agentmill.synth.run import run_synth
