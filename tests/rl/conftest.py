@@ -1,6 +1,7 @@
 """An RL export made the way a user makes one: real rollouts (terminus against a scripted chat server
 for terminal tasks, the oracle for a tool task) on copies of bundled tasks, then `export --format rl`;
-the task folder is then moved, so nothing may depend on where it was."""
+the task folder is then moved, so nothing may depend on where it was. Also the embedded SmolLM2 as a
+trainable checkpoint, for the training tests."""
 
 from __future__ import annotations
 
@@ -42,7 +43,11 @@ class Export:
 
 @pytest.fixture(scope="package")
 def rl_export(tmp_path_factory) -> Export:
-    tmp = tmp_path_factory.mktemp("rl")
+    return make_export(tmp_path_factory.mktemp("rl"))
+
+
+def make_export(tmp: Path) -> Export:
+    """Rollouts on copies of bundled tasks under `tmp`, their `rl` and `trl` exports, then the tasks moved."""
     data = tmp / "data-a"
     for name in TERMINAL:
         shutil.copytree(sample_dataset_path() / name, data / name)
