@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -123,3 +124,21 @@ def test_a_template_without_markers_stops_training_before_any_step(rl_export, sm
     with pytest.raises(AgentmillError, match="plain.jinja: has no"):
         build_sft(smollm2_checkpoint, [data], tmp_path / "out", steps=1, chat_template=plain)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_train_sft_cli_reports_left_out_rows_and_saves_a_marked_checkpoint(rl_export, smollm2_checkpoint, tmp_path):
+    from transformers import AutoTokenizer
+
+    from agentmill.rl.chat_template import has_generation_markers
+    from tests.rl.conftest import agentmill
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rl_export.sft_rows))
+    r = agentmill("train", "sft", str(data), "--model", str(smollm2_checkpoint), "--out", str(tmp_path / "out"),
+                  "--steps", "1", "--max-length", "1200", timeout=900)
+    assert "1 rows" in r.stderr and r.stderr.count("over --max-length 1200") == len(rl_export.sft_rows) - 1, r.stderr[-2000:]
+    assert re.search(r"1 logged steps; loss \d+\.\d+", r.stderr)
+    tok = AutoTokenizer.from_pretrained(str(tmp_path / "out"), local_files_only=True)
+    assert has_generation_markers(tok.chat_template) and (tmp_path / "out" / "model.safetensors").exists()
