@@ -85,7 +85,7 @@ def phase_sft(work: Path, steps: int) -> dict:
 
 def phase_grpo(work: Path, steps: int, scripted: bool) -> dict:
     from agentmill.rl.grpo import build_grpo
-    from tests.rl.test_train_grpo import scripted_rollout, terminus
+    from tests.rl.scripted import scripted_rollout, terminus
 
     export = json.loads((work / "export.json").read_text())
     script = Path(export["solution"]).read_text()
