@@ -224,18 +224,19 @@ def test_a_link_planted_in_the_control_dir_is_never_followed(hostile, tmp_path):
     async def go():
         async with task_sandbox(hostile) as sb, open_tool_session(hostile, sb) as s:
             planted = await s.call("hijack", {"target": str(host_socket)})
-            refused = await s.call("get_title", {"ticket_id": 1})
-            after = await s.call("get_title", {"ticket_id": 1})  # a fresh tool host
-            return planted, refused, after
+            after = await s.call("get_title", {"ticket_id": 1})
+            again = await s.call("get_title", {"ticket_id": 1})
+            return planted, after, again
 
     try:
-        planted, refused, after = run(go())
-        with pytest.raises(socket.timeout):
+        planted, after, again = run(go())
+        with pytest.raises(socket.timeout):  # the host's requests never went to the link's target
             listener.accept()
     finally:
         listener.close()
-    assert not planted.is_error and refused.is_error and "not a socket" in refused.content
-    assert not after.is_error and after.content == "VPN drops every hour"
+    # the tool host's socket was pinned when it appeared: the calls still reach it, not the link
+    assert not planted.is_error
+    assert not after.is_error and after.content == "VPN drops every hour" and again.content == after.content
 
 
 def test_a_gyms_base_database_is_built_once_per_gym_content(tmp_path):

@@ -26,7 +26,7 @@ import pytest
 
 from agentmill.errors import SandboxError
 from agentmill.paths import scratch_temp
-from agentmill.sandbox import BwrapSandbox, Limits, bwrap, watch
+from agentmill.sandbox import BwrapSandbox, Limits, bwrap, sockets, watch
 from agentmill.sandbox.bwrap import launch_argv
 from agentmill.sandbox.limits import Cgroup, wait_unpopulated
 from agentmill.sandbox.uids import lease_uid
@@ -279,7 +279,7 @@ def _guest_replaced_by(monkeypatch, command: str) -> None:
 def test_a_file_named_like_the_socket_is_not_readiness(monkeypatch, planted):
     _guest_replaced_by(monkeypatch, f"echo forged > {bwrap.CTL_DIR}/sock; ln -s /run {bwrap.CTL_DIR}/s2; sleep 30")
     if planted:  # a host that takes any entry of that name for the guest's socket
-        monkeypatch.setattr(bwrap, "_is_guest_socket", lambda path, uid: True)
+        monkeypatch.setattr(sockets, "is_sandbox_socket", lambda st, uid: True)
 
     async def go():
         async with BwrapSandbox(fresh_spec()):

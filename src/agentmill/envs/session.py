@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import json
 import os
-import stat
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from agentmill.envs.state import (HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, To
                                   prepare_tool_state, require_spec, tool_schemas)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.tasks.model import Task
 
 CTL_INSIDE = "/.agentmill/ctl"  # where the bubblewrap sandbox mounts its control directory
@@ -62,7 +62,9 @@ class ToolSession:
         self.calls = 0
         self.errors = 0
         self._lock = asyncio.Lock()
-        self._socket: Path | None = None
+        self._socket: Path | None = None  # /proc/self/fd/N of the pinned socket
+        self._socket_fd: int | None = None
+        self._socket_name: Path | None = None
         self._server_pid: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -96,7 +98,13 @@ class ToolSession:
                 tail = (await self.sandbox.exec(["tail", "-c", "2000", log], timeout=10)).stdout
                 raise ToolEnvError(f"{self.task.path}: the tool host did not start: {tail.strip()}")
             await asyncio.sleep(0.002)
-        self._socket = path
+        # Pinned now, connected through the pin from here on: the name sits in a folder the agent
+        # can write, and a link swapped in later must not take the host's requests elsewhere.
+        self._socket_fd = pin_socket(path, getattr(self.sandbox, "uid", None))
+        if self._socket_fd is None:
+            raise ToolEnvError(f"{self.task.path}: the tool host's {name} is not a socket it made")
+        self._socket_name = path
+        self._socket = pinned_path(self._socket_fd)
         ping = await self._socket_request({"op": "ping"}, 10)
         self._server_pid = ping.get("pid")
         if not self.schemas:
@@ -109,7 +117,9 @@ class ToolSession:
             self._server_pid = None
         if self._socket is not None:
             with contextlib.suppress(OSError):
-                self._socket.unlink()
+                os.close(self._socket_fd)
+            with contextlib.suppress(OSError):
+                self._socket_name.unlink()  # the name itself: unlink never follows a link
             self._socket = None
 
     # -- calls -----------------------------------------------------------------------------------
@@ -161,9 +171,6 @@ class ToolSession:
                                 timeout=timeout, what="the tool host")
 
     async def _socket_request(self, request: dict, timeout: float) -> dict:
-        # The control directory is writable from inside: never follow a link planted there to a host socket.
-        if not stat.S_ISSOCK(os.lstat(self._socket).st_mode):
-            raise ConnectionError(f"{self._socket.name} is not a socket")
         reader, writer = await asyncio.open_unix_connection(str(self._socket), limit=8 << 20)
         try:
             writer.write(json.dumps(request).encode() + b"\n")

@@ -27,6 +27,7 @@ from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import Limits
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
+from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.sandbox.uids import UidLease, lease_uid
 from agentmill.sandbox.watch import wait_for_name
 
@@ -128,28 +129,6 @@ def _drop_privileges(uid: int, keep_bounding_set: bool) -> list[str]:
     # kept until bwrap, whose --cap-drop ALL clears it for everything inside.
     return [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
             *([] if keep_bounding_set else ["--bounding-set=-all"])]
-
-
-def _is_guest_socket(st: os.stat_result, uid: int) -> bool:
-    """A socket the sandbox's uid made; not a file, a link or anything else in its place."""
-    return stat.S_ISSOCK(st.st_mode) and st.st_uid == uid
-
-
-def _pin_guest_socket(path: Path, uid: int) -> int | None:
-    """An O_PATH descriptor of the guest's socket itself, or None if `path` is anything else.
-
-    Every later connection goes through it (/proc/self/fd/N), never through the name: the control
-    folder belongs to the sandbox's uid, and a name swapped for a link would otherwise send the
-    host's requests, as root, to any unix socket on the host (another sandbox's guest, say).
-    """
-    try:
-        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    if not _is_guest_socket(os.fstat(fd), uid):
-        os.close(fd)
-        return None
-    return fd
 
 
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
@@ -298,7 +277,7 @@ class BwrapSandbox:
     def guest_socket(self) -> Path | None:
         """Where to connect to the guest while the sandbox runs: its socket as pinned at start
         (/proc/self/fd/N), whatever the name in the control folder has become since."""
-        return None if self._guest_fd is None else Path(f"/proc/self/fd/{self._guest_fd}")
+        return None if self._guest_fd is None else pinned_path(self._guest_fd)
 
     @property
     def control_dir(self) -> Path | None:
@@ -326,7 +305,7 @@ class BwrapSandbox:
             raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
         if not ready:
             raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
-        self._guest_fd = _pin_guest_socket(self._ctl / "sock", self.uid)
+        self._guest_fd = pin_socket(self._ctl / "sock", self.uid)
         if self._guest_fd is None:
             raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")
 
