@@ -29,6 +29,7 @@ from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, error_pol
 from agentmill.traces.harbor_stats import JobTally
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.redact import redact
+from agentmill.traces.text import encodable
 
 METADATA_KEY = "agentmill"
 
@@ -94,7 +95,7 @@ class _Job:
         trajectory, n = _redacted(rec.trajectory)
         self.redactions += n
         if trajectory.steps:  # ATIF needs a step: a trial without one has no trajectory file, as Harbor's agents that write none
-            (folder / TRAJECTORY).write_text(json.dumps(trajectory_to_harbor(trajectory), indent=2, ensure_ascii=False))
+            (folder / TRAJECTORY).write_text(_json_text(trajectory_to_harbor(trajectory)))
         for path, text in ((STDOUT, r.get("verifier_stdout") or ""), (STDERR, r.get("verifier_stderr") or "")):
             clean, n = redact(text)
             self.redactions += n
@@ -129,7 +130,7 @@ class _Job:
         }
         self.environments[json.dumps(config["environment"], sort_keys=True)] = config["environment"]
         (folder / "config.json").write_text(json.dumps(config, indent=2))
-        (folder / "result.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        (folder / "result.json").write_text(_json_text(result))
         lock = trial_lock(config, task_name=Path(task_path).name or t["task"], digest=task_digest(t.get("task_hash"), t["task"]),
                           verifier_mode=result["verifier_environment_mode"])
         (folder / "lock.json").write_text(json.dumps(lock, indent=2))
@@ -202,6 +203,12 @@ class _Job:
 
 
 _LOCKS_SIDE_FILE = ".trial-locks.jsonl"
+
+
+def _json_text(record: dict) -> str:
+    """A record as Harbor's files hold it (UTF-8, not escaped); a lone surrogate from an imported
+    trajectory becomes U+FFFD instead of failing the export when the file is encoded."""
+    return encodable(json.dumps(record, indent=2, ensure_ascii=False))
 
 
 def _model_info(model: str | None) -> dict | None:

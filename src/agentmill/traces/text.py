@@ -29,6 +29,11 @@ def is_clean(text: str) -> bool:
     return _DIRTY.search(text) is None
 
 
+def encodable(text: str) -> str:
+    """`text` with lone surrogates (which no encoder writes) as U+FFFD; everything else as it was."""
+    return text if text.isascii() or _SURROGATE.search(text) is None else _SURROGATE.sub("\ufffd", text)
+
+
 def clean_text(text: str | None) -> str:
     if not text:
         return ""
