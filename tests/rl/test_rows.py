@@ -75,3 +75,25 @@ def test_task_folders_come_from_the_environment_when_not_given(tmp_path, monkeyp
         TaskResolver([tmp_path / "missing"])
     monkeypatch.setenv(TASKS_ENV, str(tmp_path))
     assert shared_resolver(None).roots == [tmp_path.resolve()]
+
+
+def test_grpo_rows_keep_only_what_the_reward_needs_and_skip_rows_that_are_not_rl_rows(tmp_path):
+    from agentmill.rl.grpo import rl_dataset_rows
+
+    good = {"data_source": "agentmill/x", "prompt": [{"role": "user", "content": "go"}], "ability": "agentic/terminal",
+            "reward_model": {"style": "environment", "ground_truth": "abc"},
+            "extra_info": {"task_hash": "abc", "agent": "terminus", "index": 0, "tools": "[]"}}
+    trl_row = {"messages": [{"role": "user", "content": "go"}], "tools": "[]"}
+    rows, skipped = rl_dataset_rows([good, trl_row, "not a row"])
+    assert rows == [{"prompt": good["prompt"], "reward_model": {"ground_truth": "abc"},
+                     "extra_info": {"task_hash": "abc", "agent": "terminus"}}]
+    assert [s.split(":")[0] for s in skipped] == ["row 1", "row 2"] and all("not an `rl` row" in s for s in skipped)
+    from tests.rl.conftest import HAVE_TRAIN
+
+    if HAVE_TRAIN:  # with nothing left, one error before any model is loaded
+        from agentmill.rl.grpo import build_grpo
+
+        data = tmp_path / "trl.jsonl"
+        data.write_text(json.dumps(trl_row) + "\n")
+        with pytest.raises(AgentmillError, match=r"no RL row to train on.*row 0: not an `rl` row"):
+            build_grpo(tmp_path, [data], [tmp_path], tmp_path / "out")
