@@ -116,7 +116,8 @@ def _spawn(argv, cwd, env, fds):
     if os.path.dirname(executable):
         candidates = [executable]
     else:
-        candidates = [os.path.join(d, executable) for d in os.get_exec_path(env)]
+        search = env.get("PATH")  # os.get_exec_path(env) for a str-keyed env, minus its warnings import
+        candidates = [os.path.join(d, executable) for d in (os.defpath if search is None else search).split(os.pathsep)]
     _check_args(argv, cwd, env)
     err_r, err_w = os.pipe()  # close-on-exec: EOF on a successful exec
     try:

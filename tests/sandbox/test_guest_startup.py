@@ -1,0 +1,159 @@
+"""The guest exec server's start-up cost: what it imports before its socket appears, and on the hot
+path (ping, exec, read, write, attach). The usual modules (json, socket, subprocess, threading,
+base64, signal) cost 18 ms of CPU on every sandbox start (docs/benchmarks.md), so a top-level import
+of any of them is a regression these tests catch; each check is also run on a copy of the server
+with the defect planted, and must fire.
+
+The server runs inside a sandbox, under the sandbox's python3 with `-I -S -X importtime`, as
+bwrap.py launches it; a probe (also in the sandbox) waits for its socket, then drives the ops.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentmill.sandbox import BwrapSandbox
+from agentmill.sandbox.bwrap import GUEST_DIR
+from tests.conftest import sandbox
+from tests.sandbox.helpers import fresh_spec, run
+
+pytestmark = sandbox
+
+# C cores the server may import besides what `import os` brings: cheap, no regular expressions.
+CHEAP = {"_socket", "_json", "_thread", "binascii", "_signal", "time", "errno", "posix"}
+# What each costs a few ms at start (regex compiles, enums, module chains): never on the hot path.
+EXPENSIVE = {"json", "re", "socket", "subprocess", "threading", "base64", "signal", "enum", "selectors",
+             "contextlib", "functools", "collections", "warnings", "locale", "struct", "select"}
+
+SERVER = Path(__file__).resolve().parents[2] / "src/agentmill/sandbox/guest/server.py"
+
+# Runs inside the sandbox: start the server as bwrap.py does (plus -X importtime), record what it
+# imported once its socket is there, drive every hot-path op, record again.
+PROBE = r"""
+import base64, json, os, socket, subprocess, sys, time
+server, log = sys.argv[1], "/tmp/importtime.log"
+
+def imported():
+    with open(log) as f:
+        return [line.split("|")[-1].strip() for line in f if line.startswith("import time:")][1:]
+
+def bare(code):
+    r = subprocess.run(["/usr/bin/python3", "-I", "-S", "-X", "importtime", "-c", code], capture_output=True, text=True)
+    return [line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")][1:]
+
+def ask(req, raw=False):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("/tmp/probe.sock")
+    s.sendall(json.dumps(req).encode() + b"\n")
+    if raw:
+        return s
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data)
+
+proc = subprocess.Popen(["/usr/bin/python3", "-I", "-S", "-X", "importtime", server, "/tmp/probe.sock"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+while not os.path.exists("/tmp/probe.sock"):
+    if proc.poll() is not None:
+        sys.exit("server died: " + open(log).read()[-2000:])
+    time.sleep(0.002)
+time.sleep(0.2)  # anything imported right after the rename, before a request, counts as start-up
+start = imported()
+env = {"PATH": "/usr/bin:/bin"}
+replies = [
+    ask({"op": "ping"}),
+    ask({"op": "exec", "argv": ["/bin/sh", "-c", "cat; echo err >&2"], "env": env, "cwd": "/tmp",
+         "stdin": base64.b64encode(b"in").decode(), "timeout": 30, "max_output": 100}),
+    ask({"op": "exec", "argv": ["sleep", "5"], "env": env, "timeout": 0.2}),
+    ask({"op": "exec", "argv": ["no-such-command"], "env": env}),
+    ask({"op": "write", "path": "/tmp/f", "data": base64.b64encode(b"data").decode(), "mode": 0o600}),
+    ask({"op": "read", "path": "/tmp/f"}),
+]
+attached = ask({"op": "attach", "argv": ["/bin/sh", "-c", "echo attached; exec cat"], "env": env}, raw=True)
+echoed = b""
+while not echoed.endswith(b"attached\n"):  # sent before the guest has handed it over, it would be
+    echoed += attached.recv(100)         # part of the request
+attached.sendall(b"through cat\n")
+while not echoed.endswith(b"cat\n"):
+    echoed += attached.recv(100)
+echoed = echoed.decode()
+attached.close()
+time.sleep(0.2)
+after = imported()
+proc.kill()
+print(json.dumps({"start": start, "after": after, "replies": replies, "echoed": echoed,
+                  "bare": bare("pass"), "with_os": bare("import os")}))
+"""
+
+
+def probe(source: str) -> dict:
+    """Run the probe on this server source inside a fresh sandbox; its findings."""
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            await sb.write_file("/tmp/server.py", source)
+            result = await sb.exec(["/usr/bin/python3", "-I", "-c", PROBE, "/tmp/server.py"], timeout=60)
+            assert result.returncode == 0, result.output
+            return json.loads(result.stdout)
+    return run(go())
+
+
+def start_up_extras(found: dict) -> set[str]:
+    """Modules imported before the socket appeared beyond the interpreter's, os's and CHEAP."""
+    return set(found["start"]) - set(found["bare"]) - set(found["with_os"]) - CHEAP
+
+
+def test_the_guest_starts_with_cheap_imports_only_and_its_hot_path_adds_none():
+    found = probe(SERVER.read_text())
+    assert start_up_extras(found) == set()
+    assert EXPENSIVE & set(found["start"]) == set()
+    assert EXPENSIVE & set(found["after"]) == set(), "a hot-path op imported an expensive module"
+    ping, ran, timed_out, missing, wrote, read = found["replies"]
+    assert ping["ok"] and isinstance(ping["pid"], int)
+    assert ran["ok"] and ran["returncode"] == 0 and not ran["timed_out"]
+    assert (ran["stdout"], ran["stderr"]) == ("aW4=", "ZXJyCg==")  # "in", "err\n"
+    assert timed_out["ok"] and timed_out["timed_out"] and timed_out["returncode"] == -9
+    assert missing["returncode"] == 127 and missing["stderr"]  # "no-such-command: No such file..."
+    assert wrote == {"ok": True} and read == {"ok": True, "data": "ZGF0YQ=="}
+    assert found["echoed"] == "attached\nthrough cat\n"
+
+
+def test_the_launch_is_the_one_probed():
+    """The probe starts the server as bwrap.py does; if the launch changes, the probe must too."""
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            found = await sb.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
+            return [line.split() for line in found.stdout.splitlines() if "server.py" in line and not line.startswith("bwrap ")]
+    assert run(go()) == [["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", "/.agentmill/ctl/sock"]]
+
+
+@pytest.mark.parametrize("defect, where", [
+    ("import subprocess\n", "start"),
+    ("import json\n", "start"),
+    ("import socket\n", "start"),
+])
+def test_a_planted_top_level_import_is_caught(defect, where):
+    source = SERVER.read_text()
+    anchor = "import binascii\n"
+    assert anchor in source
+    found = probe(source.replace(anchor, defect + anchor, 1))
+    module = defect.split()[1]
+    assert module in start_up_extras(found)
+    assert module in set(found[where])
+
+
+def test_a_planted_import_on_the_exec_path_is_caught():
+    source = SERVER.read_text()
+    anchor = "def _exec(req):\n"
+    assert anchor in source
+    found = probe(source.replace(anchor, anchor + "    import threading  # noqa\n", 1))
+    assert "threading" not in found["start"]
+    assert "threading" in EXPENSIVE & set(found["after"])
+
