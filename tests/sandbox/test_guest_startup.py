@@ -10,6 +10,7 @@ bwrap.py launches it; a probe (also in the sandbox) waits for its socket, then d
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -77,6 +78,23 @@ replies = [
     ask({"op": "write", "path": "/tmp/f", "data": base64.b64encode(b"data").decode(), "mode": 0o600}),
     ask({"op": "read", "path": "/tmp/f"}),
 ]
+tool = "#!/bin/sh\necho tool in $(pwd)\n"
+cases = {
+    "write_tool": {"op": "write", "path": "/tmp/bin/tool", "data": base64.b64encode(tool.encode()).decode(), "mode": 0o755},
+    "path_search": {"op": "exec", "argv": ["tool"], "env": {"PATH": "/nonexistent:/tmp/f:/tmp/bin"}, "cwd": "/tmp"},
+    "no_cwd": {"op": "exec", "argv": ["pwd"], "env": env, "cwd": "/nonexistent"},
+    "not_executable": {"op": "exec", "argv": ["/tmp/f"], "env": env},
+    "child_state": {"op": "exec", "argv": ["/usr/bin/python3", "-I", "-c",
+        "import os; print(os.getsid(0) == os.getpid(), sorted(os.listdir('/proc/self/fd')), os.getcwd())"],
+        "env": env},
+    "ignored_signals": {"op": "exec", "argv": ["/bin/grep", "SigIgn", "/proc/self/status"], "env": env},
+    "background": {"op": "exec", "argv": ["/bin/sh", "-c", "(sleep 2; echo late) & echo early"], "env": env},
+    "write_relative": {"op": "write", "path": "rel/x.txt", "data": base64.b64encode(b"rel").decode()},
+    "read_relative": {"op": "read", "path": "rel/x.txt"},
+    "bad_env": {"op": "exec", "argv": ["true"], "env": {"A=B": "x"}},
+}
+more = {name: ask(req) for name, req in cases.items()}
+more["attach_missing"] = json.loads(ask({"op": "attach", "argv": ["no-such-tmux"], "env": env}, raw=True).recv(1000))
 attached = ask({"op": "attach", "argv": ["/bin/sh", "-c", "echo attached; exec cat"], "env": env}, raw=True)
 echoed = b""
 while not echoed.endswith(b"attached\n"):  # sent before the guest has handed it over, it would be
@@ -89,7 +107,7 @@ attached.close()
 time.sleep(0.2)
 after = imported()
 proc.kill()
-print(json.dumps({"start": start, "after": after, "replies": replies, "echoed": echoed,
+print(json.dumps({"start": start, "after": after, "replies": replies, "echoed": echoed, "more": more,
                   "bare": bare("pass"), "with_os": bare("import os")}))
 """
 
@@ -122,6 +140,36 @@ def test_the_guest_starts_with_cheap_imports_only_and_its_hot_path_adds_none():
     assert timed_out["ok"] and timed_out["timed_out"] and timed_out["returncode"] == -9
     assert missing["returncode"] == 127 and missing["stderr"]  # "no-such-command: No such file..."
     assert wrote == {"ok": True} and read == {"ok": True, "data": "ZGF0YQ=="}
+    assert found["echoed"] == "attached\nthrough cat\n"
+
+
+# The server spawns with os.posix_spawn; on a Python without it (before 3.8), with fork + exec.
+SPAWN_PATHS = {"posix_spawn": lambda source: source,
+               "fork": lambda source: source.replace('_use_posix_spawn = hasattr(os, "posix_spawn")',
+                                                     "_use_posix_spawn = False")}
+
+
+@pytest.mark.parametrize("path", SPAWN_PATHS)
+def test_exec_and_attach_behave_as_popen_did(path):
+    source = SERVER.read_text()
+    variant = SPAWN_PATHS[path](source)
+    assert path == "posix_spawn" or variant != source
+    found = probe(variant)
+    more = {name: reply for name, reply in found["more"].items()}
+    b64 = lambda reply, key: base64.b64decode(reply[key]).decode()  # noqa: E731
+    assert b64(more["path_search"], "stdout") == "tool in /tmp\n"
+    assert (more["no_cwd"]["returncode"], b64(more["no_cwd"], "stderr")) == (127, "pwd: No such file or directory\n")
+    assert b64(more["not_executable"], "stderr") == "/tmp/f: Permission denied\n"
+    # A new session, only 0-2 inherited (3: listdir's own), the server's directory when no cwd is
+    # given, and no signal ignored (the server's Python ignores SIGPIPE and SIGXFSZ).
+    assert b64(more["child_state"], "stdout") == "True ['0', '1', '2', '3'] /app\n"
+    ignored = int(b64(more["ignored_signals"], "stdout").split()[1], 16)
+    assert ignored & (1 << (13 - 1) | 1 << (25 - 1)) == 0  # SIGPIPE, SIGXFSZ
+    assert b64(more["background"], "stdout") == "early\n" and more["background"]["duration"] < 1.5
+    assert more["write_relative"] == {"ok": True} and b64(more["read_relative"], "data") == "rel"
+    assert more["bad_env"] == {"ok": False, "error": "ValueError: illegal environment variable name"}
+    assert more["attach_missing"] == {"ok": False,
+                                      "error": "FileNotFoundError: [Errno 2] No such file or directory: 'no-such-tmux'"}
     assert found["echoed"] == "attached\nthrough cat\n"
 
 
