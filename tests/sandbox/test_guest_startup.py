@@ -205,3 +205,34 @@ def test_a_planted_import_on_the_exec_path_is_caught():
     assert "threading" not in found["start"]
     assert "threading" in EXPENSIVE & set(found["after"])
 
+
+
+def test_the_json_fast_paths_match_json_exactly():
+    """_loads and _dumps stand in for json.loads and json.dumps: same objects, same bytes, and
+    anything the fast paths do not take goes to json itself (same errors)."""
+    import runpy
+    guest = runpy.run_path(str(SERVER))  # defines the functions; main() does not run
+    replies = [
+        {"ok": True, "returncode": -9, "stdout": "aGk=", "stderr": "", "timed_out": False, "duration": 0.00123},
+        {"ok": False, "error": "OSError: [Errno 2] héllo \udcff \u4e2d \"quoted\" \\ \n\t\x00"},
+        {"ok": True, "pid": 2, "big": 10**30, "none": None, "float": 1e300, "neg": -0.0},
+        {"ok": True, "nested": {"a": [1]}, "nan": float("nan")},  # not flat: json.dumps itself
+    ]
+    for reply in replies:
+        assert guest["_dumps"](reply) == json.dumps(reply)
+    requests = [json.dumps(r).encode() + b"\n" for r in (
+        {"op": "exec", "argv": ["/bin/sh", "-c", "echo é"], "env": {"A": "\u4e2d"}, "timeout": 1.5, "stdin": None},
+        {"op": "write", "path": "/x", "data": "", "mode": 420, "deep": [{"a": [1, 2.5e-3, True, None]}]},
+    )] + [b'{"op": "ping", "x": NaN, "y": -Infinity}\n', b'{"op": "\\ud800"}\r\n\t ']
+    for raw in requests:
+        assert repr(guest["_loads"](raw)) == repr(json.loads(raw))
+    for bad in (b"not json\n", b'{"op": "ping"} trailing\n', b'{"op": "pi\xffng"}\n', b'{"op": 1e999999}\n'):
+        try:
+            expected = repr(json.loads(bad))
+        except Exception as e:
+            expected = f"{type(e).__name__}: {e}"
+        try:
+            got = repr(guest["_loads"](bad))
+        except Exception as e:
+            got = f"{type(e).__name__}: {e}"
+        assert got == expected

@@ -7,8 +7,9 @@ commands, exactly as in a container.
 Start-up is on every sandbox's critical path, and the usual modules cost more than Python itself
 (json and base64 compile regular expressions, socket builds enums, subprocess and threading pull in
 a dozen more: 27 ms of CPU against 9 ms for the bare interpreter). So this file imports only C
-cores (`_socket`, `_thread`, `_json`, `binascii`, `_signal`) and spawns with fork + exec the way
-subprocess.Popen does. tests/sandbox/test_guest_startup.py holds the import list to that.
+cores (`_socket`, `_thread`, `_json`, `binascii`, `_signal`) and spawns with os.posix_spawn as
+subprocess.Popen(..., start_new_session=True) would. tests/sandbox/test_guest_startup.py holds the
+import list to that.
 """
 
 import binascii
@@ -159,7 +160,8 @@ def _posix_spawn(argv, candidates, cwd, env, fds):
 
 
 def _fork_exec(argv, candidates, cwd, env, fds):
-    """For a Python without os.posix_spawn (before 3.8): fork, then only system calls until exec."""
+    """For a Python without os.posix_spawn (before 3.8, so no fork-with-threads warning either):
+    fork, then only system calls until exec."""
     err_r, err_w = os.pipe()  # close-on-exec: EOF on a successful exec
     try:
         pid = os.fork()
@@ -409,7 +411,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    # Python 3.12+ warns (DeprecationWarning) when a multi-threaded process forks, and shows it for
-    # code in __main__; our child runs only system calls before exec, so take the library default.
-    __name__ = "agentmill_guest"
     main(sys.argv[1])
