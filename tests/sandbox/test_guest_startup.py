@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from agentmill.sandbox import BwrapSandbox
-from agentmill.sandbox.bwrap import GUEST_DIR
+from agentmill.sandbox.guest_code import GUEST_DIR, LAUNCH
 from tests.conftest import sandbox
 from tests.sandbox.helpers import fresh_spec, run
 
 pytestmark = sandbox
 
 # C cores the server may import besides what `import os` brings: cheap, no regular expressions.
-CHEAP = {"_socket", "_json", "_thread", "binascii", "_signal", "time", "errno", "posix"}
+CHEAP = {"server", "_socket", "_json", "_thread", "binascii", "_signal", "time", "errno", "posix"}
 # What each costs a few ms at start (regex compiles, enums, module chains): never on the hot path.
 EXPENSIVE = {"json", "re", "socket", "subprocess", "threading", "base64", "signal", "enum", "selectors",
              "contextlib", "functools", "collections", "warnings", "locale", "struct", "select"}
@@ -35,7 +36,7 @@ SERVER = Path(__file__).resolve().parents[2] / "src/agentmill/sandbox/guest/serv
 # imported once its socket is there, drive every hot-path op, record again.
 PROBE = r"""
 import base64, json, os, socket, subprocess, sys, time
-server, log = sys.argv[1], "/tmp/importtime.log"
+server, launch, log = sys.argv[1], sys.argv[2], "/tmp/importtime.log"
 
 def imported():
     with open(log) as f:
@@ -60,7 +61,7 @@ def ask(req, raw=False):
     s.close()
     return json.loads(data)
 
-proc = subprocess.Popen(["/usr/bin/python3", "-I", "-S", "-X", "importtime", server, "/tmp/probe.sock"],
+proc = subprocess.Popen(["/usr/bin/python3", "-I", "-S", "-X", "importtime", "-c", launch, "/tmp/probe.sock"],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
 while not os.path.exists("/tmp/probe.sock"):
     if proc.poll() is not None:
@@ -117,7 +118,8 @@ def probe(source: str) -> dict:
     async def go():
         async with BwrapSandbox(fresh_spec()) as sb:
             await sb.write_file("/tmp/server.py", source)
-            result = await sb.exec(["/usr/bin/python3", "-I", "-c", PROBE, "/tmp/server.py"], timeout=60)
+            launch = LAUNCH.replace(repr(GUEST_DIR), repr("/tmp"))  # bwrap.py's launch, this copy
+            result = await sb.exec(["/usr/bin/python3", "-I", "-c", PROBE, "/tmp/server.py", launch], timeout=60)
             assert result.returncode == 0, result.output
             return json.loads(result.stdout)
     return run(go())
@@ -178,8 +180,13 @@ def test_the_launch_is_the_one_probed():
     async def go():
         async with BwrapSandbox(fresh_spec()) as sb:
             found = await sb.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
-            return [line.split() for line in found.stdout.splitlines() if "server.py" in line and not line.startswith("bwrap ")]
-    assert run(go()) == [["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", "/.agentmill/ctl/sock"]]
+            # -v says where the module's code came from: the host-compiled bytecode, not the source.
+            loaded = await sb.exec(["/usr/bin/python3", "-I", "-S", "-v", "-c", LAUNCH.replace("server.main", "len")])
+            return ([line.split() for line in found.stdout.splitlines() if "server.main" in line and not line.startswith("bwrap ")],
+                    [line for line in loaded.stderr.splitlines() if "code object from" in line and "server" in line])
+    processes, loaded = run(go())
+    assert processes == [["/usr/bin/python3", "-I", "-S", "-c", *LAUNCH.split(), "/.agentmill/ctl/sock"]]
+    assert loaded and loaded[0].endswith(f"code object from '{GUEST_DIR}/__pycache__/server.{sys.implementation.cache_tag}.pyc'")
 
 
 @pytest.mark.parametrize("defect, where", [

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.loops import PerLoop
-from agentmill.paths import package_assets, scratch_temp
+from agentmill.paths import scratch_temp
+from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
 from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import Limits
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
@@ -32,7 +33,6 @@ from agentmill.sandbox.uids import UidLease, lease_uid
 from agentmill.sandbox.watch import wait_for_name
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-GUEST_DIR = "/.agentmill/guest"
 CTL_DIR = "/.agentmill/ctl"
 _START_TIMEOUT = 20.0
 # Sandboxes booting at once: hundreds started together would each take longer than the start
@@ -238,7 +238,7 @@ class BwrapSandbox:
 
     def _argv(self) -> list[str]:
         spec = self.spec
-        guest = package_assets("guest")
+        guest = guest_assets()
         argv = launch_argv(self._cgroup.procs_files(), spec.limits, self.uid if os.geteuid() == 0 else None,
                            keep_bounding_set=spec.lower is not None)
         root = spec.rootfs
@@ -270,7 +270,7 @@ class BwrapSandbox:
         for key, value in env.items():
             argv += ["--setenv", key, value]
         argv += ["--chdir", spec.workdir or "/"]
-        argv += ["/usr/bin/python3", "-I", "-S", f"{GUEST_DIR}/server.py", f"{CTL_DIR}/sock"]
+        argv += guest_launch_argv(f"{CTL_DIR}/sock")
         return argv
 
     @property
