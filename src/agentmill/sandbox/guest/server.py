@@ -167,6 +167,9 @@ def _fork_exec(argv, candidates, cwd, env, fds):
         pid = os.fork()
         if pid == 0:
             _child(argv, candidates, cwd, env, fds, err_w)  # never returns
+    except BaseException:  # no fork (EAGAIN at the pids limit): Popen's OSError, no descriptor kept
+        os.close(err_r)
+        raise
     finally:
         os.close(err_w)
     try:
