@@ -390,19 +390,22 @@ def _serve(conn):
 
 
 def main(path):
-    global _home
+    global _home, _use_posix_spawn
     for fd in (0, 1, 2):  # spawned children get 0-2 by dup2 from descriptors above them
         try:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, os.O_RDWR)
-    for name in os.listdir("/proc/self/fd"):  # posix_spawn closes only close-on-exec descriptors
-        if int(name) > 2:
-            try:
-                os.set_inheritable(int(name), False)
-            except OSError:
-                pass  # listdir's own, closed since
-    _home = os.open(".", os.O_RDONLY)
+    try:
+        for name in os.listdir("/proc/self/fd"):  # posix_spawn closes only close-on-exec descriptors
+            if int(name) > 2:
+                try:
+                    os.set_inheritable(int(name), False)
+                except OSError:
+                    pass  # listdir's own, closed since
+        _home = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)  # no read right needed
+    except OSError:  # no /proc, or a working directory we cannot open: fork, which closes all itself
+        _use_posix_spawn = False
     srv = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     tmp = path + ".tmp"
     srv.bind(tmp)
