@@ -95,6 +95,8 @@ cases = {
     "bad_env": {"op": "exec", "argv": ["true"], "env": {"A=B": "x"}},
 }
 more = {name: ask(req) for name, req in cases.items()}
+fds = "/proc/%d/fd" % replies[0]["pid"]
+more["holds_home"] = any(os.readlink(fds + "/" + n) == os.getcwd() for n in os.listdir(fds))
 more["attach_missing"] = json.loads(ask({"op": "attach", "argv": ["no-such-tmux"], "env": env}, raw=True).recv(1000))
 attached = ask({"op": "attach", "argv": ["/bin/sh", "-c", "echo attached; exec cat"], "env": env}, raw=True)
 echoed = b""
@@ -173,6 +175,7 @@ def test_exec_and_attach_behave_as_popen_did(path):
     assert more["attach_missing"] == {"ok": False,
                                       "error": "FileNotFoundError: [Errno 2] No such file or directory: 'no-such-tmux'"}
     assert found["echoed"] == "attached\nthrough cat\n"
+    assert more["holds_home"]  # where it steps back to after a posix_spawn: not fallen back to fork
 
 
 def test_the_launch_is_the_one_probed():
