@@ -107,3 +107,84 @@ def test_overlay_over_a_debian_image_keeps_system_dirs_read_only(tmp_path):
     assert oracle.outcome is Outcome.PASSED, (oracle.exception, oracle.verifier_stdout[-800:])
     assert nop.outcome is Outcome.FAILED
     assert (run(builder.get(task)).rootfs / "app/state.txt").read_text() == "pristine\n"
+
+
+# Modes the template holds must reach the trial as they are (an ssh key stays 0600); the agent's
+# root may still change them, and what it changes stays in its own layer.
+MODES_DOCKERFILE = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
+                    "RUN mkdir -p /app/keys /app/shared && echo k > /app/keys/id && echo s > /app/locked && "
+                    "echo run > /app/tool && chmod 700 /app/keys && chmod 600 /app/keys/id && chmod 000 /app/locked && "
+                    "chmod 755 /app/tool && chmod 2775 /app/shared\n")
+MODES_SEEN = "stat -c '%n %a' /app/keys /app/keys/id /app/locked /app/tool /app/shared > /app/modes.txt; chmod 640 /app/tool\n"
+MODES_WANT = "/app/keys 700\n/app/keys/id 600\n/app/locked 0\n/app/tool 755\n/app/shared 2775\n"
+
+
+@pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "copy"])
+def test_a_trial_sees_the_template_modes(tmp_path, overlay):
+    check = f"diff <(printf '{MODES_WANT}') /app/modes.txt && [ \"$(stat -c %a /app/tool)\" = 640 ]"
+    task = load_task(simple_task(tmp_path, dockerfile=MODES_DOCKERFILE, test_sh=REWARD_IF.format(cond=check), solve_sh=MODES_SEEN))
+    builder = ImageBuilder(cache=scratch_cache(tmp_path), overlay=overlay)
+    result = run(run_trial(task, OracleAgent(), builder))
+    assert result.outcome is Outcome.PASSED, (result.exception, result.verifier_stdout[-800:])
+    template = run(builder.get(task)).rootfs
+    assert oct((template / "app/tool").stat().st_mode & 0o7777) == "0o755", "the agent's chmod reached the template"
+
+
+def test_the_overlay_daemons_namespace_cannot_write_the_template_or_host_files(tmp_path):
+    """What runs before bwrap (the daemon, our script) holds capabilities in its namespace: the
+    template must be read-only there, and no host uid but the sandbox's and the template owner's
+    may be mapped, so host root's files are as foreign to it as to any user."""
+    import os
+    import subprocess
+
+    from agentmill.paths import scratch_temp
+    from agentmill.sandbox.bwrap import _OVERLAY, overlay_launch_env, overlay_namespace_argv
+    from agentmill.sandbox.overlay import own_template
+    from agentmill.sandbox.uids import TEMPLATE_UID, lease_uid
+
+    if os.geteuid() != 0:
+        pytest.skip("the two-uid namespace is made as root")
+    work = scratch_temp("ovl-probe")
+    lower, upper, wk, merged = (work / n for n in ("lower", "upper", "work", "merged"))
+    for d in (lower, upper, wk, merged):
+        d.mkdir()
+    (lower / "tmpl.txt").write_text("pristine\n")
+    own_template(lower)
+    host_file = work / "host-root.txt"
+    host_file.write_text("root's\n")
+    host_file.chmod(0o644)
+    lease = lease_uid()
+    try:
+        for d in (upper, wk, merged):
+            os.chown(d, lease.uid, lease.uid)
+        probe = (f"cat /proc/self/uid_map; (echo x >> {lower}/tmpl.txt) 2>/dev/null && echo WROTE-TEMPLATE; "
+                 f"(echo x >> {host_file}) 2>/dev/null && echo WROTE-HOST; cat {merged}/tmpl.txt")
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **overlay_launch_env(lease.uid)}
+        r = subprocess.run([*overlay_namespace_argv(lease.uid), "--", "/bin/sh", "-c", _OVERLAY, "sh",
+                            str(lower), str(upper), str(wk), str(merged), "/bin/sh", "-c", probe],
+                           env=env, capture_output=True, text=True, timeout=30)
+    finally:
+        lease.release()
+        subprocess.run(["rm", "-rf", str(work)])
+    maps = [line.split() for line in r.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert maps == [["0", str(lease.uid), "1"], ["1", str(TEMPLATE_UID), "1"]], (r.stdout, r.stderr)
+    assert "WROTE-TEMPLATE" not in r.stdout and "WROTE-HOST" not in r.stdout, r.stdout
+    assert "pristine" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_auto_overlays_big_templates_only(tmp_path, monkeypatch):
+    from agentmill.errors import AgentmillError
+    from agentmill.images.trial_fs import OVERLAY_FROM, count_entries, overlay_setting
+
+    small = load_task(simple_task(tmp_path, "small"))
+    big = load_task(simple_task(tmp_path, "big", dockerfile=DOCKERFILE))
+    monkeypatch.delenv("AGENTMILL_OVERLAY", raising=False)
+    builder = ImageBuilder(cache=scratch_cache(tmp_path))
+    small_image, big_image = run(builder.get(small)), run(builder.get(big))
+    assert (small_image.overlay, big_image.overlay) == (False, True)
+    assert big_image.template_entries == OVERLAY_FROM + 1 == count_entries(big_image.rootfs)
+    monkeypatch.setenv("AGENTMILL_OVERLAY", "0")
+    assert run(ImageBuilder(cache=builder.root.parent).get(big)).overlay is False
+    monkeypatch.setenv("AGENTMILL_OVERLAY", "yes")
+    with pytest.raises(AgentmillError, match="AGENTMILL_OVERLAY='yes'"):
+        overlay_setting()

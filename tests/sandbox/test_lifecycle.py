@@ -103,7 +103,7 @@ def test_launch_sets_cgroups_rlimits_uid_and_no_capabilities():
 
 def _setpriv_edited(monkeypatch, edit) -> None:
     real = bwrap._drop_privileges
-    monkeypatch.setattr(bwrap, "_drop_privileges", lambda uid, keep: edit(real(uid, keep)))
+    monkeypatch.setattr(bwrap, "_drop_privileges", lambda uid: edit(real(uid)))
 
 
 _PLANTED = {  # a launch step left out -> what the check must say

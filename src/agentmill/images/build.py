@@ -30,8 +30,10 @@ from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildErr
                                      TransientNeedsContainer)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
+from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
+from agentmill.sandbox.overlay import own_template
 from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.hashing import hash_text, hash_tree
@@ -53,6 +55,7 @@ class Image:
     builder: str = "host"  # "host": the host's userland; "debian": built from Debian's archive
     system: str = ""  # debian: the final layer's rootfs, whose /usr and /etc are mounted read-only
     layers: list[str] = field(default_factory=list)  # debian: base first, then one per step
+    template_entries: int = -1  # entries in rootfs, counted up to trial_fs.OVERLAY_FROM + 1 (-1: not yet)
     overlay: bool = False  # trials get an overlay over the template instead of a copy (not stored)
 
     @property
@@ -67,7 +70,7 @@ class Image:
         """A trial's writable root: a private copy of the template, or with an overlay an empty
         folder for the trial's changes (O(1)); the verifier's sandbox reuses it over the same image."""
         if self.overlay:
-            _readable_template(self.rootfs)
+            own_template(self.rootfs)
             dest.mkdir()
             return dest
         subprocess.run(["cp", "-a", "--reflink=auto", str(self.rootfs), str(dest)], check=True)
@@ -88,7 +91,6 @@ class Image:
         return f"image {self.key[:12]}: Debian layers {' > '.join(k[:12] for k in self.layers)} for base '{self.base}'"
 
 
-OVERLAY_ENV = "AGENTMILL_OVERLAY"  # "1": trial filesystems are fuse-overlayfs overlays, not copies
 MODES = ("host", "auto", "debian")
 MODE_ENV = "AGENTMILL_IMAGES"
 
@@ -135,7 +137,7 @@ class ImageBuilder:
         self.backend = backend  # sandbox backend for RUN steps; None: the registry's default
         self.retry_delays = retry_delays
         self.mode = builder_mode(mode)
-        self.overlay = os.environ.get(OVERLAY_ENV, "") == "1" if overlay is None else overlay
+        self.overlay = overlay_setting(overlay)  # None: auto, by the template's size (images/trial_fs.py)
         self._layers_root = layers
         self._store = None
         self._locks = KeyedLocks()
@@ -178,7 +180,11 @@ class ImageBuilder:
         data = json.loads(meta.read_text())
         with contextlib.suppress(OSError):
             os.utime(meta)  # last use, for `agentmill images` and prune
-        return Image(path=self.root / key, overlay=self.overlay, **{k: v for k, v in data.items() if k not in {"path", "overlay"}})
+        image = Image(path=self.root / key, **{k: v for k, v in data.items() if k not in {"path", "overlay"}})
+        if image.template_entries < 0:  # cached before the count was stored
+            image.template_entries = count_entries(image.rootfs)
+        image.overlay = use_overlay(self.overlay, image.template_entries)
+        return image
 
     async def _build(self, task: Task, key: str) -> Image:
         started = time.monotonic()
@@ -214,8 +220,9 @@ class ImageBuilder:
         _seal(tmp / "usr_local")
         image.build_seconds = round(time.monotonic() - started, 3)
         image.path = self.root / key
+        image.template_entries = count_entries(tmp / "rootfs")
         meta = {k: v for k, v in asdict(image).items() if k not in {"path", "overlay"}}
-        image.overlay = self.overlay
+        image.overlay = use_overlay(self.overlay, image.template_entries)
         (tmp / "image.json").write_text(json.dumps(meta, indent=2))
         tmp.rename(self.root / key)
         return image
@@ -258,14 +265,6 @@ class ImageBuilder:
         build = DebianBuild(task, image, steps, self, self.store, ident)
         await build.run()
         image.notes.append(image.describe() + (f" ({len(build.built)} layer(s) built now)" if build.built else " (all cached)"))
-
-
-def _readable_template(rootfs: Path) -> None:
-    """The overlay's daemon runs as the trial's unprivileged uid: it must read every template file."""
-    marker = rootfs.parent / ".overlay-readable"
-    if not marker.exists():
-        subprocess.run(["chmod", "-R", "a+rX", str(rootfs)], check=True)
-        marker.touch()
 
 
 def _remove(path: Path) -> None:

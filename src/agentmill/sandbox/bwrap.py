@@ -22,14 +22,14 @@ from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.loops import PerLoop
-from agentmill.paths import scratch_temp
+from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
 from agentmill.sandbox.limits import Cgroup, prlimit_args
 from agentmill.sandbox.protocol import Limits
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.sockets import pin_socket, pinned_path
-from agentmill.sandbox.uids import UidLease, lease_uid
+from agentmill.sandbox.uids import TEMPLATE_UID, UidLease, lease_uid
 from agentmill.sandbox.watch import wait_for_name
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -43,13 +43,16 @@ _RPC_GRACE = 10.0  # the guest enforces exec timeouts; the host waits this much 
 ROOT_SKELETON = ("usr", "etc", "proc", "dev", "tmp", "root", "var", "var/lib/dpkg", "home", "opt", "srv", "mnt", "run")
 ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 # Overlay sandboxes: fuse-overlayfs mounts the template (lower) under the sandbox's changes (upper)
-# inside a user namespace of the sandbox's own uid, then bwrap runs over the merged tree. Files
-# appear owned by the sandbox's root (squash_to_root); the template is never written.
+# inside a user namespace, then bwrap runs over the merged tree. Files appear owned by the
+# sandbox's root (squash_to_root) with their template modes. The template is bound read-only in
+# the daemon's namespace first, so not even a subverted daemon can write it.
 _OVERLAY = """lower=$1 upper=$2 work=$3 merged=$4; shift 4
-fuse-overlayfs -f -o "lowerdir=$lower,upperdir=$upper,workdir=$work,squash_to_root" "$merged" &
-i=0; until mountpoint -q "$merged"; do i=$((i+1)); [ $i -gt 1000 ] && { echo "overlay mount failed" >&2; exit 1; }; sleep 0.005; done
+mount --bind -o ro "$lower" "$lower" || { echo "overlay: cannot protect the template" >&2; exit 1; }
+fuse-overlayfs -o "lowerdir=$lower,upperdir=$upper,workdir=$work,squash_to_root" "$merged" || exit 1
+unset AGENTMILL_IDMAP; PATH=/usr/sbin:/usr/bin:/sbin:/bin
 exec "$@"
 """
+LAUNCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 _tools_found: set[bool] = set()  # `overlay` values already checked: a PATH search per start adds up
@@ -60,7 +63,7 @@ def require_tools(overlay: bool = False) -> None:
         return
     missing = [t for t in ("bwrap", "prlimit") if shutil.which(t) is None]
     if overlay:
-        missing += [t for t in ("fuse-overlayfs", "unshare", "mountpoint") if shutil.which(t) is None]
+        missing += [t for t in ("fuse-overlayfs", "unshare", "mount") if shutil.which(t) is None]
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         missing.append("setpriv")
     if missing:
@@ -109,7 +112,7 @@ def _chown_small_tree(path: Path, uid: int) -> bool:
     return True
 
 
-def launch_argv(cgroup_procs: list[str], limits: Limits, uid: int | None, *, keep_bounding_set: bool = False) -> list[str]:
+def launch_argv(cgroup_procs: list[str], limits: Limits, uid: int | None) -> list[str]:
     """The exec chain in front of bwrap: join the cgroups (sh, still root), rlimits (prlimit), then
     (as root) drop to the sandbox's uid with no groups and no capabilities (setpriv).
 
@@ -120,15 +123,32 @@ def launch_argv(cgroup_procs: list[str], limits: Limits, uid: int | None, *, kee
     enter = " ".join(f"echo $$ > {f} &&" for f in cgroup_procs)
     argv = ["/bin/sh", "-c", f"{enter} exec \"$@\"", "sh", "prlimit", *prlimit_args(limits), "--"]
     if uid is not None:
-        argv += ["setpriv", *_drop_privileges(uid, keep_bounding_set), "--"]
+        argv += ["setpriv", *_drop_privileges(uid), "--"]
     return argv
 
 
-def _drop_privileges(uid: int, keep_bounding_set: bool) -> list[str]:
-    # An overlay needs CAP_SYS_ADMIN in its own user namespace to mount, so its bounding set is
-    # kept until bwrap, whose --cap-drop ALL clears it for everything inside.
-    return [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-            *([] if keep_bounding_set else ["--bounding-set=-all"])]
+def _drop_privileges(uid: int) -> list[str]:
+    return [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+
+
+def overlay_namespace_argv(uid: int | None) -> list[str]:
+    """The user and mount namespace the overlay's daemon mounts in, entered as the sandbox's uid.
+
+    As root: the sandbox's uid is the namespace's root and the template's owner (TEMPLATE_UID) is
+    mapped beside it, so the daemon reads every template file with its own mode (0700 stays 0700)
+    while no other host uid, root's included, is visible to it. unshare sets the ids after the
+    maps are written, before its exec, so the capabilities to mount survive. Without root: a
+    namespace of our own uid, which owns the template."""
+    if uid is None:
+        return ["unshare", "--user", "--map-root-user", "--mount"]
+    return ["unshare", f"--map-users={uid},0,1", f"--map-groups={uid},0,1", "--setuid", "0", "--setgid", "0", "--mount"]
+
+
+def overlay_launch_env(uid: int | None) -> dict[str, str]:
+    """unshare finds our map writer (sandbox/idmap) first on PATH, and it writes this map."""
+    if uid is None:
+        return {}
+    return {"PATH": f"{package_assets('idmap')}:{LAUNCH_PATH}", "AGENTMILL_IDMAP": f"0 {uid} 1\\n1 {TEMPLATE_UID} 1\\n"}
 
 
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
@@ -189,7 +209,7 @@ class BwrapSandbox:
                         start_new_session=True,
                         # bwrap's own init (pid 1 inside) keeps its environment readable in
                         # /proc/1/environ: it must start with nothing of the host's.
-                        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                        env=self._launch_env(),
                     )
                 await self._wait_ready()
             self.started_at = time.monotonic()
@@ -239,12 +259,12 @@ class BwrapSandbox:
     def _argv(self) -> list[str]:
         spec = self.spec
         guest = guest_assets()
-        argv = launch_argv(self._cgroup.procs_files(), spec.limits, self.uid if os.geteuid() == 0 else None,
-                           keep_bounding_set=spec.lower is not None)
+        as_uid = self.uid if os.geteuid() == 0 else None
+        argv = launch_argv(self._cgroup.procs_files(), spec.limits, None if spec.lower is not None else as_uid)
         root = spec.rootfs
-        if spec.lower is not None:
+        if spec.lower is not None:  # the namespace's unshare takes the uid instead of setpriv
             root = self._ovl / "merged"
-            argv += ["unshare", "--user", "--map-root-user", "--mount", "--", "/bin/sh", "-c", _OVERLAY, "sh",
+            argv += [*overlay_namespace_argv(as_uid), "--", "/bin/sh", "-c", _OVERLAY, "sh",
                      str(spec.lower), str(spec.rootfs), str(self._ovl / "work"), str(root)]
         argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
@@ -272,6 +292,12 @@ class BwrapSandbox:
         argv += ["--chdir", spec.workdir or "/"]
         argv += guest_launch_argv(f"{CTL_DIR}/sock")
         return argv
+
+    def _launch_env(self) -> dict[str, str]:
+        env = {"PATH": LAUNCH_PATH}
+        if self.spec.lower is not None:
+            env.update(overlay_launch_env(self.uid if os.geteuid() == 0 else None))
+        return env
 
     @property
     def guest_socket(self) -> Path | None:

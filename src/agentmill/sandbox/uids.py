@@ -15,6 +15,10 @@ from pathlib import Path
 
 UID_BASE = 200_000
 UID_COUNT = 8192
+# Owns overlay templates (the read-only lower layer under trials): never leased and no user's (the
+# image builder's account is 199999), so nothing runs as it; an overlay's daemon maps it beside the
+# sandbox's uid to read the template as it is.
+TEMPLATE_UID = UID_BASE - 2
 _LOCK_DIR = Path(tempfile.gettempdir()) / "agentmill-uids"
 
 
