@@ -363,7 +363,7 @@ async def bench_images(args) -> int:
     import uuid
 
     from agentmill.images.layers import LayerStore, remove_tree
-    from agentmill.sandbox.registry import create_sandbox
+    from trial_fs import one_start  # benchmarks/ is on sys.path when a script here runs
 
     report: dict = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}}
     root = bench_dir()
@@ -391,15 +391,7 @@ async def bench_images(args) -> int:
     big_image = await ImageBuilder(cache=root / "cache-host").get(_image_task(root, "big", "big", debian=False))
 
     async def start(img) -> float:
-        t = time.perf_counter()
-        dest = root / f"trial-{uuid.uuid4().hex[:8]}"
-        rootfs = await asyncio.to_thread(img.instantiate, dest)
-        async with create_sandbox(img.spec(rootfs)) as sb:
-            r = await sb.exec(["true"])
-            assert r.returncode == 0, r
-        took = time.perf_counter() - t
-        await asyncio.to_thread(remove_tree, dest)
-        return took
+        return await one_start(img, root)
 
     import dataclasses
 
