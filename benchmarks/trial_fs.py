@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Trial filesystems: what a trial's writable root costs, by the size of the image's template.
 
-For templates of about 10, 1,900 and 20,000 entries (host-userland images, 1 kB files under /app),
+For templates of about 10, 120, 1,900 and 20,000 entries (host-userland images, 1 kB files under /app),
 times a trial start both ways, one after the other: the filesystem (`Image.instantiate`: a copy, or
 an empty upper layer for an overlay) + sandbox start + one exec + stop, and reports wall p50/p90
 and CPU per start (this process and its children), and which way `auto` (the default) picks.
 
-Usage: .venv/bin/python benchmarks/trial_fs.py [--runs 20] [--sizes 10,1900,20000]
+Usage: .venv/bin/python benchmarks/trial_fs.py [--runs 20] [--sizes 10,120,1900,20000]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from rich.table import Table
 
 from agentmill.images import ImageBuilder
 from agentmill.images.layers import remove_tree
+from agentmill.images.trial_fs import OVERLAY_FROM
 from agentmill.paths import scratch_dir
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks import load_task, write_task
@@ -64,12 +65,12 @@ async def main(args) -> int:
     root.chmod(0o711)
     builder = ImageBuilder(cache=root / "cache", mode="host")
     table = Table(title=f"trial start by template size ({args.runs} runs each, after one warm-up)")
-    for col in ("template entries", "auto picks", "copy p50 / p90 ms", "copy CPU ms", "overlay p50 / p90 ms", "overlay CPU ms"):
+    for col in ("files in /app", "template entries", "auto picks", "copy p50 / p90 ms", "copy CPU ms", "overlay p50 / p90 ms", "overlay CPU ms"):
         table.add_column(col, justify="right")
     try:
         for size in args.sizes:
             image = await builder.get(template_task(root, size))
-            row = [str(image.template_entries if image.template_entries <= 2000 else "> 2,000"),
+            row = [f"{size:,}", str(image.template_entries if image.template_entries <= OVERLAY_FROM else f"> {OVERLAY_FROM}"),
                    "overlay" if image.overlay else "copy"]
             for overlay in (False, True):
                 variant = dataclasses.replace(image, overlay=overlay)
@@ -90,5 +91,5 @@ async def main(args) -> int:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10, 1900, 20000])
+    p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10, 120, 1900, 20000])
     sys.exit(asyncio.run(main(p.parse_args())))

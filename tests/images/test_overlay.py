@@ -174,7 +174,7 @@ def test_the_overlay_daemons_namespace_cannot_write_the_template_or_host_files(t
 
 def test_auto_overlays_big_templates_only(tmp_path, monkeypatch):
     from agentmill.errors import AgentmillError
-    from agentmill.images.trial_fs import OVERLAY_FROM, count_entries, overlay_setting
+    from agentmill.images.trial_fs import OVERLAY_FROM, OVERLAY_FROM_BYTES, count_entries, overlay_setting
 
     small = load_task(simple_task(tmp_path, "small"))
     big = load_task(simple_task(tmp_path, "big", dockerfile=DOCKERFILE))
@@ -183,6 +183,10 @@ def test_auto_overlays_big_templates_only(tmp_path, monkeypatch):
     small_image, big_image = run(builder.get(small)), run(builder.get(big))
     assert (small_image.overlay, big_image.overlay) == (False, True)
     assert big_image.template_entries == OVERLAY_FROM + 1 == count_entries(big_image.rootfs)
+    assert small_image.template_entries == count_entries(small_image.rootfs) <= OVERLAY_FROM
+    (tmp_path / "few-big-files").mkdir()
+    (tmp_path / "few-big-files" / "blob").write_bytes(b"x" * (OVERLAY_FROM_BYTES + 1))
+    assert count_entries(tmp_path / "few-big-files") == OVERLAY_FROM + 1, "bytes count as well as entries"
     monkeypatch.setenv("AGENTMILL_OVERLAY", "0")
     assert run(ImageBuilder(cache=builder.root.parent).get(big)).overlay is False
     monkeypatch.setenv("AGENTMILL_OVERLAY", "yes")

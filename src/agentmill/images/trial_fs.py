@@ -1,10 +1,11 @@
 """Whether a trial's writable root is a copy of the image's template or an overlay over it.
 
 AGENTMILL_OVERLAY (or ImageBuilder(overlay=...)): "1" always an overlay, "0" always a copy, unset
-or "auto" an overlay once the template holds more than OVERLAY_FROM entries and the host can mount
-one. Below that a copy is cheaper than the overlay's daemon, and above it the overlay costs the
-same at any size, so a trial's filesystem costs a bounded amount whatever the image holds
-(docs/benchmarks.md, "Trial filesystems").
+or "auto" an overlay once the template holds more than OVERLAY_FROM entries or OVERLAY_FROM_BYTES
+and the host can mount one. Below that a copy costs no more than the overlay's daemon (measured:
+the two meet between 100 and 300 small files), and above it the overlay costs the same at any size, so a
+trial's filesystem costs a bounded amount whatever the image holds (docs/benchmarks.md, "Trial
+filesystems").
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 
 OVERLAY_ENV = "AGENTMILL_OVERLAY"
-OVERLAY_FROM = 2000  # entries; about the in-process chown budget of a sandbox start
+OVERLAY_FROM = 128  # entries: copy and overlay cost about the same here (benchmarks/trial_fs.py)
+OVERLAY_FROM_BYTES = 4 << 20
 _SETTINGS = {"1": True, "0": False, "auto": None, "": None}
 
 
@@ -32,14 +34,19 @@ def overlay_setting(value: bool | None = None) -> bool | None:
 
 
 def count_entries(root: Path, stop_after: int = OVERLAY_FROM + 1) -> int:
-    """Files, folders and links under root, counting no further than stop_after."""
-    count, folders = 0, [str(root)]
+    """Files, folders and links under root, counting no further than stop_after; a template over
+    OVERLAY_FROM_BYTES counts as over the bound whatever its entries."""
+    count, size, folders = 0, 0, [str(root)]
     while folders and count < stop_after:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:
                 count += 1
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    size += entry.stat(follow_symlinks=False).st_size
+        if size > OVERLAY_FROM_BYTES:
+            return stop_after
     return min(count, stop_after)
 
 
