@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +39,16 @@ def local_gguf() -> Path:
     return path
 
 
+# The server runs beside a watcher that holds our end of a pipe: when we end, even by SIGKILL, the
+# pipe closes and the watcher stops the server, so no llama.cpp process outlives its run. sh
+# itself waits for the server, so a server that dies at start is seen at once.
+_TIED_TO_US = """exec 3<&0
+"$@" <&- & server=$!
+{ read _ <&3; kill $server 2>/dev/null; } &
+wait $server
+"""
+
+
 class LocalModelServer:
     """Start/stop llama.cpp's server for the embedded model. `async with LocalModelServer() as url:`"""
 
@@ -58,10 +69,11 @@ class LocalModelServer:
         self.port = _free_port()
         self._log = open(os.devnull, "wb") if os.environ.get("AGENTMILL_LOCAL_MODEL_LOG") is None else open(os.environ["AGENTMILL_LOCAL_MODEL_LOG"], "ab")
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVED_NAME,
+            ["/bin/sh", "-c", _TIED_TO_US, "sh",
+             sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVED_NAME,
              "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
              "--n_threads", str(self.threads)],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, start_new_session=True,
         )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
@@ -79,12 +91,13 @@ class LocalModelServer:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
+        if proc is not None:
+            proc.stdin.close()  # the watcher reads end-of-file and stops the server
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         if self._log is not None:
             self._log.close()
