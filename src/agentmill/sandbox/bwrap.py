@@ -73,14 +73,27 @@ def require_tools(overlay: bool = False) -> None:
 
 
 def prepare_root(rootfs: Path) -> None:
-    """Mount points and the usual /bin -> usr/bin links, so bwrap never has to create them."""
+    """Mount points and the usual /bin -> usr/bin links, so bwrap never has to create them.
+
+    Made in the image's template too, so a trial's copy already has them and starting its sandbox
+    leaves `/` as the image left it: an agent's `ls -la` shows the same times in every run."""
     rootfs.chmod(0o755)
     for d in ROOT_SKELETON:
         (rootfs / d).mkdir(parents=True, exist_ok=True)
+    ours = rootfs / GUEST_DIR.lstrip("/").split("/")[0]
+    if not ours.is_dir():
+        ours.mkdir(mode=0o700)
+    for point in (GUEST_DIR, CTL_DIR):
+        (rootfs / point.lstrip("/")).mkdir(exist_ok=True)
     for name, target in ROOT_SYMLINKS.items():
         link = rootfs / name
         if not link.is_symlink() and not link.exists():
             link.symlink_to(target)
+
+
+def _same_times(source: Path, dest: Path) -> None:
+    st = source.stat()
+    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 _CHOWN_IN_PROCESS = 2048  # entries; a bigger tree goes to `chown -R`, which walks it without Python
@@ -249,6 +262,9 @@ class BwrapSandbox:
                     target.touch(exist_ok=True)
                 else:
                     target.mkdir(parents=True, exist_ok=True)
+            for ours in ("", GUEST_DIR.lstrip("/").split("/")[0]):  # the merged tree shows the upper's times
+                if (spec.lower / ours).is_dir():
+                    _same_times(spec.lower / ours, spec.rootfs / ours)
         _chown_tree(spec.rootfs, self.uid)
         for host in spec.rw_mounts.values():
             host.mkdir(parents=True, exist_ok=True)
