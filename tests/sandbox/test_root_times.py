@@ -13,14 +13,16 @@ from agentmill.tasks import load_task
 from tests.conftest import sandbox, scratch_cache, simple_task
 
 pytestmark = sandbox
-SEEN = "stat -c '%n %Y' / /.agentmill /app"
+SEEN = "stat -c '%n %Y' / /.agentmill /app /logs"
 
 
 async def _seen_twice(image, where) -> list[str]:
     seen = []
     for i in range(2):
         rootfs = image.instantiate(where / f"trial{i}")
-        async with create_sandbox(image.spec(rootfs)) as sb:
+        logs = where / f"logs{i}"
+        logs.mkdir()
+        async with create_sandbox(image.spec(rootfs, rw_mounts={"/logs/agent": logs})) as sb:  # as a trial mounts
             r = await sb.exec(SEEN)
             assert r.returncode == 0, r.stderr
             seen.append(r.stdout)

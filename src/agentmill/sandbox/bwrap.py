@@ -91,9 +91,15 @@ def prepare_root(rootfs: Path) -> None:
             link.symlink_to(target)
 
 
-def _same_times(source: Path, dest: Path) -> None:
-    st = source.stat()
-    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+def _keep_root_times(spec: SandboxSpec, times: tuple[int, int]) -> None:
+    """Give `/` and the top-level folders made for mounts (/logs, /tests, /.agentmill) the image's
+    times again after start: the agent's `ls -la` then shows the same in every run. Only names
+    directly under our own root folder are touched, never through a link; the agent's commands
+    start only after this."""
+    names = {inside.lstrip("/").split("/")[0] for inside in (GUEST_DIR, CTL_DIR, *spec.ro_mounts, *spec.rw_mounts)}
+    for path in (spec.rootfs, *(spec.rootfs / name for name in names)):
+        with contextlib.suppress(OSError):
+            os.utime(path, ns=times, follow_symlinks=False)
 
 
 _CHOWN_IN_PROCESS = 2048  # entries; a bigger tree goes to `chown -R`, which walks it without Python
@@ -210,11 +216,16 @@ class BwrapSandbox:
     async def start(self) -> None:
         spec = self.spec
         require_tools(overlay=spec.lower is not None)
+        st = (spec.lower or spec.rootfs).stat()  # the image's times, before the mounts change them
+        image_times = (st.st_atime_ns, st.st_mtime_ns)
         self._lease = lease_uid()
         try:
             async with _start_gate.get():
                 # chown, folders, the cgroup: file-system work, off the event loop (one hop)
                 await asyncio.to_thread(self._prepare)
+                # An overlay's daemon caches what it first sees: its mount points (made above) get
+                # the image's times before it starts; a copy's, which bwrap makes, after start.
+                _keep_root_times(spec, image_times)
                 argv = self._argv()
                 with open(self._stderr_path, "wb") as err:
                     self._proc = await asyncio.create_subprocess_exec(
@@ -225,6 +236,7 @@ class BwrapSandbox:
                         env=self._launch_env(),
                     )
                 await self._wait_ready()
+            _keep_root_times(spec, image_times)
             self.started_at = time.monotonic()
         except BaseException:
             await self.stop()
@@ -262,9 +274,6 @@ class BwrapSandbox:
                     target.touch(exist_ok=True)
                 else:
                     target.mkdir(parents=True, exist_ok=True)
-            for ours in ("", GUEST_DIR.lstrip("/").split("/")[0]):  # the merged tree shows the upper's times
-                if (spec.lower / ours).is_dir():
-                    _same_times(spec.lower / ours, spec.rootfs / ours)
         _chown_tree(spec.rootfs, self.uid)
         for host in spec.rw_mounts.values():
             host.mkdir(parents=True, exist_ok=True)
