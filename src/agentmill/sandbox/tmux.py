@@ -152,6 +152,21 @@ class TmuxSession:
         """Scrollback plus screen, up to `lines` lines back."""
         return await self._run(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name))
 
+    async def settled_history(self, quiet: float = 0.02, at_most: float = 0.5, lines: int = 2000) -> str:
+        """The scrollback once it has not changed for `quiet` seconds (waiting at most `at_most`):
+        the shell echoes typed keys, and prints a completion, after send-keys has returned, so a
+        single look can catch half of it, at a moment that differs from run to run."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + at_most
+        text = await self.history_text(lines)
+        while loop.time() < deadline:
+            await asyncio.sleep(quiet)
+            again = await self.history_text(lines)
+            if again == text:
+                break
+            text = again
+        return text
+
     async def wait_idle(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 

@@ -94,7 +94,9 @@ class TerminusAgent(ModelAgentBase):
                 await asyncio.sleep(cmd.duration)
                 screen = None
             stats["commands"] += 1
-        new_history = screen if reply.commands and screen is not None else await term.history_text()
+        # a fresh look waits until the screen stops changing: typed keys echo, and completions
+        # print, after send-keys returns, and half of them would differ from run to run
+        new_history = screen if reply.commands and screen is not None else await term.settled_history()
         output = _new_output(history, new_history) if reply.commands else await term.screen()
         output, redactions, truncated = observation_text(output)
         stats["redactions"] = stats.get("redactions", 0) + redactions
