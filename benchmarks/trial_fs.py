@@ -4,7 +4,8 @@
 For templates of about 10, 120, 1,900 and 20,000 entries (host-userland images, 1 kB files under /app),
 times a trial start both ways, one after the other: the filesystem (`Image.instantiate`: a copy, or
 an empty upper layer for an overlay) + sandbox start + one exec + stop, and reports wall p50/p90
-and CPU per start (this process and its children), and which way `auto` (the default) picks.
+and CPU per start (sandbox.py's CpuMeter: this process and everything it starts, the overlay's
+daemonized fuse-overlayfs included, which rusage would miss), and which way `auto` (the default) picks.
 
 Usage: .venv/bin/python benchmarks/trial_fs.py [--runs 20] [--sizes 10,120,1900,20000]
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import resource
 import shutil
 import statistics
 import sys
@@ -31,11 +31,7 @@ from agentmill.images.trial_fs import OVERLAY_FROM
 from agentmill.paths import scratch_dir
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks import load_task, write_task
-
-
-def cpu_seconds() -> float:
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs
 
 
 def template_task(root: Path, entries: int):
@@ -67,6 +63,7 @@ async def main(args) -> int:
     table = Table(title=f"trial start by template size ({args.runs} runs each, after one warm-up)")
     for col in ("files in /app", "template entries", "auto picks", "copy p50 / p90 ms", "copy CPU ms", "overlay p50 / p90 ms", "overlay CPU ms"):
         table.add_column(col, justify="right")
+    meter = CpuMeter()
     try:
         for size in args.sizes:
             image = await builder.get(template_task(root, size))
@@ -75,16 +72,18 @@ async def main(args) -> int:
             for overlay in (False, True):
                 variant = dataclasses.replace(image, overlay=overlay)
                 await one_start(variant, root)
-                cpu = cpu_seconds()
+                cpu = meter.seconds()
                 walls = [await one_start(variant, root) for _ in range(args.runs)]
-                cpu = (cpu_seconds() - cpu) / args.runs
+                cpu = (meter.seconds() - cpu) / args.runs
                 p90 = statistics.quantiles(walls, n=10)[-1] if len(walls) > 1 else walls[0]
                 row += [f"{statistics.median(walls) * 1000:.1f} / {p90 * 1000:.1f}", f"{cpu * 1000:.1f}"]
             table.add_row(*row)
             Console().print(f"size {size}: done", style="dim")
     finally:
+        meter.close()
         remove_tree(root)
     Console().print(table)
+    Console().print(f"CPU counted: {meter.scope}")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -53,6 +54,7 @@ def _group(group: str) -> list[str]:
 @pytest.mark.parametrize("how", ["sigkill", "stop"])
 def test_the_server_ends_with_its_starter(how):
     starter = subprocess.Popen([sys.executable, "-c", STARTER, how], stdout=subprocess.PIPE, text=True)
+    group = None
     try:
         url, group = starter.stdout.readline().split()
         assert _answers(url), "the server must be up once start() returns"
@@ -68,6 +70,6 @@ def test_the_server_ends_with_its_starter(how):
     finally:
         starter.kill()
         starter.wait()
-        if "group" in locals():
-            with __import__("contextlib").suppress(ProcessLookupError):
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(group), signal.SIGKILL)

@@ -42,3 +42,24 @@ def test_two_trials_of_one_image_see_the_same_root_times(tmp_path, overlay):
     image = asyncio.run(ImageBuilder(cache=cache, overlay=overlay).get(task))
     first, second = asyncio.run(_seen_twice(image, cache))
     assert first == second
+
+
+def test_restoring_times_never_follows_a_link_the_agent_left(tmp_path):
+    # The verifier's sandbox starts over the agent's tree: a link at /tests or /logs must not
+    # carry the restored times to what it points at on the host.
+    import os
+
+    from agentmill.sandbox.bwrap import _keep_root_times
+    from agentmill.sandbox.protocol import SandboxSpec
+
+    rootfs, host_file = tmp_path / "rootfs", tmp_path / "host.txt"
+    rootfs.mkdir()
+    host_file.write_text("host\n")
+    os.utime(host_file, ns=(5_000_000_000, 5_000_000_000))
+    (rootfs / "tests").symlink_to(host_file)
+    (rootfs / "logs").symlink_to(tmp_path)
+    spec = SandboxSpec(rootfs=rootfs, ro_mounts={"/tests": tmp_path}, rw_mounts={"/logs/verifier": tmp_path})
+    _keep_root_times(spec, (7_000_000_000, 7_000_000_000))
+    assert host_file.stat().st_mtime_ns == 5_000_000_000
+    assert tmp_path.stat().st_mtime_ns != 7_000_000_000
+    assert rootfs.stat().st_mtime_ns == 7_000_000_000  # our own root does get them

@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from agentmill.atomic import write_json_atomic
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
@@ -181,8 +182,10 @@ class ImageBuilder:
         with contextlib.suppress(OSError):
             os.utime(meta)  # last use, for `agentmill images` and prune
         image = Image(path=self.root / key, **{k: v for k, v in data.items() if k not in {"path", "overlay"}})
-        if image.template_entries < 0:  # cached before the count was stored
+        if image.template_entries < 0:  # cached before the count was stored: count once, keep it
             image.template_entries = count_entries(image.rootfs)
+            with contextlib.suppress(OSError):
+                write_json_atomic(meta, {**data, "template_entries": image.template_entries}, indent=2)
         image.overlay = use_overlay(self.overlay, image.template_entries)
         return image
 

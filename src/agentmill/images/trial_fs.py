@@ -3,7 +3,7 @@
 AGENTMILL_OVERLAY (or ImageBuilder(overlay=...)): "1" always an overlay, "0" always a copy, unset
 or "auto" an overlay once the template holds more than OVERLAY_FROM entries or OVERLAY_FROM_BYTES
 and the host can mount one. Below that a copy costs no more than the overlay's daemon (measured:
-the two meet between 100 and 300 small files), and above it the overlay costs the same at any size, so a
+the two are level at about 120 small files), and above it the overlay costs the same at any size, so a
 trial's filesystem costs a bounded amount whatever the image holds (docs/benchmarks.md, "Trial
 filesystems").
 """

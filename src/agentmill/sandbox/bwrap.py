@@ -46,13 +46,13 @@ ROOT_SYMLINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64"
 # inside a user namespace, then bwrap runs over the merged tree. Files appear owned by the
 # sandbox's root (squash_to_root) with their template modes. The template is bound read-only in
 # the daemon's namespace first, so not even a subverted daemon can write it.
-_OVERLAY = """lower=$1 upper=$2 work=$3 merged=$4; shift 4
-mount --bind -o ro "$lower" "$lower" || { echo "overlay: cannot protect the template" >&2; exit 1; }
+LAUNCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # all a sandbox's launch chain needs, nothing of the host's
+_OVERLAY = f"""lower=$1 upper=$2 work=$3 merged=$4; shift 4
+mount --bind -o ro "$lower" "$lower" || {{ echo "overlay: cannot protect the template" >&2; exit 1; }}
 fuse-overlayfs -o "lowerdir=$lower,upperdir=$upper,workdir=$work,squash_to_root" "$merged" || exit 1
-unset AGENTMILL_IDMAP; PATH=/usr/sbin:/usr/bin:/sbin:/bin
+unset AGENTMILL_IDMAP; PATH={LAUNCH_PATH}
 exec "$@"
 """
-LAUNCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 _tools_found: set[bool] = set()  # `overlay` values already checked: a PATH search per start adds up
@@ -223,9 +223,8 @@ class BwrapSandbox:
             async with _start_gate.get():
                 # chown, folders, the cgroup: file-system work, off the event loop (one hop)
                 await asyncio.to_thread(self._prepare)
-                # An overlay's daemon caches what it first sees: its mount points (made above) get
-                # the image's times before it starts; a copy's, which bwrap makes, after start.
-                _keep_root_times(spec, image_times)
+                if spec.lower is not None:  # its daemon caches what it first sees: before it starts
+                    _keep_root_times(spec, image_times)
                 argv = self._argv()
                 with open(self._stderr_path, "wb") as err:
                     self._proc = await asyncio.create_subprocess_exec(
@@ -236,7 +235,8 @@ class BwrapSandbox:
                         env=self._launch_env(),
                     )
                 await self._wait_ready()
-            _keep_root_times(spec, image_times)
+            if spec.lower is None:  # bwrap made a copy's mount points as it started
+                _keep_root_times(spec, image_times)
             self.started_at = time.monotonic()
         except BaseException:
             await self.stop()
