@@ -267,8 +267,8 @@ def _guest_replaced_by(monkeypatch, command: str) -> None:
     """The sandbox's first process is `command` instead of the guest server (a hostile image's python3)."""
     real_argv = BwrapSandbox._argv
 
-    def argv(self):
-        full = real_argv(self)
+    def argv(self, *args):
+        full = real_argv(self, *args)
         at = full.index("/usr/bin/python3")
         return [*full[:at], "/bin/sh", "-c", command]
 

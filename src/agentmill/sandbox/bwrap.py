@@ -214,6 +214,20 @@ class BwrapSandbox:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Boot the guest exec server as the sandbox's first process; return once it listens."""
+        await self._boot(guest_launch_argv(f"{CTL_DIR}/sock"), self.base_env(), self.spec.workdir)
+
+    async def start_command(self, argv: list[str], env: dict[str, str], cwd: str | None, *,
+                            stdin: int) -> asyncio.subprocess.Process:
+        """Start the sandbox with `argv` as its first process instead of the guest (see
+        sandbox/command.py): `stdin` is its fd 0, its stdout and stderr are the returned process's
+        pipes, and its exit ends the sandbox. `env` is its whole environment. stop() after, as always."""
+        await self._boot(argv, env, cwd, stdin=stdin)
+        return self._proc
+
+    async def _boot(self, inner: list[str], env: dict[str, str], cwd: str | None, *, stdin: int | None = None) -> None:
+        """stdin None: the guest's boot (stderr to a file, wait until it listens); else a
+        command's (that fd as its stdin, stdout and stderr piped, no wait)."""
         spec = self.spec
         require_tools(overlay=spec.lower is not None)
         st = (spec.lower or spec.rootfs).stat()  # the image's times, before the mounts change them
@@ -225,17 +239,20 @@ class BwrapSandbox:
                 await asyncio.to_thread(self._prepare)
                 if spec.lower is not None:  # its daemon caches what it first sees: before it starts
                     _keep_root_times(spec, image_times)
-                argv = self._argv()
+                argv = self._argv(inner, env, cwd)
+                command = stdin is not None
                 with open(self._stderr_path, "wb") as err:
                     self._proc = await asyncio.create_subprocess_exec(
-                        *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                        start_new_session=True,
+                        *argv, stdin=stdin if command else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE if command else subprocess.DEVNULL,
+                        stderr=subprocess.PIPE if command else err, start_new_session=True,
                         # bwrap's own init (pid 1 inside) keeps its environment readable in
                         # /proc/1/environ: it must start with nothing of the host's.
                         env=self._launch_env(),
                     )
-                await self._wait_ready()
-            if spec.lower is None:  # bwrap made a copy's mount points as it started
+                if not command:
+                    await self._wait_ready()
+            if spec.lower is None and not command:  # bwrap made a copy's mount points as it started
                 _keep_root_times(spec, image_times)
             self.started_at = time.monotonic()
         except BaseException:
@@ -281,7 +298,7 @@ class BwrapSandbox:
         if spec.writable_usr_local and spec.usr_local is not None:
             _chown_tree(spec.usr_local, self.uid)
 
-    def _argv(self) -> list[str]:
+    def _argv(self, inner: list[str], env: dict[str, str], cwd: str | None) -> list[str]:
         spec = self.spec
         guest = guest_assets()
         as_uid = self.uid if os.geteuid() == 0 else None
@@ -311,11 +328,9 @@ class BwrapSandbox:
             argv += ["--ro-bind", str(host), inside]
         for inside, host in spec.rw_mounts.items():
             argv += ["--bind", str(host), inside]
-        env = self.base_env()
         for key, value in env.items():
             argv += ["--setenv", key, value]
-        argv += ["--chdir", spec.workdir or "/"]
-        argv += guest_launch_argv(f"{CTL_DIR}/sock")
+        argv += ["--chdir", cwd or "/", *inner]
         return argv
 
     def _launch_env(self) -> dict[str, str]:

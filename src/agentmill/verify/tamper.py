@@ -25,6 +25,7 @@ class TamperKind(str, Enum):
     SPECIAL_FILE = "special_file"  # FIFOs and sockets, which hang readers
     REWARD_FILE = "reward_file"  # the reward file was pinned, linked or rewritten after the tests ended
     RUNNER_GUARD = "runner_guard"  # the pytest guard found an untrusted plugin or module at run time
+    SUPERVISOR = "supervisor"  # the test run killed the verifier's supervisor or forged its marks
 
 
 class Tamper(BaseModel):

@@ -3,8 +3,9 @@
 A fresh sandbox (not the agent's) means no process the agent left behind can touch the tests or
 the reward file, and /tests is never visible while the agent runs. Before it starts, the agent's
 final rootfs is hardened on the host (verify/hardening.py); the test script then runs in the
-verifier's own environment (verify/isolation.py); the reward is read on the host once every
-process is dead (verify/reward_files.py). What was neutralised is returned as tamper evidence,
+verifier's own environment (verify/isolation.py), as that sandbox's one job under a supervisor
+shell (sandbox/command.py: no guest server to boot); the reward is read on the host when test.sh
+exits and again once every process is dead (verify/reward_files.py). What was neutralised is returned as tamper evidence,
 and a trial with evidence gets no reward.
 """
 
@@ -19,21 +20,18 @@ from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.images import Image
-from agentmill.sandbox.registry import create_sandbox
+from agentmill.sandbox.command import CommandResult, run_command
 from agentmill.tasks.model import Task
 from agentmill.verify.hardening import harden
 from agentmill.verify.isolation import HOME, PIN, verifier_env, write_pin
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
-from agentmill.verify.reward_files import JUDGE_INPUT, read_reward_files, rewritten
+from agentmill.verify.reward_files import JUDGE_INPUT, RewardFiles, read_reward_files, rewritten
 from agentmill.verify.staging import stage
-from agentmill.verify.tamper import Tamper, parse_markers
+from agentmill.verify.tamper import Tamper, TamperKind, parse_markers
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
 _KEEP_OUTPUT = 64 << 10
 _GRACE = 0.5  # seconds a sandbox with leftover processes stays up after the script, before the final read
-# Counts the processes in the sandbox besides bwrap's init, the guest server and itself. A shell's
-# glob, not a Python: the count runs once per trial, and an interpreter's start is ~7 ms of CPU.
-_COUNT = "set -- /proc/[0-9]*; echo $(($# - 3))"
 
 
 @dataclass
@@ -73,18 +71,21 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     except OSError as e:  # the pass itself failed: never judge an unvetted tree
         return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
                               seconds=time.monotonic() - started)
+    at_exit: list[RewardFiles] = []
+
+    async def snapshot() -> None:  # the moment test.sh exits; leftovers may still be running
+        at_exit.append(await asyncio.to_thread(read_reward_files, logs))
+
     try:
-        async with create_sandbox(spec) as sb:
-            run = await sb.exec(["/usr/bin/bash", f"/tests/{task.test_script}"], timeout=task.config.verifier.timeout_sec,
-                                env=spec.env, max_output=_KEEP_OUTPUT)
-            at_exit = await asyncio.to_thread(read_reward_files, logs)
-            if await _lingering(sb):  # give a leftover daemon time to show itself, then kill it
-                await asyncio.sleep(_GRACE)
+        run = await run_command(spec, ["/usr/bin/bash", f"/tests/{task.test_script}"],
+                                timeout=task.config.verifier.timeout_sec, env=spec.env, max_output=_KEEP_OUTPUT,
+                                linger=_GRACE, at_exit=snapshot)
     except SandboxError as e:
         return VerifierResult(Outcome.SANDBOX_ERROR, error=str(e), seconds=time.monotonic() - started, tamper=tamper)
     # The sandbox is gone, and every process in it: what the files hold now is final.
     final = await asyncio.to_thread(read_reward_files, logs)
-    tamper += final.evidence + rewritten(at_exit, final) + parse_markers(run.stderr + "\n" + run.stdout)
+    tamper += final.evidence + (rewritten(at_exit[0], final) if at_exit else []) + _supervision(run)
+    tamper += parse_markers(run.stderr + "\n" + run.stdout)
     result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode, tamper=tamper,
                             judge_input=final.data(JUDGE_INPUT))
     if run.timed_out:
@@ -113,12 +114,14 @@ def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | Non
         result.outcome, result.error = Outcome.VERIFIER_ERROR, str(e)
 
 
-async def _lingering(sb) -> bool:
-    try:
-        r = await sb.exec(["/bin/sh", "-c", _COUNT], timeout=10, env={"PATH": "/usr/bin"})
-        return int(r.stdout.strip() or 0) > 0
-    except (SandboxError, ValueError):
-        return True
+def _supervision(run: CommandResult) -> list[Tamper]:
+    """The supervisor marks the sandbox's start, test.sh's exit and its own, once each
+    (sandbox/command.py): anything else means a process the tests ran killed it or forged or took
+    a mark (a timeout's kill leaves "s" or "sx")."""
+    if run.marks == "sxe" or (run.timed_out and run.marks in ("s", "sx")):
+        return []
+    return [Tamper(kind=TamperKind.SUPERVISOR, path="/tests",
+                   detail=f"the verifier's supervisor reported {run.marks!r}, not 'sxe': it was killed or its marks were forged")]
 
 
 def _seed_home(image: Image, home: Path) -> None:
