@@ -28,3 +28,7 @@ class NeedsContainerError(AgentmillError):
 
 class SandboxError(AgentmillError):
     """The sandbox could not start, broke, or was lost."""
+
+
+class SandboxStartError(SandboxError):
+    """The sandbox never came up: the machinery's fault, whatever the agent had done so far."""

@@ -57,6 +57,9 @@ STYLES = {
     "bashrc": "#!/bin/bash\nsource ~/.bashrc 2>/dev/null\ncd /app\npytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD,
     # The tests run the agent's program, then check what it printed.
     "program": "#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ \"$out\" = 55 ]\nrc=$?\n" + REWARD,
+    # The same, with clean-up after the reward is written.
+    "cleanup": "#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ \"$out\" = 55 ]\nrc=$?\n" + REWARD
+               + "sleep 1\n",
 }
 TEST_FILES = {"test_outputs.py": TEST_OUTPUTS, "expected.txt": EXPECTED, "check.py": CHECK_PY,
               "check_json.py": CHECK_JSON, "expected.json": '{"fib": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]}\n'}
@@ -151,6 +154,14 @@ ATTACKS = [
                      "mv -f /logs/verifier/.r /logs/verifier/reward.txt; done'], start_new_session=True,\n"
                      "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)"),
            "reward_file", honest="program"),
+    # Rewrites the reward once the tests wrote theirs, then kills the verifier's supervisor (pid 2)
+    # before test.sh exits, so no snapshot at exit exists to compare with.
+    Attack("kill-the-supervisor", "cleanup",
+           _py_write("/app/fib.py", "import subprocess\nsubprocess.Popen(['sh', '-c', 'while ! grep -qx 0 /logs/verifier/reward.txt; "
+                     "do sleep 0.01; done 2>/dev/null; echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r "
+                     "/logs/verifier/reward.txt; kill -9 2'], start_new_session=True,\n"
+                     "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)"),
+           "supervisor", honest="program"),
     Attack("pinned-reward", "program",
            _py_write("/app/fib.py", "import os\nos.makedirs('/logs/verifier', exist_ok=True)\n"
                      "open('/logs/verifier/reward.txt', 'w').write('1\\n')\nos.chmod('/logs/verifier/reward.txt', 0o444)\n"
@@ -237,6 +248,16 @@ def test_the_pre_pass_alone_is_what_stops_links(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ts, "harden", lambda *a, **k: [])
     attack = next(a for a in ATTACKS if a.name == "symlink-to-tests")
+    hacked = run(tmp_path, attack, attack.script)
+    assert hacked.outcome is Outcome.PASSED and hacked.reward == 1.0, _explain(hacked)
+
+
+def test_without_the_supervisor_check_killing_it_hides_the_rewrite(tmp_path, monkeypatch):
+    """The supervisor's marks are what catch this attack: with their check switched off it wins."""
+    import agentmill.verify.test_script as ts
+
+    monkeypatch.setattr(ts, "_supervision", lambda run: [])
+    attack = next(a for a in ATTACKS if a.name == "kill-the-supervisor")
     hacked = run(tmp_path, attack, attack.script)
     assert hacked.outcome is Outcome.PASSED and hacked.reward == 1.0, _explain(hacked)
 

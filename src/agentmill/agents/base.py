@@ -57,6 +57,9 @@ class ScriptedAgentBase:
     needs_model: ClassVar[bool] = False
     task_kinds: ClassVar[frozenset[str]] = frozenset({"terminal", "tools"})
     rendering: ClassVar[Rendering] = "tool_calls"
+    # Its run on a terminal task is at most one exec without stdin: the trial then gives it a
+    # sandbox that is that command's whole life, with no guest server (sandbox/command.py).
+    runs_one_command: ClassVar[bool] = False
     model_name = None
 
     def identity(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from agentmill.tasks.model import Task
 class NopAgent(ScriptedAgentBase):
     name = "nop"
     version = "1"
+    runs_one_command = True  # no command at all: no sandbox starts
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         return None

@@ -15,6 +15,7 @@ from agentmill.traces.text import truncate_middle
 class OracleAgent(ScriptedAgentBase):
     name = "oracle"
     version = "1"
+    runs_one_command = True  # on a terminal task: one solve.sh
     needs_solution = True
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:

@@ -13,12 +13,13 @@ import traceback
 from pathlib import Path
 
 from agentmill.agents.base import Agent, AgentResult
-from agentmill.errors import AgentmillError, SandboxError
+from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
+from agentmill.sandbox.command import OneCommandSandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
@@ -68,7 +69,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         agent_outcome = None
         t = time.monotonic()
         try:
-            sandbox = create_sandbox(spec)
+            sandbox = _agent_sandbox(task, agent, spec)
             await sandbox.start()
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
@@ -90,7 +91,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             agent_outcome = Outcome.AGENT_TIMEOUT
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
         except SandboxError as e:
-            if not _agent_acted(agent_result):  # the terminal or guest failed before any action: the machinery's
+            if isinstance(e, SandboxStartError) or not _agent_acted(agent_result):  # the machinery's:
                 result.exception = f"sandbox failed during the agent: {e}"
                 return result
             # after the agent acted: its own commands killed the guest or the terminal (kill -9 -1, tmux
@@ -133,6 +134,15 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
     finally:
         timings.total = time.monotonic() - started
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+def _agent_sandbox(task: Task, agent: Agent, spec):
+    """A one-command agent on a terminal task gets a sandbox that is its command's whole life
+    (sandbox/command.py); every other agent, and every tool task (its state is built first), a
+    started one."""
+    if task.kind != "tools" and getattr(agent, "runs_one_command", False):
+        return OneCommandSandbox(spec)
+    return create_sandbox(spec)
 
 
 def _agent_acted(agent_result: AgentResult) -> bool:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from agentmill.errors import SandboxError
+from agentmill.errors import SandboxError, SandboxStartError
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 
@@ -57,7 +57,7 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
                       backend: str | None = None) -> CommandResult:
     """Run `argv` in a fresh sandbox of `spec` as its only job, then stop the sandbox.
 
-    SandboxError when the sandbox failed to start; a timeout kills the sandbox and sets
+    SandboxStartError when the sandbox failed to start; a timeout kills the sandbox and sets
     `timed_out`. `at_exit` is awaited once the command has exited, while leftovers may still run."""
     sb = create_sandbox(spec, backend=backend)
     if not hasattr(sb, "start_command"):  # a backend without the one-command mode: its guest runs it
@@ -69,6 +69,9 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     try:
         proc = await sb.start_command([SHELL, "-c", _SUPERVISE, "sh", f"{linger:g}", *argv], full_env,
                                       cwd or spec.workdir, stdin=marks_w)
+    except Exception as e:  # no free uid, a failed chown or cgroup, bwrap missing: never the command's doing
+        os.close(marks_r)
+        raise SandboxStartError(f"sandbox failed to start: {e}") from e
     except BaseException:
         os.close(marks_r)
         raise
@@ -81,7 +84,7 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     timed_out = False
     try:
         if not await marks.wait_for("s", proc, None):
-            raise SandboxError(f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}")
+            raise SandboxStartError(f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}")
         if await marks.wait_for("x", proc, timeout):
             if at_exit is not None:
                 await at_exit()
@@ -172,3 +175,46 @@ async def _through_guest(sb, argv, *, timeout, env, cwd, max_output, at_exit) ->
             await at_exit()
     return CommandResult(returncode=run.returncode, stdout=run.stdout, stderr=run.stderr, timed_out=run.timed_out,
                          duration=run.duration, marks="s" if run.timed_out else "sxe")
+
+
+class OneCommandSandbox:
+    """A sandbox whose whole life is its first exec: nothing starts before it, and the sandbox is
+    gone when it returns. For agents whose run is at most one command (the oracle's solution, the
+    nop's nothing): the trial hands them this instead of a guest-served sandbox. Any other use is
+    a SandboxError that says so."""
+
+    def __init__(self, spec: SandboxSpec, *, backend: str | None = None):
+        self.spec, self._backend, self._used = spec, backend, False
+
+    async def start(self) -> None:
+        """Nothing to start: the first exec starts (and ends) the sandbox."""
+
+    async def stop(self) -> None:
+        """Nothing left running: the exec's sandbox stopped as it returned."""
+
+    async def __aenter__(self) -> "OneCommandSandbox":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        return None
+
+    async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
+        if self._used or stdin is not None:
+            raise SandboxError("a one-command sandbox runs one command, without stdin: "
+                               "this agent must not declare runs_one_command")
+        self._used = True
+        argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        return await run_command(self.spec, argv, timeout=timeout, env=env, cwd=cwd, max_output=max_output,
+                                 backend=self._backend)
+
+    def base_env(self) -> dict[str, str]:
+        return create_sandbox(self.spec, backend=self._backend).base_env()
+
+    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
+        raise SandboxError("a one-command sandbox has no files to read after its command")
+
+    async def write_file(self, path: str, data, mode: int = 0o644) -> None:
+        raise SandboxError("a one-command sandbox takes no files before its command")
+
+    def adopt(self, path) -> None:
+        raise SandboxError("a one-command sandbox adopts no files")
