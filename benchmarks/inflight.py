@@ -87,9 +87,9 @@ class Stalls:
         self._thread.join()
 
 
-async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch_rss: bool = False) -> dict:
+async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns: int, watch_rss: bool = False) -> dict:
     run_dir = base / name
-    config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096)
+    config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(update={"max_turns": turns + 5})
     client, chat = rb.timed_client(endpoint.base_url, 4096)
     alive = {"now": 0, "peak": 0}
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -120,7 +120,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, watch
             "agent_s_p50": rb.pct([r.timings.agent for r in results], 50),
             "model_calls": len(chat.samples), "model_retries": client.stats.retries,
             "cpu_s": cpu.ours, "cores_busy": cpu.ours / cpu.wall, "machine_cores_busy": cpu.machine / cpu.wall,
-            "host_cpu_s": cpu.host, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
+            "host_cpu_s": cpu.host, "server_cpu_s": cpu.server, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
             "stalls_10ms_samples": dict(stalls.where.most_common(8)),
@@ -137,13 +137,13 @@ async def run(args, endpoint, meter) -> int:
             rb.make_task(base / "tasks", f"fly-{i:04d}", f"Write the word hello into /app/out.txt. (episode {i})\n")
             for i in range(args.episodes + 2)])
         await builder.get(tasks[0])
-        await batch(base, "warm", tasks[:1], endpoint, meter, builder)  # untimed: imports, toolkit, caches
-        alone = await batch(base, "alone", tasks[1:2], endpoint, meter, builder)
+        await batch(base, "warm", tasks[:1], endpoint, meter, builder, turns=args.commands + 2)  # untimed: imports, toolkit, caches
+        alone = await batch(base, "alone", tasks[1:2], endpoint, meter, builder, turns=args.commands + 2)
         ideal = alone["trial_s_p50"]
         rb.console.print(f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
                          f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
                          f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)")
-        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, watch_rss=True)
+        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2, watch_rss=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     many["ideal_s"] = ideal
@@ -156,7 +156,8 @@ async def run(args, endpoint, meter) -> int:
         f"[bold]{many['loop_lag_p99_ms']:.0f}[/] / {many['loop_lag_max_ms']:.0f} ms; memory per live episode "
         f"{many['mem_per_episode_mib']:.1f} MiB (machine), this process {many['host_rss_growth_per_episode_kib']:.0f} KiB; "
         f"CPU {many['cpu_s']:.1f} s ({many['cpu_s'] / max(many['episodes'], 1) * 1e3:.0f} ms per episode; on "
-        f"{rb.os.cpu_count()} cores at least {cpu_floor:.1f} s of wall), cores busy {many['cores_busy']:.2f} "
+        f"{rb.os.cpu_count()} cores at least {cpu_floor:.1f} s of wall; this process {many['host_cpu_s']:.1f} s, the "
+        f"scripted server {many['server_cpu_s']:.1f} s), cores busy {many['cores_busy']:.2f} "
         f"(machine {many['machine_cores_busy']:.2f}); {many['model_retries']} model retries; "
         f"{many['not_passed']} not passed")
     if many["stalls_10ms_samples"]:

@@ -77,8 +77,19 @@ def ensure_traversable(path: Path) -> Path:
     return path
 
 
+_assets: dict[str, Path] = {}  # name -> its copy: hashing the folder on every sandbox start added up
+
+
 def package_assets(name: str) -> Path:
     """A copy of one of the package's asset folders (guest, shims) where sandbox uids can read it."""
+    known = _assets.get(name)
+    if known is not None and known.is_dir():  # still there (a sweep of the scratch folder removes it)
+        return known
+    _assets[name] = dest = _copy_assets(name)
+    return dest
+
+
+def _copy_assets(name: str) -> Path:
     src = Path(str(resources.files("agentmill.sandbox") / name))
     dest = scratch_dir() / "assets" / f"{name}-{hash_tree(src)[:16]}"
     if not dest.exists():
