@@ -2,7 +2,7 @@
 `--delay` seconds per reply (default 256 trials, 2 s), each `--commands` shell commands then the
 completion claim and its confirmation, every trial a full isolated trial through `run_rollout`.
 
-    .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--json PATH]
+    .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--workers N] [--json PATH]
 
 Printed: wall time of the N concurrent trials against the ideal (one trial's time alone, measured
 first with the same slow model: its model turns x delay plus its sandbox and verifier time), the
@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
 
 from agentmill.images import ImageBuilder  # noqa: E402
+from agentmill.rollout.executor import make_executor  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
 from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
 
@@ -87,7 +88,8 @@ class Stalls:
         self._thread.join()
 
 
-async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns: int, watch_rss: bool = False) -> dict:
+async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns: int, workers: int = 0,
+                watch_rss: bool = False) -> dict:
     run_dir = base / name
     config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(update={"max_turns": turns + 5})
     client, chat = rb.timed_client(endpoint.base_url, 4096)
@@ -103,7 +105,8 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
-            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder,
+            executor = make_executor("processes", concurrency=len(tasks), workers=workers) if workers else None
+            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, executor=executor,
                                        on_start=started, on_done=finished)
     finally:
         await client.close()
@@ -143,7 +146,8 @@ async def run(args, endpoint, meter) -> int:
         rb.console.print(f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
                          f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
                          f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)")
-        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2, watch_rss=True)
+        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2,
+                           workers=args.workers, watch_rss=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     many["ideal_s"] = ideal
@@ -179,6 +183,9 @@ def main() -> int:
     p.add_argument("--episodes", type=int, default=256, help="concurrent trials (default 256)")
     p.add_argument("--delay", type=float, default=2.0, help="seconds the model takes per reply (default 2)")
     p.add_argument("--commands", type=int, default=3, help="shell commands per episode before completion (default 3)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="run the episodes on this many worker processes (the processes executor; default 0: "
+                        "this process's event loop alone)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = p.parse_args()
     if args.episodes < 1 or args.delay < 0 or args.commands < 1:

@@ -149,17 +149,21 @@ def check(
     raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
 
 
-def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None):
-    """The executor for `rollout --executor`: the local one, or Ray (imported only when chosen)."""
+def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None, workers: int | None = None):
+    """The executor for `rollout --executor`: the local one, worker processes, or Ray (imported only when chosen)."""
     from agentmill.models import LOCAL_MODEL
     from agentmill.rollout.executor import make_executor
 
     if address and name != "ray":
         _fail("--address: only with --executor ray")
+    if workers is not None and name != "processes":
+        _fail("--workers: only with --executor processes")
     if name == "ray" and model == LOCAL_MODEL:
         console.print("[yellow]note:[/yellow] the embedded model listens on this machine's loopback: only Ray nodes "
                       "on this machine reach it (give other nodes --base-url of a served model)", highlight=False)
     options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
+    if name == "processes":
+        options = {"workers": workers}
     try:
         return make_executor(name, concurrency=concurrency, **options)
     except ValueError as e:
@@ -193,7 +197,8 @@ def rollout(
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
     retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
-    executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
+    executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
@@ -238,7 +243,7 @@ def rollout(
     except ValueError as e:
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
 
-    runner = _rollout_executor(executor, address, concurrency, model if needs_model else None)
+    runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
                                  retry_infra=retry == "infra", console=console, executor=runner)

@@ -111,10 +111,12 @@ class Rollout(_Strict):
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     temperature: float | None = None  # overrides the model's
-    # Where trials run (not identity: a run may move between executors): "local", or "ray" (a
-    # cluster; concurrency is then per node) at `address` (default: $RAY_ADDRESS, else a local Ray).
-    executor: Literal["local", "ray"] = "local"
+    # Where trials run (not identity: a run may move between executors): "local", "processes"
+    # (`workers` processes on this machine, default one per core, sharing `concurrency`), or "ray"
+    # (a cluster; concurrency is then per node) at `address` (default: $RAY_ADDRESS, else a local Ray).
+    executor: Literal["local", "processes", "ray"] = "local"
     address: str | None = None
+    workers: int | None = Field(None, ge=1)
 
     @field_validator("agent")
     @classmethod
@@ -127,6 +129,8 @@ class Rollout(_Strict):
     def _address_needs_ray(self) -> "Rollout":
         if self.address and self.executor != "ray":
             raise ValueError('address: only with executor = "ray"')
+        if self.workers is not None and self.executor != "processes":
+            raise ValueError('workers: only with executor = "processes"')
         return self
 
 

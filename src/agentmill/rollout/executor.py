@@ -56,17 +56,22 @@ class LocalExecutor(Executor):
 
 
 EXECUTORS: dict[str, Callable[..., Executor]] = {LocalExecutor.name: LocalExecutor}
-# Executors on optional engines: their module is imported only when chosen, and registers itself.
-OPTIONAL_EXECUTORS = {"ray": ("agentmill.rollout.executors.ray", "ray")}
+# Executors whose module is imported only when chosen (and registers itself), with the extra their
+# engine needs (None: nothing beyond agentmill).
+OPTIONAL_EXECUTORS = {"ray": ("agentmill.rollout.executors.ray", "ray"),
+                      "processes": ("agentmill.rollout.executors.processes", None)}
 
 
 def make_executor(name: str = "local", *, concurrency: int, **options) -> Executor:
-    """An executor by name; `options` go to its constructor (e.g. Ray's `address`)."""
+    """An executor by name; `options` go to its constructor (e.g. Ray's `address`, the processes'
+    `workers`)."""
     if name not in EXECUTORS and name in OPTIONAL_EXECUTORS:
         module, extra = OPTIONAL_EXECUTORS[name]
         try:
             importlib.import_module(module)
         except ImportError as e:
+            if extra is None:
+                raise
             raise ValueError(f"executor '{name}' needs the '{extra}' extra: pip install 'agentmill[{extra}]' ({e})") from None
     try:
         factory = EXECUTORS[name]

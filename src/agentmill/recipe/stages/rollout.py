@@ -49,6 +49,8 @@ def _executor(rollout: Rollout, say):
     from agentmill.rollout.executor import make_executor
 
     try:
+        if rollout.executor == "processes":
+            return make_executor("processes", concurrency=rollout.concurrency, workers=rollout.workers)
         return make_executor(rollout.executor, concurrency=rollout.concurrency, address=rollout.address, say=say)
     except ValueError as e:
         raise AgentmillError(f"[rollout] executor: {e}") from None
