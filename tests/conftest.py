@@ -54,3 +54,11 @@ def simple_task(root: Path, name: str = "hello", *, test_sh: str | None = None, 
         dockerfile=dockerfile,
         **kw,
     )
+
+
+def mixed_dataset(root: Path, good: int) -> Path:
+    """`good` tasks the oracle solves (each with its own content hash) and one, `bad`, it does not."""
+    for i in range(good):
+        simple_task(root, f"good{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
+    simple_task(root, "bad", solve_sh="echo nope > /app/out.txt\n")
+    return root

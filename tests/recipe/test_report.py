@@ -18,7 +18,7 @@ from agentmill.recipe.records import Drop, StageReport, TaskEntry, save_tasks
 from agentmill.recipe.report import _bins, histogram, write_report
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.status import mean_se
-from tests.conftest import sandbox, simple_task
+from tests.conftest import mixed_dataset, sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"swe-smith": (90, 0.55), "stackexchange-superuser": (80, 0.35), "stackexchange-tezos": (70, 0.3), "issue-tasks": (60, 0.45)}
@@ -133,10 +133,7 @@ def test_histogram_bins():
 
 @sandbox
 def test_report_of_a_real_oracle_rollout(tmp_path):
-    data = tmp_path / "ds"
-    for i in range(2):
-        simple_task(data, f"good{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
-    simple_task(data, "bad", solve_sh="echo nope > /app/out.txt\n")
+    data = mixed_dataset(tmp_path / "ds", good=2)
     run = tmp_path / "run"
     run.mkdir()
     save_tasks([TaskEntry(name=n, path=str(data / n), source="easy" if n.startswith("good") else "hard",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentmill.rollout.executor import make_executor
-from tests.conftest import sandbox, simple_task
+from tests.conftest import mixed_dataset, sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,10 +100,7 @@ def test_workers_only_with_the_processes_executor(tmp_path):
 
 @sandbox
 def test_a_rollout_on_worker_processes_gives_the_local_rollouts_data(tmp_path):
-    data = tmp_path / "ds"
-    for i in range(4):
-        simple_task(data, f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
-    simple_task(data, "unsolved", solve_sh="echo nope > /app/out.txt\n")
+    data = mixed_dataset(tmp_path / "ds", good=4)
     local = _cli("rollout", str(data), "--agent", "oracle", "-c", "4", "--out", str(tmp_path / "local"))
     spread = _cli("rollout", str(data), "--agent", "oracle", "-c", "4", "--executor", "processes", "--workers", "2",
                   "--out", str(tmp_path / "spread"))

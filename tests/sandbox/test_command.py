@@ -63,6 +63,19 @@ def test_a_sandbox_that_cannot_start_is_a_start_error_not_the_commands_exit():
         _run(run_command(spec, ["true"]))
 
 
+def test_a_sandbox_that_never_comes_up_is_given_up(monkeypatch):
+    """No start mark within the start timeout: a start error, and nothing is left running."""
+    from agentmill.sandbox import command
+
+    marker = f"am-slow-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(command, "START_TIMEOUT", 0.5)
+    monkeypatch.setattr(command, "_SUPERVISE", f"/usr/bin/bash -c 'exec -a {marker} sleep 30'\n" + command._SUPERVISE)
+    started = time.monotonic()
+    with pytest.raises(SandboxStartError, match="did not start within"):
+        _run(run_command(fresh_spec(), ["true"]))
+    assert time.monotonic() - started < 5 and _host_processes_with(marker) == []
+
+
 def test_leftovers_get_the_linger_and_at_exit_comes_first():
     """at_exit runs once the command has exited and while its leftover still runs; the leftover
     dies with the supervisor after the linger. Without leftovers there is no wait."""

@@ -340,7 +340,7 @@ def test_the_agent_cannot_redirect_the_hosts_requests(backend):
 
 
 def test_a_socket_inside_the_task_image_is_not_readiness(monkeypatch):
-    monkeypatch.setattr(bwrap, "_START_TIMEOUT", 1.5)
+    monkeypatch.setattr(bwrap, "START_TIMEOUT", 1.5)
     _guest_replaced_by(monkeypatch, "sleep 30")  # a guest that never binds
     spec = fresh_spec()
     planted = spec.rootfs / bwrap.CTL_DIR.lstrip("/")

@@ -34,7 +34,7 @@ from agentmill.sandbox.watch import wait_for_name
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CTL_DIR = "/.agentmill/ctl"
-_START_TIMEOUT = 20.0
+START_TIMEOUT = 20.0
 # Sandboxes booting at once: hundreds started together would each take longer than the start
 # timeout on a small machine; past this many they queue (the timeout counts from their turn).
 START_SLOTS = max(4, 2 * (os.cpu_count() or 1))
@@ -364,13 +364,13 @@ class BwrapSandbox:
         """Until the guest renames its listening socket into the control folder (told by inotify)."""
         exited = asyncio.ensure_future(self._proc.wait())
         try:
-            ready = await wait_for_name(self._ctl, "sock", give_up=exited, timeout=_START_TIMEOUT)
+            ready = await wait_for_name(self._ctl, "sock", give_up=exited, timeout=START_TIMEOUT)
         finally:
             exited.cancel()
         if self._proc.returncode is not None:
             raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
         if not ready:
-            raise SandboxError(f"sandbox did not start within {_START_TIMEOUT:.0f}s: {self._stderr_text()}")
+            raise SandboxError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {self._stderr_text()}")
         self._guest_fd = pin_socket(self._ctl / "sock", self.uid)
         if self._guest_fd is None:
             raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")

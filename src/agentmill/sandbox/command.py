@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError, SandboxStartError
+from agentmill.sandbox.bwrap import START_TIMEOUT
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 
@@ -83,7 +84,9 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     marks = _Marks(marks_r)
     timed_out = False
     try:
-        if not await marks.wait_for("s", proc, None):
+        if not await marks.wait_for("s", proc, START_TIMEOUT):
+            if proc.returncode is None:
+                raise SandboxStartError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {_text(err).strip()[-2000:]}")
             raise SandboxStartError(f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}")
         if await marks.wait_for("x", proc, timeout):
             if at_exit is not None:
