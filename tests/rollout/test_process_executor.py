@@ -107,3 +107,16 @@ def test_a_rollout_on_worker_processes_gives_the_local_rollouts_data(tmp_path):
     assert local.returncode == 0 and spread.returncode == 0, spread.stderr
     diff = _cli("diff", str(tmp_path / "local"), str(tmp_path / "spread"))
     assert diff.returncode == 0 and "same data" in diff.stdout + diff.stderr, diff.stdout + diff.stderr
+
+
+def test_a_recipe_chooses_worker_processes():
+    from pydantic import ValidationError
+
+    from agentmill.recipe.schema import Rollout
+    from agentmill.recipe.stages.rollout import _executor
+    from agentmill.rollout.executors.processes import ProcessExecutor
+
+    made = _executor(Rollout(agent="oracle", executor="processes", workers=2, concurrency=6), say=print)
+    assert isinstance(made, ProcessExecutor) and (made.workers, made.concurrency) == (2, 6)
+    with pytest.raises(ValidationError, match='workers: only with executor = "processes"'):
+        Rollout(agent="oracle", workers=2)

@@ -345,7 +345,7 @@ def test_rollout_cli_refuses_bad_executor_options(tmp_path):
     assert r.returncode == 2 and "--address: only with --executor ray" in r.stderr
     r = subprocess.run([*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "b"),
                         "--executor", "slurm"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "unknown executor 'slurm' (known: local, ray)" in r.stderr
+    assert r.returncode == 2 and "unknown executor 'slurm' (known: local, processes, ray)" in r.stderr
 
 
 def test_an_unreachable_cluster_is_one_clear_error_before_anything_starts(tmp_path):

@@ -85,6 +85,7 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     timed_out = False
     try:
         if not await marks.wait_for("s", proc, START_TIMEOUT):
+            await asyncio.wait(readers, timeout=_SETTLE)  # bwrap's own complaint, whole
             if proc.returncode is None:
                 raise SandboxStartError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {_text(err).strip()[-2000:]}")
             raise SandboxStartError(f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}")

@@ -5,8 +5,8 @@ the reward file, and /tests is never visible while the agent runs. Before it sta
 final rootfs is hardened on the host (verify/hardening.py); the test script then runs in the
 verifier's own environment (verify/isolation.py), as that sandbox's one job under a supervisor
 shell (sandbox/command.py: no guest server to boot); the reward is read on the host when test.sh
-exits and again once every process is dead (verify/reward_files.py). What was neutralised is returned as tamper evidence,
-and a trial with evidence gets no reward.
+exits and again once every process is dead (verify/reward_files.py). What was neutralised is
+returned as tamper evidence, and a trial with evidence gets no reward.
 """
 
 from __future__ import annotations
