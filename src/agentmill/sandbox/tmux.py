@@ -133,7 +133,7 @@ class TmuxSession:
         output (the command finished), at most `seconds`. Returns the scrollback (as history_text)
         when it did, None when the time ran out first. `before` is the scrollback before typing."""
         deadline = asyncio.get_running_loop().time() + seconds
-        delay = 0.005
+        delay = 0.001  # a quick command (`ls`, `cd`) is back within a few ms: look early, then back off
         while True:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:

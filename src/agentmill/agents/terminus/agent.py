@@ -24,11 +24,17 @@ from agentmill.traces.redact import redact
 from agentmill.traces.text import clean_text, drop_trailing_blank_lines, truncate_middle
 
 OUTPUT_LIMIT = 10_000
+# A one-line command typed with duration 0 ("do not wait") is still read once its prompt is back, if
+# that takes no longer than this: a quick command's output is then whole, and read at the same point
+# in every run, without the settled look's quiet period (20 ms or more, every turn).
+PROMPT_FLOOR = 0.05
 
 
 class TerminusAgent(ModelAgentBase):
     name = "terminus"
-    version = "3"  # 3: keystrokes sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded exactly as sent
+    # 4: a one-line command with duration 0 is also read when its prompt is back (PROMPT_FLOOR); 3: keystrokes
+    # sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded as sent
+    version = "4"
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
@@ -87,9 +93,9 @@ class TerminusAgent(ModelAgentBase):
             calls.append(ToolCall(tool_call_id=f"call_{step.step_id}_{i + 1}", function_name="terminal",
                                   arguments={"keystrokes": redact(keys)[0], "duration": cmd.duration}))
             await term.send_keys([keys] if keys in SPECIAL_KEYS else keys)
-            if screen is not None and cmd.duration > 0 and keys.endswith("\n") and keys.count("\n") == 1:
+            if screen is not None and keys.endswith("\n") and keys.count("\n") == 1:
                 # the duration is an upper bound: a one-line command is done when its prompt is back
-                screen = await term.wait_for_prompt(last_line(screen), screen, cmd.duration)
+                screen = await term.wait_for_prompt(last_line(screen), screen, max(cmd.duration, PROMPT_FLOOR))
             else:
                 await asyncio.sleep(cmd.duration)
                 screen = None
