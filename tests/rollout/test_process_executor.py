@@ -27,6 +27,8 @@ class Work:
         self.die_on, self.sleep = die_on, sleep
 
     async def __call__(self, job: int):
+        if job == -1:
+            raise ValueError("a bug in the work")
         if job == self.die_on:
             await asyncio.sleep(0.1)
             os._exit(3)
@@ -120,3 +122,11 @@ def test_a_recipe_chooses_worker_processes():
     assert isinstance(made, ProcessExecutor) and (made.workers, made.concurrency) == (2, 6)
     with pytest.raises(ValidationError, match='workers: only with executor = "processes"'):
         Rollout(agent="oracle", workers=2)
+
+
+def test_a_job_that_raises_is_recorded_as_a_failure_and_the_rest_run():
+    executor = make_executor("processes", concurrency=2, workers=1)
+    results, calls = _map(executor, Work(sleep=0.05), [0, -1, 1])
+    assert results[1] == (-1, None, "it raised in its worker process: ValueError: a bug in the work", None)
+    assert [r[0] for r in results] == [0, -1, 1] and results[0][1] is not None and results[2][1] is not None
+    assert executor.deaths == []

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import traceback
 
-from agentmill.rollout.executors.processes import pack, unpack
+from agentmill.rollout.executors.processes import Raised, pack, unpack
 
 
 async def serve(slots: int) -> None:
@@ -28,9 +29,12 @@ async def serve(slots: int) -> None:
     running: set[asyncio.Task] = set()
 
     async def one(i: int, job) -> None:
-        async with gate:
-            result = await work(job)
-        writer.write(pack((i, result)))
+        try:
+            async with gate:
+                answer = pack((i, await work(job)))
+        except Exception as e:  # noqa: BLE001 - the job's own bug (or an unpicklable result): told, not fatal
+            answer = pack((i, Raised("".join(traceback.format_exception_only(type(e), e)).strip())))
+        writer.write(answer)
         await writer.drain()
 
     try:

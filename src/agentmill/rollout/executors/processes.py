@@ -11,6 +11,7 @@ model client and answers on a private pipe. The driver keeps the run folder and 
 Exactly once: a job is sent to one worker and recorded once, when its result comes back. A worker
 that dies takes its jobs in flight with it: each is recorded as `work.failure(job, why)` (a
 sandbox_error: the machinery's fault, rerun by `--retry infra`), and a new worker takes its place.
+A job whose `work` raised (a bug: trials type their own failures) is recorded the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ async def unpack(reader: asyncio.StreamReader):
         return pickle.loads(await reader.readexactly(_FRAME.unpack(head)[0]))
     except asyncio.IncompleteReadError:
         return None
+
+
+class Raised(str):
+    """A worker's answer for a job whose `work` raised: what it raised."""
 
 
 class ProcessExecutor(Executor):
@@ -97,6 +102,8 @@ class ProcessExecutor(Executor):
                         workers.append(await _Worker.start(payload, slots, done))
                     continue
                 worker.jobs.discard(i)
+                if isinstance(result, Raised):
+                    result = _failure(work, jobs[i], f"it raised in its worker process: {result}")
                 results[i] = await _record(after, jobs[i], result)
                 left -= 1
         finally:
