@@ -134,3 +134,50 @@ def test_the_one_command_sandbox_runs_exactly_one_command():
 
     r = _run(go())
     assert r.stdout == "one\n" and r.returncode == 0
+
+
+def test_a_one_command_sandbox_is_as_isolated_as_a_started_one():
+    """The command runs in bwrap's namespaces like any sandbox: no network but loopback, a read-only
+    /usr, a pid namespace of its own (bwrap's init, the supervisor, the command), not as host root."""
+    probe = ("awk 'NR > 2 {printf \"%s \", $1}' /proc/net/dev; echo; touch /usr/planted 2>/dev/null && echo wrote-usr || echo usr-ro; "
+             "set -- /proc/[0-9]*; echo pids=$#; awk '/^Uid/ {print \"uid=\" $2}' /proc/self/status")
+    r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", probe]))
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["lo:"], r
+    assert lines[1:] == ["usr-ro", "pids=3", "uid=0"], r  # root inside, mapped to an unprivileged uid outside
+    assert not __import__("pathlib").Path("/usr/planted").exists()
+
+
+def test_a_backend_without_the_one_command_mode_runs_it_through_its_guest():
+    """run_command's fallback: any registered backend works, with the same result and at_exit."""
+    from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.registry import sandbox_backend, unregister_backend
+
+    class GuestOnly:  # a backend that only starts guest-served sandboxes
+        def __init__(self, spec, *, name=None):
+            self._inner = BwrapSandbox(spec, name=name)
+
+        def __getattr__(self, attr):
+            if attr == "start_command":
+                raise AttributeError(attr)
+            return getattr(self._inner, attr)
+
+        async def __aenter__(self):
+            await self._inner.start()
+            return self
+
+        async def __aexit__(self, *exc):
+            await self._inner.stop()
+
+    sandbox_backend("guest-only-test")(GuestOnly)
+    calls = []
+
+    async def at_exit():
+        calls.append("at_exit")
+
+    try:
+        r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", "echo via-guest; exit 4"], backend="guest-only-test",
+                             at_exit=at_exit))
+    finally:
+        unregister_backend("guest-only-test")
+    assert (r.returncode, r.stdout, r.marks, calls) == (4, "via-guest\n", "sxe", ["at_exit"])

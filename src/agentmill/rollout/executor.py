@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar, TypeVar
 
+from agentmill.errors import AgentmillError
+
 J = TypeVar("J")
 R = TypeVar("R")
 T = TypeVar("T")
@@ -53,6 +55,15 @@ class LocalExecutor(Executor):
                 return await after(job, result) if after is not None else result
 
         return list(await asyncio.gather(*(one(j) for j in jobs)))
+
+
+def unrunnable(executor: str, work, job, message: str):
+    """The result to record for a job an executor's own machinery could not run (a node or worker
+    that died, a job that raised there): `work.failure(job, message)`, else one clear error."""
+    failure = getattr(work, "failure", None)
+    if failure is None:
+        raise AgentmillError(f"{executor}: a job could not run: {message}")
+    return failure(job, message)
 
 
 EXECUTORS: dict[str, Callable[..., Executor]] = {LocalExecutor.name: LocalExecutor}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.paths import scratch_temp
-from agentmill.rollout.executor import EXECUTORS, Executor
+from agentmill.rollout.executor import EXECUTORS, Executor, unrunnable
 
 _FRAME = struct.Struct("!Q")  # every message: its length, then a pickle
 _STREAM_LIMIT = 1 << 30
@@ -92,7 +92,7 @@ class ProcessExecutor(Executor):
                     why = await worker.death()
                     self.deaths.append(why)
                     for j in worker.jobs:
-                        results[j] = await _record(after, jobs[j], _failure(work, jobs[j], why))
+                        results[j] = await _record(after, jobs[j], unrunnable("processes", work, jobs[j], why))
                         left -= 1
                     worker.jobs.clear()
                     workers.remove(worker)
@@ -103,7 +103,7 @@ class ProcessExecutor(Executor):
                     continue
                 worker.jobs.discard(i)
                 if isinstance(result, Raised):
-                    result = _failure(work, jobs[i], f"it raised in its worker process: {result}")
+                    result = unrunnable("processes", work, jobs[i], f"it raised in its worker process: {result}")
                 results[i] = await _record(after, jobs[i], result)
                 left -= 1
         finally:
@@ -113,13 +113,6 @@ class ProcessExecutor(Executor):
 
 async def _record(after, job, result):
     return await after(job, result) if after is not None else result
-
-
-def _failure(work, job, message: str):
-    failure = getattr(work, "failure", None)
-    if failure is None:
-        raise AgentmillError(f"processes: a job could not run: {message}")
-    return failure(job, message)
 
 
 class _Worker:

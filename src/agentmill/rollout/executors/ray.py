@@ -22,7 +22,7 @@ from collections.abc import Callable
 import ray
 
 from agentmill.errors import AgentmillError
-from agentmill.rollout.executor import EXECUTORS, Executor
+from agentmill.rollout.executor import EXECUTORS, Executor, unrunnable
 from agentmill.rollout.executors.ray_nodes import NodeActor, NodePool, Unrunnable, brief_error, code_hash
 from agentmill.rollout.executors.task_files import pack_task
 from agentmill.tasks.model import Task
@@ -141,7 +141,7 @@ class RayExecutor(Executor):
                     self.requeued.append(i)
                     continue
                 if isinstance(out, Unrunnable):
-                    out = _failure(work, jobs[i], out.message)
+                    out = unrunnable("ray", work, jobs[i], out.message)
                 else:
                     self.ran_on[i] = actor.node_id
                 results[i] = await after(jobs[i], out) if after is not None else out
@@ -168,13 +168,6 @@ class RayExecutor(Executor):
         if task.content_hash not in packed:
             packed[task.content_hash] = ray.put(await asyncio.to_thread(pack_task, task))
         return packed[task.content_hash]
-
-
-def _failure(work, job, message: str):
-    failure = getattr(work, "failure", None)
-    if failure is None:
-        raise AgentmillError(f"ray: a job could not run: {message}")
-    return failure(job, message)
 
 
 def _unreachable(address: str, timeout: float = 10.0) -> str | None:
