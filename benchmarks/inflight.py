@@ -33,9 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
 
+from agentmill.agents.base import ScriptedAgentBase  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
 from agentmill.rollout.executor import make_executor  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
+from agentmill.rollout.trial import run_trial  # noqa: E402
 from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
 
 
@@ -46,6 +48,24 @@ def slow_policy(request, *, delay: float, commands: int) -> Reply:
         keys = rb.ECHO if done == commands - 1 else f"echo working-{done} > /tmp/w{done}\n"
         return Reply(terminus_json([(keys, 0)]), delay=delay)
     return Reply(terminus_json([], complete=True), delay=delay)
+
+
+class SandboxOnly(ScriptedAgentBase):
+    """A trial's sandbox work and nothing else: its environment, a started sandbox (as terminus
+    gets), its stop and the verifier; no terminal, no model."""
+
+    name = "sandbox-only"
+
+    async def run(self, task, sandbox, result) -> None:
+        return None
+
+
+async def sandbox_time(tasks, builder) -> float:
+    """Seconds this machine needs for the sandboxes of `tasks` all at once: the issue's "sandbox
+    time" for N episodes, which on a few cores is not one sandbox's time."""
+    t = time.monotonic()
+    await asyncio.gather(*(run_trial(task, SandboxOnly(), builder) for task in tasks))
+    return time.monotonic() - t
 
 
 class Stalls:
@@ -94,14 +114,21 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(update={"max_turns": turns + 5})
     client, chat = rb.timed_client(endpoint.base_url, 4096)
     alive = {"now": 0, "peak": 0}
+    began: dict[str, float] = {}
+    spans: list[dict] = []  # per trial, seconds from the batch's start: when it began, its agent ran, it ended
+    t0 = time.monotonic()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    def started(_plan):
+    def started(plan):
+        began[plan.trial_id] = time.monotonic() - t0
         alive["now"] += 1
         alive["peak"] = max(alive["peak"], alive["now"])
 
-    def finished(_result):
+    def finished(result):
         alive["now"] -= 1
+        end, t = time.monotonic() - t0, result.timings
+        spans.append({"begin": began.get(result.trial_id, 0.0), "end": end, "total": t.total,
+                      "before_agent": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier})
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
@@ -126,6 +153,11 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "host_cpu_s": cpu.host, "server_cpu_s": cpu.server, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
+            "slowest": max(spans, key=lambda x: x["end"], default=None),
+            "setup_s_p50": rb.pct([x["before_agent"] for x in spans], 50),
+            "setup_s_max": max((x["before_agent"] for x in spans), default=0.0),
+            "agent_s_max": max((x["agent"] for x in spans), default=0.0),
+            "verifier_s_max": max((x["verifier"] for x in spans), default=0.0),
             "stalls_10ms_samples": dict(stalls.where.most_common(8)),
             "not_passed": len(bad) + (len(tasks) - report.ran),
             "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
@@ -146,12 +178,20 @@ async def run(args, endpoint, meter) -> int:
         rb.console.print(f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
                          f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
                          f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)")
+        sandboxes = await sandbox_time(tasks[2:], builder)
+        model_time = (args.commands + 2) * args.delay
+        rb.console.print(f"the sandboxes alone, {args.episodes} at once (start, stop, verifier; no terminal, no model): "
+                         f"{sandboxes:.2f} s")
         many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2,
                            workers=args.workers, watch_rss=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     many["ideal_s"] = ideal
     many["wall_over_ideal"] = many["wall_s"] / ideal
+    # the issue's formula, turns x delay plus sandbox time, with the sandbox time of all N measured
+    many["sandbox_s"] = sandboxes
+    many["ideal_n_s"] = model_time + sandboxes
+    many["wall_over_ideal_n"] = many["wall_s"] / many["ideal_n_s"]
     cpu_floor = many["cpu_s"] / max(1, rb.os.cpu_count() or 1)
     rb.console.print(
         f"{many['episodes']} episodes at once (peak {many['peak_alive']} alive): wall {many['wall_s']:.2f} s = "
@@ -164,6 +204,15 @@ async def run(args, endpoint, meter) -> int:
         f"scripted server {many['server_cpu_s']:.1f} s), cores busy {many['cores_busy']:.2f} "
         f"(machine {many['machine_cores_busy']:.2f}); {many['model_retries']} model retries; "
         f"{many['not_passed']} not passed")
+    rb.console.print(f"against model time plus the sandbox time of all {many['episodes']} ({model_time:.1f} + "
+                     f"{sandboxes:.2f} = {many['ideal_n_s']:.2f} s): [bold]{100 * (many['wall_over_ideal_n'] - 1):+.1f}%[/]")
+    sl = many["slowest"]
+    rb.console.print(
+        f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['before_agent']:.2f} "
+        f"(alone {alone['slowest']['before_agent']:.2f}), agent {sl['agent']:.2f} (alone {alone['agent_s_p50']:.2f}), verifier "
+        f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
+        f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"
+        f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}")
     if many["stalls_10ms_samples"]:
         rb.console.print("where the event loop's thread was while the loop was over 100 ms late (10 ms samples):")
         for where, n in many["stalls_10ms_samples"].items():
