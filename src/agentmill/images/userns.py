@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentmill.child_processes import spawn
 from agentmill.errors import AgentmillError
 from agentmill.paths import package_assets
 from agentmill.sandbox.limits import prlimit_args
@@ -94,7 +95,7 @@ _CLEAN_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 async def _run(argv: list[str], *, timeout: float, stdin: bytes | None = None, cwd: Path | None = None,
                env: dict[str, str] | None = None) -> ExecResult:
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
+    proc = await spawn(
         *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, cwd=str(cwd) if cwd else None, env={**_CLEAN_ENV, **(env or {})})
     timed_out = False

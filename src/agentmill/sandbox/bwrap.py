@@ -20,6 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
+from agentmill.child_processes import spawn
 from agentmill.errors import SandboxError
 from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
@@ -242,7 +243,7 @@ class BwrapSandbox:
                 argv = self._argv(inner, env, cwd)
                 command = stdin is not None
                 with open(self._stderr_path, "wb") as err:
-                    self._proc = await asyncio.create_subprocess_exec(
+                    self._proc = await spawn(
                         *argv, stdin=stdin if command else subprocess.DEVNULL,
                         stdout=subprocess.PIPE if command else subprocess.DEVNULL,
                         stderr=subprocess.PIPE if command else err, start_new_session=True,

@@ -26,6 +26,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from agentmill.child_processes import spawn
 from agentmill.errors import AgentmillError
 from agentmill.paths import scratch_temp
 from agentmill.rollout.executor import EXECUTORS, Executor, unrunnable
@@ -128,7 +129,7 @@ class _Worker:
     async def start(cls, payload: bytes, slots: int, done: asyncio.Queue) -> "_Worker":
         stderr_path = scratch_temp("worker") / "stderr"
         with open(stderr_path, "wb") as err:
-            proc = await asyncio.create_subprocess_exec(
+            proc = await spawn(
                 sys.executable, "-m", "agentmill.rollout.executors.process_worker", str(slots),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err, limit=_STREAM_LIMIT)
         proc.stdin.write(payload)
