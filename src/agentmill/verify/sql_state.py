@@ -201,8 +201,8 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
     started = time.monotonic()
     judge = judge if judge is not None else default_judge()
     logs = scratch / "verifier-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    tests = stage(task.tests_sources, scratch / "tests")
+    await asyncio.to_thread(logs.mkdir, parents=True, exist_ok=True)  # file-system work: off the event loop
+    tests = await asyncio.to_thread(stage, task.tests_sources, scratch / "tests")
     spec = image.spec(rootfs, limits=limits, ro_mounts={"/tests": tests}, rw_mounts={"/logs/verifier": logs})
     try:
         async with create_sandbox(spec) as sb:

@@ -50,11 +50,7 @@ class VerifierResult:
 
 async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) -> VerifierResult:
     started = time.monotonic()
-    tests = stage(task.tests_sources, scratch / "tests")
-    toolkit = await asyncio.to_thread(ensure_toolkit, build=True)
-    logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
-    await asyncio.to_thread(_seed_home, image, home)
-    addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
+    tests, toolkit, logs, home, addopts = await asyncio.to_thread(_host_folders, task, image, scratch)
     mounts = {"/tests": tests, PIN: scratch / "verifier-pin"}
     if toolkit is not None:
         mounts[MOUNT] = toolkit
@@ -122,6 +118,17 @@ def _supervision(run: CommandResult) -> list[Tamper]:
         return []
     return [Tamper(kind=TamperKind.SUPERVISOR, path="/tests",
                    detail=f"the verifier's supervisor reported {run.marks!r}, not 'sxe': it was killed or its marks were forged")]
+
+
+def _host_folders(task: Task, image: Image, scratch: Path):
+    """The verifier's host folders, made fresh: copies and file-system work, so one hop off the
+    event loop (with hundreds of trials, blocking calls there stall every other one)."""
+    tests = stage(task.tests_sources, scratch / "tests")
+    toolkit = ensure_toolkit(build=True)
+    logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
+    _seed_home(image, home)
+    addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
+    return tests, toolkit, logs, home, addopts
 
 
 def _seed_home(image: Image, home: Path) -> None:
