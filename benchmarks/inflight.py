@@ -4,9 +4,14 @@ completion claim and its confirmation, every trial a full isolated trial through
 
     .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--workers N] [--json PATH]
 
-Printed: wall time of the N concurrent trials against the ideal (one trial's time alone, measured
-first with the same slow model: its model turns x delay plus its sandbox and verifier time), the
-event loop's lag (p50/p99/max of a 20 ms timer: time the loop was blocked), the peak number of
+Printed: wall time of the N concurrent trials against two ideals. First, one trial's time alone,
+measured first with the same slow model (its model turns x delay plus its sandbox and verifier
+time). Second, the issue's formula, model turns x delay plus sandbox time, with the sandbox time of
+all N measured: the same N trials at once with an agent that does nothing (environment, sandbox
+start and stop, verifier; no terminal, no model). On a few cores N sandboxes take far longer than
+one, and that time cannot overlap model time when every episode starts at once. Then the
+event loop's lag (p50/p99/max of a 20 ms timer: time the loop was blocked), where the slowest
+trial's time went (setup and teardown, agent, verifier, against the trial alone), the peak number of
 trials alive at once, and memory per live episode (the machine's MemAvailable drop at the peak,
 which counts each episode's sandbox processes too, divided by the peak number alive; and this
 process's own RSS growth, divided the same way). CPU is counted as in benchmarks/rollout.py.
