@@ -101,47 +101,6 @@ def test_launch_sets_cgroups_rlimits_uid_and_no_capabilities():
     assert run(_launched(LIMITS)) == []
 
 
-def _cpu_weight_above(pid: int) -> tuple[Path, str]:
-    """The CPU weight knob of the group above the cpu cgroup `pid` is in, and its value."""
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "cpu" in controllers.split(","):  # v1: the cpu hierarchy
-            knob = Path("/sys/fs/cgroup/cpu") / path.lstrip("/") / ".." / "cpu.shares"
-            break
-        if controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():  # v2
-            knob = Path("/sys/fs/cgroup") / path.lstrip("/") / ".." / "cpu.weight"
-            break
-    else:
-        pytest.skip("no cpu cgroup here")
-    knob = knob.resolve()
-    return knob, knob.read_text().strip()
-
-
-async def _weight_over(limits: Limits) -> tuple[Path, str, bool]:
-    async with BwrapSandbox(fresh_spec(limits=limits)) as sb:
-        knob, value = _cpu_weight_above(sb._proc.pid)  # bwrap: in the sandbox's groups from its launch
-        host_under_it = str(os.getpid()) in " ".join(
-            (d / "cgroup.procs").read_text() for d in knob.parent.rglob("*") if (d / "cgroup.procs").exists())
-        return knob, value, host_under_it
-
-
-@as_root
-def test_all_sandboxes_together_weigh_less_than_the_host_on_the_cpu(monkeypatch):
-    """The parent of every sandbox group gets SANDBOX_CPU_SHARE of a default group's weight (it is
-    written once per process: reset here to a default group's, so a missing write shows)."""
-    from agentmill.sandbox import limits as limits_module
-
-    knob = limits_module.weigh_sandboxes()
-    if knob is None:
-        pytest.skip("cgroups are not writable here")
-    default, want = ("100", "25") if knob.name == "cpu.weight" else ("1024", "256")
-    knob.write_text(default)
-    monkeypatch.setattr(limits_module, "_swept", False)
-    seen, value, host_under_it = run(_weight_over(LIMITS))
-    assert seen == knob and value == want, f"{seen}: {value}, want {want}"
-    assert not host_under_it, "the host process is under the sandboxes' parent"
-
-
 def _setpriv_edited(monkeypatch, edit) -> None:
     real = bwrap._drop_privileges
     monkeypatch.setattr(bwrap, "_drop_privileges", lambda uid: edit(real(uid)))

@@ -22,12 +22,6 @@ from agentmill.sandbox.protocol import Limits
 
 _ROOT = Path("/sys/fs/cgroup")
 _GROUP = "agentmill"
-# All sandboxes together weigh a quarter of a default group (cgroup v1 cpu.shares 256 of 1024, v2
-# cpu.weight 25 of 100) against the host's processes. Work-conserving: they still get every idle
-# core, but when hundreds of them saturate the machine the harness's event loop, which every trial
-# waits on, is not queued behind them (benchmarks/inflight.py, 256 in flight: loop lag p99 21-24 ms
-# against 35-56 ms, wall unchanged).
-SANDBOX_CPU_SHARE = 0.25
 
 
 _swept = False
@@ -48,21 +42,6 @@ def sweep_stale_groups() -> None:
             stale.remove()
 
 
-def weigh_sandboxes() -> Path | None:
-    """Give the parent of every sandbox group its CPU weight (SANDBOX_CPU_SHARE); the file written,
-    or None where cgroups are not writable here."""
-    if (_ROOT / "cgroup.controllers").exists():
-        knob, value = _ROOT / _GROUP / "cpu.weight", str(max(1, round(100 * SANDBOX_CPU_SHARE)))
-    else:
-        knob, value = _ROOT / "cpu" / _GROUP / "cpu.shares", str(max(2, round(1024 * SANDBOX_CPU_SHARE)))
-    try:
-        knob.parent.mkdir(exist_ok=True)
-        knob.write_text(value)
-    except OSError:
-        return None
-    return knob
-
-
 class Cgroup:
     """One sandbox's cgroup(s). `paths` is empty when cgroups are not writable here."""
 
@@ -74,7 +53,6 @@ class Cgroup:
             _swept = True
             with contextlib.suppress(OSError):
                 sweep_stale_groups()
-            weigh_sandboxes()
         self.paths: list[Path] = []
         v2 = _ROOT / "cgroup.controllers"
         if v2.exists():
