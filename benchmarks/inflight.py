@@ -120,7 +120,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     client, chat = rb.timed_client(endpoint.base_url, 4096)
     alive = {"now": 0, "peak": 0}
     began: dict[str, float] = {}
-    spans: list[dict] = []  # per trial, seconds from the batch's start: when it began, its agent ran, it ended
+    spans: list[dict] = []  # per trial: when it began and ended (s from the batch's start), its phases
     t0 = time.monotonic()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
@@ -132,8 +132,8 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     def finished(result):
         alive["now"] -= 1
         end, t = time.monotonic() - t0, result.timings
-        spans.append({"begin": began.get(result.trial_id, 0.0), "end": end, "total": t.total,
-                      "before_agent": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier})
+        spans.append({"begin": began.get(result.trial_id, 0.0), "end": end,
+                      "setup_teardown": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier})
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
@@ -159,8 +159,8 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
             "slowest": max(spans, key=lambda x: x["end"], default=None),
-            "setup_s_p50": rb.pct([x["before_agent"] for x in spans], 50),
-            "setup_s_max": max((x["before_agent"] for x in spans), default=0.0),
+            "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
+            "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
             "agent_s_max": max((x["agent"] for x in spans), default=0.0),
             "verifier_s_max": max((x["verifier"] for x in spans), default=0.0),
             "stalls_10ms_samples": dict(stalls.where.most_common(8)),
@@ -213,8 +213,8 @@ async def run(args, endpoint, meter) -> int:
                      f"{sandboxes:.2f} = {many['ideal_n_s']:.2f} s): [bold]{100 * (many['wall_over_ideal_n'] - 1):+.1f}%[/]")
     sl = many["slowest"]
     rb.console.print(
-        f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['before_agent']:.2f} "
-        f"(alone {alone['slowest']['before_agent']:.2f}), agent {sl['agent']:.2f} (alone {alone['agent_s_p50']:.2f}), verifier "
+        f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['setup_teardown']:.2f} "
+        f"(alone {alone['slowest']['setup_teardown']:.2f}), agent {sl['agent']:.2f} (alone {alone['agent_s_p50']:.2f}), verifier "
         f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
         f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"
         f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}")

@@ -84,3 +84,16 @@ def test_a_watcher_someone_else_chose_is_left_alone(monkeypatch):
             assert policy.get_child_watcher() is chosen
         finally:
             policy.set_child_watcher(previous)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 watches children by pidfd itself")
+def test_spawn_alone_installs_the_pidfd_watcher_in_a_fresh_process():
+    import subprocess
+
+    code = ("import asyncio, warnings; from agentmill.child_processes import spawn\n"
+            "async def main():\n    p = await spawn('true'); return await p.wait()\n"
+            "rc = asyncio.run(main())\n"
+            "warnings.simplefilter('ignore')\n"
+            "print(rc, type(asyncio.get_event_loop_policy().get_child_watcher()).__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["0", "LoopPidfdWatcher"], r.stderr

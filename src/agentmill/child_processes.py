@@ -85,5 +85,6 @@ def _pidfd_works() -> bool:
 
 async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
     """`asyncio.create_subprocess_exec`, with the child reaped through its pidfd where possible."""
-    use_pidfd_watcher()
+    if not _checked:  # once per process: every sandbox start comes through here
+        use_pidfd_watcher()
     return await asyncio.create_subprocess_exec(*argv, **kwargs)

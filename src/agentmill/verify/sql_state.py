@@ -193,6 +193,13 @@ def outcome_of(checks: list[Check], reward: float) -> tuple[Outcome, str | None]
 # -- the trial's verifier ----------------------------------------------------------------------------
 
 
+def _host_folders(task: Task, scratch: Path) -> tuple[Path, Path]:
+    """The verifier's logs folder and staged tests: file-system work, so one hop off the event loop."""
+    logs = scratch / "verifier-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    return logs, stage(task.tests_sources, scratch / "tests")
+
+
 async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limits, steps: list[Step],
                            *, judge: Judge | None = None):
     """The tool-task counterpart of test_script.verify: same inputs, same VerifierResult."""
@@ -200,9 +207,7 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
 
     started = time.monotonic()
     judge = judge if judge is not None else default_judge()
-    logs = scratch / "verifier-logs"
-    await asyncio.to_thread(logs.mkdir, parents=True, exist_ok=True)  # file-system work: off the event loop
-    tests = await asyncio.to_thread(stage, task.tests_sources, scratch / "tests")
+    logs, tests = await asyncio.to_thread(_host_folders, task, scratch)
     spec = image.spec(rootfs, limits=limits, ro_mounts={"/tests": tests}, rw_mounts={"/logs/verifier": logs})
     try:
         async with create_sandbox(spec) as sb:
