@@ -1,8 +1,9 @@
 """The run ledger: one SQLite database (WAL) per run folder, one row per trial.
 
 Exactly-once: a trial's folder is written to a temporary name and renamed into place, then its row
-is marked done. On resume, a row still 'running' (the process died) whose folder exists is
-recovered from the folder; one without a folder is run again. So a kill -9 loses at most the
+is marked done, both in one step an interrupt cannot split (whole_steps). On resume, a row still
+'running' (the process died) whose folder exists is recovered from the folder; one without a folder
+is run again. So a kill -9 loses at most the
 trials in flight and never records one twice.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -43,7 +45,10 @@ CREATE TABLE IF NOT EXISTS plan (
 class Ledger:
     def __init__(self, path: Path):
         self.path = path
+        # Rows are started on the event loop and finished in its file threads (with the trial's
+        # folder, as one step): one connection, one writer at a time.
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.writing = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
@@ -58,22 +63,25 @@ class Ledger:
         return {r[0] for r in self.db.execute("SELECT trial_id FROM trials WHERE state='running'")}
 
     def start(self, trial_id: str, task: str, task_hash: str, attempt: int) -> None:
-        self.db.execute(
-            "INSERT INTO trials (trial_id, task, task_hash, attempt, state, started_at) VALUES (?, ?, ?, ?, 'running', ?) "
-            "ON CONFLICT(trial_id) DO UPDATE SET state='running', started_at=excluded.started_at, runs=runs+1, "
-            "outcome=NULL, reward=NULL, exception=NULL",
-            (trial_id, task, task_hash, attempt, time.time()),
-        )
+        with self.writing:
+            self.db.execute(
+                "INSERT INTO trials (trial_id, task, task_hash, attempt, state, started_at) VALUES (?, ?, ?, ?, 'running', ?) "
+                "ON CONFLICT(trial_id) DO UPDATE SET state='running', started_at=excluded.started_at, runs=runs+1, "
+                "outcome=NULL, reward=NULL, exception=NULL",
+                (trial_id, task, task_hash, attempt, time.time()),
+            )
 
     def finish(self, trial_id: str, result: dict) -> None:
         """Mark done from a trial's result.json contents. Idempotent."""
         tokens = result.get("tokens", {})
-        self.db.execute(
-            "UPDATE trials SET state='done', outcome=?, reward=?, prompt_tokens=?, completion_tokens=?, cost_usd=?, "
-            "seconds=?, exception=?, finished_at=? WHERE trial_id=?",
-            (result["outcome"], result.get("reward"), tokens.get("prompt", 0), tokens.get("completion", 0),
-             result.get("cost_usd"), result.get("timings", {}).get("total"), result.get("exception"), time.time(), trial_id),
-        )
+        with self.writing:
+            self.db.execute(
+                "UPDATE trials SET state='done', outcome=?, reward=?, prompt_tokens=?, completion_tokens=?, cost_usd=?, "
+                "seconds=?, exception=?, finished_at=? WHERE trial_id=?",
+                (result["outcome"], result.get("reward"), tokens.get("prompt", 0), tokens.get("completion", 0),
+                 result.get("cost_usd"), result.get("timings", {}).get("total"), result.get("exception"), time.time(),
+                 trial_id),
+            )
 
     def set_plan(self, plans: list[tuple[str, str, int]]) -> None:
         """Record the trials this invocation plans, (trial_id, task, attempt): `status` shows the total."""

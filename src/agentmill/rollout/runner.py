@@ -41,6 +41,7 @@ from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.traces.text import clean_text
 from agentmill.verify.outcome import Outcome
+from agentmill.whole_steps import whole_step
 
 
 @dataclass
@@ -198,8 +199,7 @@ async def run_rollout(
         async def record(plan: TrialPlan, outcome: tuple[TrialResult, Trajectory]) -> TrialResult:  # in the driver
             result, trajectory = outcome
             try:
-                await asyncio.to_thread(_write_trial, trials_dir, plan, config, result, trajectory)
-                ledger.finish(plan.trial_id, json.loads(result.model_dump_json()))
+                await whole_step(_record_trial, ledger, trials_dir, plan, config, result, trajectory)
             except Exception as e:  # noqa: BLE001 - the row stays 'running': the next resume runs it again
                 unrecorded.append(plan.trial_id)
                 result.exception = f"could not record the trial: {type(e).__name__}: {e}"
@@ -313,6 +313,14 @@ def _trial_record(plan: TrialPlan, config: RolloutConfig) -> dict:
             "task_metadata": plan.task.config.metadata, "verifier_hash": verifier_hash(plan.task),
             "instruction": plan.task.instruction, "attempt": plan.attempt, "agent": ident["agent"],
             "agent_version": ident["agent_version"], "model": ident["model"], "sampling": ident["sampling"]}
+
+
+def _record_trial(ledger: Ledger, trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult,
+                  trajectory: Trajectory) -> None:
+    """The trial's folder, then its row marked done: one step, so an interrupt never leaves a folder
+    without its row (the resume would recover it, but `status` and exports would miss it meanwhile)."""
+    _write_trial(trials_dir, plan, config, result, trajectory)
+    ledger.finish(plan.trial_id, json.loads(result.model_dump_json()))
 
 
 def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult, trajectory: Trajectory) -> None:
