@@ -26,6 +26,7 @@ import functools
 import json
 import logging
 import collections
+import os
 import resource
 import shutil
 import sys
@@ -35,12 +36,14 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the workers of --workers unpickle loop_probe's wrapper, so they need this folder on their path too
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [sys.path[0], os.environ.get("PYTHONPATH")]))
 
 import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
 
 from agentmill.agents.base import ScriptedAgentBase  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
-from agentmill.rollout.executor import make_executor  # noqa: E402
+from loop_probe import ProbedProcesses, worker_lags  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
 from agentmill.rollout.trial import run_trial  # noqa: E402
 from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
@@ -123,6 +126,8 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     spans: list[dict] = []  # per trial: when it began and ended (s from the batch's start), its phases
     t0 = time.monotonic()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    probes = base / f"{name}-worker-lags"  # each worker's loop lag (loop_probe.py)
+    probes.mkdir(parents=True, exist_ok=True)
 
     def started(plan):
         began[plan.trial_id] = time.monotonic() - t0
@@ -137,7 +142,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
-            executor = make_executor("processes", concurrency=len(tasks), workers=workers) if workers else None
+            executor = ProbedProcesses(len(tasks), workers=workers, out=probes) if workers else None
             report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, executor=executor,
                                        on_start=started, on_done=finished)
     finally:
@@ -166,7 +171,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "stalls_10ms_samples": dict(stalls.where.most_common(8)),
             "not_passed": len(bad) + (len(tasks) - report.ran),
             "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
-            **summary}
+            **summary, **(worker_lags(probes) if workers else {})}
 
 
 async def run(args, endpoint, meter) -> int:
@@ -211,6 +216,11 @@ async def run(args, endpoint, meter) -> int:
         f"{many['not_passed']} not passed")
     rb.console.print(f"against model time plus the sandbox time of all {many['episodes']} ({model_time:.1f} + "
                      f"{sandboxes:.2f} = {many['ideal_n_s']:.2f} s): [bold]{100 * (many['wall_over_ideal_n'] - 1):+.1f}%[/]")
+    if args.workers:
+        each = ", ".join(f"{x:.0f}" for x in many["worker_loop_lag_p99_each_ms"])
+        rb.console.print(f"the {args.workers} workers' loops: lag p50/p99/max {many['worker_loop_lag_p50_ms']:.0f} / "
+                         f"[bold]{many['worker_loop_lag_p99_ms']:.0f}[/] / {many['worker_loop_lag_max_ms']:.0f} ms "
+                         f"(all samples pooled; p99 of each: {each} ms); the line above is the driver's loop")
     sl = many["slowest"]
     rb.console.print(
         f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['setup_teardown']:.2f} "
