@@ -1,4 +1,4 @@
-"""One object per running event loop, and each loop's file-work threads.
+"""One object per running event loop, and the priorities of a loop's threads.
 
 asyncio locks and semaphores belong to the loop they first waited in. Code shared by several
 `asyncio.run` calls, or by trainer threads each with its own loop, keeps one per loop; a loop
@@ -32,21 +32,32 @@ class PerLoop(Generic[T]):
         return value
 
 
-# The threads that do file work for an event loop (asyncio.to_thread: copies, removals, writes)
-# run at this nice value. With hundreds of trials that work comes in bursts, and at equal
-# priority it delays the loop's own thread, whose lateness every trial feels
-# (benchmarks/inflight.py, 256 in flight: loop lag p99 50-71 ms, then 24-30 ms).
+# A loop that runs trials is the one thread every trial waits on; with hundreds in flight on a
+# few cores it competes with its own file threads and with the sandboxes it feeds. So the loop's
+# thread runs LOOP_THREAD_RAISE nice steps above where it was, where the process may raise a
+# priority (root, as agentmill runs its sandboxes), and the threads that do its file work
+# (asyncio.to_thread: copies, removals, writes) at FILE_THREAD_NICE (benchmarks/inflight.py, 256 in
+# flight, paired rounds: loop lag p99 43-85 ms with neither, 30-53 ms with the file threads lowered,
+# 24-48 ms with both; docs/benchmarks.md). Children started from the loop's thread inherit its
+# value; sandboxes sit in cpu cgroups of their own, where a nice value only ranks a sandbox's
+# processes among themselves.
+LOOP_THREAD_RAISE = 5
 FILE_THREAD_NICE = 10
-_lowered: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_arranged: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_this_thread = threading.local()  # .raised: a second loop in a thread does not raise it again
 
 
-def lower_file_threads() -> None:
-    """Give the running loop a default executor whose threads run at FILE_THREAD_NICE. asyncio's
-    own (made on a first to_thread) is replaced, one someone chose is kept."""
+def loop_first() -> None:
+    """Put the running loop's thread ahead of its helpers, once per loop: the thread itself
+    LOOP_THREAD_RAISE steps higher, once, if the process may raise it (it stays so: agentmill's
+    processes, the CLI, workers and Ray node actors, exist to run trials), and a default executor
+    whose threads run at FILE_THREAD_NICE. asyncio's own executor (made on a first to_thread) is
+    replaced, one someone chose is kept."""
     loop = asyncio.get_running_loop()
-    if loop in _lowered:
+    if loop in _arranged:
         return
-    _lowered.add(loop)
+    _arranged.add(loop)
+    _raise_this_thread()
     current = getattr(loop, "_default_executor", None)
     if current is not None and not getattr(current, "_thread_name_prefix", "").startswith("asyncio"):
         return
@@ -56,6 +67,15 @@ def lower_file_threads() -> None:
         current.shutdown(wait=False)  # what it runs now still finishes
 
 
+def _raise_this_thread() -> None:
+    if getattr(_this_thread, "raised", False):
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError, AttributeError):  # without CAP_SYS_NICE it stays as it is
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) - LOOP_THREAD_RAISE)
+        _this_thread.raised = True
+
+
 def _lower_this_thread() -> None:
-    with contextlib.suppress(OSError, AttributeError):  # raising one's own nice is always allowed on Linux
+    with contextlib.suppress(OSError, AttributeError):  # lowering one's own priority is always allowed on Linux
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), FILE_THREAD_NICE)

@@ -24,7 +24,7 @@ from agentmill.agents.base import AgentResult
 from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
-from agentmill.loops import lower_file_threads
+from agentmill.loops import loop_first
 from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
 from agentmill.paths import sweep_scratch
@@ -157,7 +157,7 @@ async def run_rollout(
     executor: Executor | None = None,
     store: TrialStore | None = None,
 ) -> RolloutReport:
-    lower_file_threads()
+    loop_first()
     lock, ledger = open_run(run_dir, config)
     trials_dir = run_dir / "trials"
     try:

@@ -17,7 +17,7 @@ from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
-from agentmill.loops import lower_file_threads
+from agentmill.loops import loop_first
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox
@@ -39,7 +39,7 @@ def task_limits(task: Task) -> Limits:
 
 async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
     started = time.monotonic()
-    lower_file_threads()  # this trial's file work yields to the event loop the other trials share
+    loop_first()  # the loop every trial shares goes first; this trial's file work yields to it
     timings = Timings()
     result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
