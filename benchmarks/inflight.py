@@ -126,8 +126,9 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     spans: list[dict] = []  # per trial: when it began and ended (s from the batch's start), its phases
     t0 = time.monotonic()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    probes = base / f"{name}-worker-lags"  # each worker's loop lag (loop_probe.py)
-    probes.mkdir(parents=True, exist_ok=True)
+    probes = base / f"{name}-worker-lags"  # each worker's loop lag (loop_probe.py), with --workers
+    if workers:
+        probes.mkdir(parents=True, exist_ok=True)
 
     def started(plan):
         began[plan.trial_id] = time.monotonic() - t0

@@ -38,10 +38,10 @@ class PerLoop(Generic[T]):
 # priority (root, as agentmill runs its sandboxes), and the threads that do its file work
 # (asyncio.to_thread: copies, removals, writes) at FILE_THREAD_NICE (benchmarks/inflight.py, 256 in
 # flight on 2 cores, paired: loop lag p99 49-75 ms with neither, 30-66 ms with the file threads
-# lowered, 24-49 ms with both;
-# docs/benchmarks.md). Children started from the loop's thread inherit its value: a worker of the
-# processes executor raises its own loop from there (the thread carrying the turns ranks first),
-# and sandboxes sit in cpu cgroups of their own, where a nice value only ranks their own processes.
+# lowered, 24-49 ms with both; docs/benchmarks.md). Children started from the loop's thread inherit
+# its value: a worker of the processes executor raises its own loop from there (the thread carrying
+# the turns ranks first), and sandboxes sit in cpu cgroups of their own, where a nice value only
+# ranks their own processes.
 LOOP_THREAD_RAISE = 5
 FILE_THREAD_NICE = 10
 _arranged: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()

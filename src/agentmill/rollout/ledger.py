@@ -3,8 +3,7 @@
 Exactly-once: a trial's folder is written to a temporary name and renamed into place, then its row
 is marked done, both in one step an interrupt cannot split (whole_steps). On resume, a row still
 'running' (the process died) whose folder exists is recovered from the folder; one without a folder
-is run again. So a kill -9 loses at most the
-trials in flight and never records one twice.
+is run again. So a kill -9 loses at most the trials in flight and never records one twice.
 """
 
 from __future__ import annotations
