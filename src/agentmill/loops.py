@@ -41,7 +41,9 @@ class PerLoop(Generic[T]):
 # lowered, 24-49 ms with both; docs/benchmarks.md). Children started from the loop's thread inherit
 # its value: a worker of the processes executor raises its own loop from there (the thread carrying
 # the turns ranks first), and sandboxes sit in cpu cgroups of their own, where a nice value only
-# ranks their own processes.
+# ranks their own processes. Nothing started from the raised thread keeps the raise: spawn()
+# (child_processes.py) puts each child back where the thread began, so a sandbox's processes never
+# outrank the host's where no cgroup holds them, and a worker raises its own loop from the base.
 LOOP_THREAD_RAISE = 5
 FILE_THREAD_NICE = 10
 _arranged: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -68,13 +70,19 @@ def loop_first() -> None:
         current.shutdown(wait=False)  # what it runs now still finishes
 
 
+def raised_here() -> int:
+    """How many nice steps loop_first raised the calling thread (0: not raised)."""
+    return getattr(_this_thread, "raised", 0)
+
+
 def _raise_this_thread() -> None:
-    if getattr(_this_thread, "raised", False):
+    if raised_here():
         return
     tid = threading.get_native_id()
     with contextlib.suppress(OSError, AttributeError):  # without CAP_SYS_NICE it stays as it is
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) - LOOP_THREAD_RAISE)
-        _this_thread.raised = True
+        was = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, was - LOOP_THREAD_RAISE)
+        _this_thread.raised = was - os.getpriority(os.PRIO_PROCESS, tid)  # less at the -20 floor
 
 
 def _lower_this_thread() -> None:
