@@ -3,8 +3,9 @@
 A child inherits the nice value of the thread that forks it, and loop_first raises the loop's
 thread where the process may. Without spawn's reset a sandbox's processes (an agent's commands,
 a task's tests) would run above every host process wherever no cpu cgroup holds them, and a worker
-of the processes executor would raise its own loop a second time. Each test runs its loop in a
-thread of its own, started at a known nice value, so the test process's threads are untouched."""
+of the processes executor (which keeps the driver's raise on purpose) would pass its own on. Each
+test runs its loop in a thread of its own, started at a known nice value, so the test process's
+threads are untouched."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.rollout.test_process_executor import importable_tests  # noqa: F401  
 from tests.sandbox.helpers import in_sandbox
 from tests.test_file_threads import _may_raise_priority
 
-BASE = 3  # where each test's loop thread starts: any value the raise can go 5 below
+BASE = 3  # where each test's loop thread starts: any value two raises can go below
 
 needs_raise = pytest.mark.skipif(not _may_raise_priority(), reason="this process may not raise a thread's priority")
 
@@ -84,22 +85,25 @@ def test_an_agent_in_a_sandbox_runs_at_the_base_and_cannot_climb_back():
 
 class LoopNice:
     """A job run by a worker: the nice value of the worker's loop thread once loop_first ran there
-    (as run_trial does for each trial)."""
+    (as run_trial does for each trial), and of a child it starts (as a sandbox is)."""
 
     async def __call__(self, job: int):
         loop_first()
-        return job, os.getpid(), _nice()
+        proc = await spawn("nice", stdout=subprocess.PIPE)
+        out, _ = await proc.communicate()
+        return job, os.getpid(), _nice(), int(out)
 
     def failure(self, job: int, message: str):
-        return job, None, message
+        return job, None, message, None
 
 
 @needs_raise
-def test_a_worker_raises_its_loop_from_the_base_once_not_from_the_drivers_raise():
+def test_a_worker_ranks_its_loop_above_the_drivers_and_its_children_still_start_at_the_base():
     async def run_on_workers():
         return await make_executor("processes", concurrency=2, workers=2).map(LoopNice(), [0, 1])
 
     driver, results = _raised_loop(run_on_workers)
     assert driver == BASE - LOOP_THREAD_RAISE
     assert all(r[1] is not None for r in results), results
-    assert {r[2] for r in results} == {BASE - LOOP_THREAD_RAISE}, f"workers' loops: {results}"
+    assert {r[2] for r in results} == {BASE - 2 * LOOP_THREAD_RAISE}, f"workers' loops: {results}"
+    assert {r[3] for r in results} == {BASE}, f"a worker's child kept a raise: {results}"

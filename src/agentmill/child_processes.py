@@ -13,9 +13,10 @@ import asyncio
 import os
 import shutil
 import sys
+import threading
 import warnings
 
-from agentmill.loops import raised_here
+from agentmill.loops import BASE_NICE_ENV, base_nice
 
 _checked = False
 
@@ -86,20 +87,28 @@ def _pidfd_works() -> bool:
     return True
 
 
-async def spawn(*argv: str, **kwargs) -> asyncio.subprocess.Process:
+async def spawn(*argv: str, keep_raise: bool = False, **kwargs) -> asyncio.subprocess.Process:
     """`asyncio.create_subprocess_exec`, with the child reaped through its pidfd where possible,
-    and started at the priority the calling thread had before loop_first raised it."""
+    and started at the base priority (loops.base_nice), not at the raise of the loop's thread.
+    keep_raise: start it at the thread's raised value instead (a worker whose loop carries turns),
+    telling it the base so that its own children go back there."""
     if not _checked:  # once per process: every sandbox start comes through here
         use_pidfd_watcher()
-    return await asyncio.create_subprocess_exec(*unraised(argv), **kwargs)
+    base = base_nice()
+    if base is not None and keep_raise:
+        env = kwargs.get("env")
+        kwargs["env"] = {**(os.environ if env is None else env), BASE_NICE_ENV: str(base)}
+    elif base is not None:
+        argv = at_nice(base, argv)
+    return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
 
-def unraised(argv) -> tuple[str, ...]:
-    """argv behind `nice -n K` where this thread was raised K steps: a child inherits its thread's
-    nice value, and a sandbox's processes (or a worker, which raises its own loop) must start from
-    the base. `nice` execs in place (same pid); about 0.8 ms of CPU per child, only where raised."""
-    steps = raised_here()
-    return (_NICE, "-n", str(steps), *argv) if steps else tuple(argv)
+def at_nice(base: int, argv) -> tuple[str, ...]:
+    """argv behind `nice -n K`, K the steps from this thread's nice value back to `base`: a child
+    inherits its thread's value. `nice` execs in place (same pid); about 0.8 ms of CPU per child,
+    only where the thread was raised."""
+    steps = base - os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    return (_NICE, "-n", str(steps), *argv) if steps > 0 else tuple(argv)
 
 
 _NICE = shutil.which("nice") or "/usr/bin/nice"  # found once, on the host's PATH: a child's env may be bare

@@ -38,16 +38,18 @@ class PerLoop(Generic[T]):
 # priority (root, as agentmill runs its sandboxes), and the threads that do its file work
 # (asyncio.to_thread: copies, removals, writes) at FILE_THREAD_NICE (benchmarks/inflight.py, 256 in
 # flight on 2 cores, paired: loop lag p99 49-75 ms with neither, 30-66 ms with the file threads
-# lowered, 24-49 ms with both; docs/benchmarks.md). Children started from the loop's thread inherit
-# its value: a worker of the processes executor raises its own loop from there (the thread carrying
-# the turns ranks first), and sandboxes sit in cpu cgroups of their own, where a nice value only
-# ranks their own processes. Nothing started from the raised thread keeps the raise: spawn()
-# (child_processes.py) puts each child back where the thread began, so a sandbox's processes never
-# outrank the host's where no cgroup holds them, and a worker raises its own loop from the base.
+# lowered, 24-49 ms with both; docs/benchmarks.md). A child inherits its thread's value, so
+# spawn() (child_processes.py) starts every child back at the base, where the thread was before the
+# raise: a sandbox's processes never outrank the host's, even where no cgroup holds them. The one
+# exception is a worker of the processes executor: its loop carries the turns, so it keeps the
+# driver's raise and raises its own loop from there (paired, 256 x 5 on 2 workers: the workers'
+# loop lag p99 28-47 ms so, 51-67 ms from the base), and it is told the base (BASE_NICE_ENV) so
+# that its own children go back to it.
 LOOP_THREAD_RAISE = 5
+BASE_NICE_ENV = "AGENTMILL_BASE_NICE"
 FILE_THREAD_NICE = 10
 _arranged: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-_this_thread = threading.local()  # .raised: a second loop in a thread does not raise it again
+_this_thread = threading.local()  # .base: raised once (a second loop does not raise it again)
 
 
 def loop_first() -> None:
@@ -70,19 +72,26 @@ def loop_first() -> None:
         current.shutdown(wait=False)  # what it runs now still finishes
 
 
-def raised_here() -> int:
-    """How many nice steps loop_first raised the calling thread (0: not raised)."""
-    return getattr(_this_thread, "raised", 0)
+def base_nice() -> int | None:
+    """The nice value children of the calling thread start at: where the thread (or, in a worker,
+    the driver's) was before loop_first raised it. None where it was not raised."""
+    return getattr(_this_thread, "base", None)
 
 
 def _raise_this_thread() -> None:
-    if raised_here():
+    if base_nice() is not None:
         return
     tid = threading.get_native_id()
     with contextlib.suppress(OSError, AttributeError):  # without CAP_SYS_NICE it stays as it is
         was = os.getpriority(os.PRIO_PROCESS, tid)
         os.setpriority(os.PRIO_PROCESS, tid, was - LOOP_THREAD_RAISE)
-        _this_thread.raised = was - os.getpriority(os.PRIO_PROCESS, tid)  # less at the -20 floor
+        _this_thread.base = _inherited_base(was)
+
+
+def _inherited_base(was: int) -> int:
+    """A worker started with the driver's raise is told where the driver began; else where we were."""
+    told = os.environ.get(BASE_NICE_ENV, "")
+    return int(told) if told.lstrip("-").isdigit() and int(told) >= was else was
 
 
 def _lower_this_thread() -> None:

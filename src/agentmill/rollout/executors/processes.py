@@ -129,8 +129,8 @@ class _Worker:
     async def start(cls, payload: bytes, slots: int, done: asyncio.Queue) -> "_Worker":
         stderr_path = scratch_temp("worker") / "stderr"
         with open(stderr_path, "wb") as err:
-            proc = await spawn(
-                sys.executable, "-m", "agentmill.rollout.executors.process_worker", str(slots),
+            proc = await spawn(  # keeps the driver's raise: its loop carries the turns (loops.py)
+                sys.executable, "-m", "agentmill.rollout.executors.process_worker", str(slots), keep_raise=True,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err, limit=_STREAM_LIMIT)
         proc.stdin.write(payload)
         return cls(proc, stderr_path, done)
