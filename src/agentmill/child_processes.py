@@ -13,10 +13,9 @@ import asyncio
 import os
 import shutil
 import sys
-import threading
 import warnings
 
-from agentmill.loops import BASE_NICE_ENV, base_nice
+from agentmill.loop_priority import BASE_NICE_ENV, base_nice, steps_to_base
 
 _checked = False
 
@@ -89,26 +88,20 @@ def _pidfd_works() -> bool:
 
 async def spawn(*argv: str, keep_raise: bool = False, **kwargs) -> asyncio.subprocess.Process:
     """`asyncio.create_subprocess_exec`, with the child reaped through its pidfd where possible,
-    and started at the base priority (loops.base_nice), not at the raise of the loop's thread.
-    keep_raise: start it at the thread's raised value instead (a worker whose loop carries turns),
-    telling it the base so that its own children go back there."""
+    and started as a normal process at the base nice value, not at the priority of a loop that goes
+    first (loop_priority.steps_to_base: a thread's nice value passes to its children).
+    keep_raise: a worker, whose loop carries the turns, keeps a "nice" raise and is told the base
+    so that its own children go back there."""
     if not _checked:  # once per process: every sandbox start comes through here
         use_pidfd_watcher()
+    steps = steps_to_base(keep_raise)
+    if steps:
+        argv = (_NICE, "-n", str(steps), *argv)  # execs in place (same pid); about 0.8 ms of CPU
     base = base_nice()
-    if base is not None and keep_raise:
+    if keep_raise and base is not None:
         env = kwargs.get("env")
         kwargs["env"] = {**(os.environ if env is None else env), BASE_NICE_ENV: str(base)}
-    elif base is not None:
-        argv = at_nice(base, argv)
     return await asyncio.create_subprocess_exec(*argv, **kwargs)
-
-
-def at_nice(base: int, argv) -> tuple[str, ...]:
-    """argv behind `nice -n K`, K the steps from this thread's nice value back to `base`: a child
-    inherits its thread's value. `nice` execs in place (same pid); about 0.8 ms of CPU per child,
-    only where the thread was raised."""
-    steps = base - os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    return (_NICE, "-n", str(steps), *argv) if steps > 0 else tuple(argv)
 
 
 _NICE = shutil.which("nice") or "/usr/bin/nice"  # found once, on the host's PATH: a child's env may be bare

@@ -24,7 +24,7 @@ from agentmill.agents.base import AgentResult
 from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
-from agentmill.loops import loop_first
+from agentmill.loop_priority import trials_first
 from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
 from agentmill.paths import sweep_scratch
@@ -142,6 +142,7 @@ def require_toolkit() -> None:
                              "then run again. Nothing was verified.")
 
 
+@trials_first  # the loop every trial shares goes first while they run (loop_priority.py)
 async def run_rollout(
     config: RolloutConfig,
     tasks: list[Task],
@@ -157,7 +158,6 @@ async def run_rollout(
     executor: Executor | None = None,
     store: TrialStore | None = None,
 ) -> RolloutReport:
-    loop_first()
     lock, ledger = open_run(run_dir, config)
     trials_dir = run_dir / "trials"
     try:

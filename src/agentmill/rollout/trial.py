@@ -17,7 +17,7 @@ from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
-from agentmill.loops import loop_first
+from agentmill.loop_priority import trials_first
 from agentmill.paths import scratch_temp
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox
@@ -37,9 +37,9 @@ def task_limits(task: Task) -> Limits:
     return Limits(memory_mb=env.memory_mb, cpus=env.cpus, storage_mb=env.storage_mb)
 
 
+@trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
 async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
     started = time.monotonic()
-    loop_first()  # the loop every trial shares goes first; this trial's file work yields to it
     timings = Timings()
     result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)

@@ -171,7 +171,10 @@ def overlay_launch_env(uid: int | None) -> dict[str, str]:
     return {"PATH": f"{package_assets('idmap')}:{LAUNCH_PATH}", "AGENTMILL_IDMAP": f"0 {uid} 1\\n1 {TEMPLATE_UID} 1\\n"}
 
 
-def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None) -> None:
+def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None,
+              guest_fd: int | None) -> None:
+    if guest_fd is not None:  # the socket's last reference: its release is kernel work, kept off the loop
+        os.close(guest_fd)
     if cgroup is not None:
         cgroup.kill_all()
         cgroup.remove()
@@ -393,13 +396,11 @@ class BwrapSandbox:
         cgroup, ovl, ctl, stderr_path = self._cgroup, self._ovl, self._ctl, self._stderr_path
         self._cgroup = self._ovl = self._ctl = None
         guest_fd, self._guest_fd = self._guest_fd, None  # no new connection from here on
-        # The cgroup's kill (returning once it is empty) and removal, the folders' removal:
-        # file-system work, off the event loop; meanwhile the child watcher reaps bwrap.
-        await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path)
+        # The cgroup's kill (returning once it is empty) and removal, the folders' removal, the
+        # pinned socket's close: kernel work, off the event loop; meanwhile the watcher reaps bwrap.
+        await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path, guest_fd)
         if proc is not None:
             await proc.wait()
-        if guest_fd is not None:
-            os.close(guest_fd)
         if self._lease is not None:
             self._lease.release()
             self._lease = None
