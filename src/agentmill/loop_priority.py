@@ -82,7 +82,7 @@ def loop_first():
 
 
 def mode_here() -> str | None:
-    """"rt", "nice", or None: how the calling thread is put first now."""
+    """How the calling thread is put first now: "rt", "nice", or None (not at all)."""
     return getattr(_here, "mode", None) if getattr(_here, "depth", 0) else None
 
 
