@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentmill import loop_priority
+from agentmill.errors import AgentmillError
 from agentmill.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, loop_first,
                                      mode_here, trials_first)
 
@@ -134,6 +135,14 @@ def test_rt_is_not_used_where_the_kernel_does_not_throttle_real_time(monkeypatch
     assert n == (START - LOOP_THREAD_RAISE if MAY_NICE else START)
 
 
+def test_the_throttle_is_read_from_the_kernels_setting(tmp_path):
+    setting = tmp_path / "sched_rt_runtime_us"
+    for text, throttled in [("950000\n", True), ("0\n", True), ("-1\n", False), ("", False)]:
+        setting.write_text(text)
+        assert loop_priority._real_time_is_throttled.__wrapped__(setting) is throttled, text
+    assert loop_priority._real_time_is_throttled.__wrapped__(tmp_path / "absent") is False
+
+
 @needs_nice
 def test_nice_the_loop_thread_goes_up_once_from_where_it_was_and_back_after(monkeypatch):
     monkeypatch.setenv(CHOICE_ENV, "nice")
@@ -161,7 +170,7 @@ def test_off_leaves_the_loop_thread_as_it_was_and_a_bad_choice_is_named(monkeypa
     monkeypatch.setenv(CHOICE_ENV, "off")
     assert in_a_thread(asyncio.run, main()) == (None, START, os.SCHED_OTHER)
     monkeypatch.setenv(CHOICE_ENV, "fast")
-    with pytest.raises(ValueError, match=f"{CHOICE_ENV}='fast'.*rt, nice, off"):
+    with pytest.raises(AgentmillError, match=f"{CHOICE_ENV}='fast'.*rt, nice, off"):
         in_a_thread(asyncio.run, main())
 
 

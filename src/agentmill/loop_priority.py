@@ -37,6 +37,9 @@ import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from agentmill.errors import AgentmillError
 
 LOOP_THREAD_RAISE = 5
 LOOP_RT_PRIORITY = 1
@@ -47,6 +50,7 @@ CHOICES = ("rt", "nice", "off")
 # paired, 2 workers, the workers' loop lag p99 28-47 ms so, 51-67 ms from the base) and is told
 # the base here, so that its own children go back to it.
 BASE_NICE_ENV = "AGENTMILL_BASE_NICE"
+RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")  # -1: real time unthrottled
 
 _arranged: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 _here = threading.local()  # .depth (trials running on this thread), .mode, .undo, .base
@@ -109,7 +113,7 @@ def _put_first() -> None:
     _here.mode = None
     choice = os.environ.get(CHOICE_ENV, "rt")
     if choice not in CHOICES:
-        raise ValueError(f"{CHOICE_ENV}={choice!r}: expected one of {', '.join(CHOICES)}")
+        raise AgentmillError(f"{CHOICE_ENV}={choice!r}: expected one of {', '.join(CHOICES)}")
     tid = threading.get_native_id()
     if choice == "rt" and _real_time_is_throttled():
         with contextlib.suppress(OSError, AttributeError):  # refused: no privilege or no runtime in the cgroup
@@ -136,10 +140,10 @@ def _put_back() -> None:
 
 
 @functools.cache
-def _real_time_is_throttled() -> bool:
+def _real_time_is_throttled(runtime: Path = RT_RUNTIME) -> bool:
     try:
-        return int(open("/proc/sys/kernel/sched_rt_runtime_us").read()) >= 0  # -1: unthrottled
-    except (OSError, ValueError):
+        return int(runtime.read_text()) >= 0
+    except (OSError, ValueError):  # unreadable: do not assume a throttle
         return False
 
 
