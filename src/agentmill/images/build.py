@@ -32,6 +32,7 @@ from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildErr
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
+from agentmill.images.tree_copy import copy_tree
 from agentmill.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
 from agentmill.sandbox.overlay import own_template
@@ -74,7 +75,7 @@ class Image:
             own_template(self.rootfs)
             dest.mkdir()
             return dest
-        subprocess.run(["cp", "-a", "--reflink=auto", str(self.rootfs), str(dest)], check=True)
+        copy_tree(self.rootfs, dest)
         return dest
 
     def spec(self, rootfs: Path, **kw) -> SandboxSpec:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.errors import SandboxError
 from agentmill.images import Image
+from agentmill.images.tree_copy import copy_tree
 from agentmill.sandbox.command import CommandResult, run_command
 from agentmill.tasks.model import Task
 from agentmill.verify.hardening import harden
@@ -136,7 +136,7 @@ def _seed_home(image: Image, home: Path) -> None:
     the task's files, never the agent's."""
     src = image.rootfs / image.env.get("HOME", "/root").lstrip("/")
     if src.is_dir() and not src.is_symlink():
-        subprocess.run(["cp", "-a", "--reflink=auto", f"{src}/.", str(home)], check=True)
+        copy_tree(src, home, into=True)
 
 
 def _fresh(path: Path) -> Path:
