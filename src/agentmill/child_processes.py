@@ -94,14 +94,20 @@ async def spawn(*argv: str, keep_raise: bool = False, **kwargs) -> asyncio.subpr
     so that its own children go back there."""
     if not _checked:  # once per process: every sandbox start comes through here
         use_pidfd_watcher()
-    steps = steps_to_base(keep_raise)
-    if steps:
-        argv = (_NICE, "-n", str(steps), *argv)  # execs in place (same pid); about 0.8 ms of CPU
+    argv = at_base(argv, keep_raise)
     base = base_nice()
     if keep_raise and base is not None:
         env = kwargs.get("env")
         kwargs["env"] = {**(os.environ if env is None else env), BASE_NICE_ENV: str(base)}
     return await asyncio.create_subprocess_exec(*argv, **kwargs)
+
+
+def at_base(argv: tuple[str, ...], keep_raise: bool = False) -> tuple[str, ...]:
+    """argv behind `nice -n K` when a child of this thread would not start at the base (see spawn)."""
+    steps = steps_to_base(keep_raise)
+    if steps:
+        return (_NICE, "-n", str(steps), *argv)  # execs in place (same pid); about 0.8 ms of CPU
+    return tuple(argv)
 
 
 _NICE = shutil.which("nice") or "/usr/bin/nice"  # found once, on the host's PATH: a child's env may be bare

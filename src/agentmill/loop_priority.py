@@ -109,6 +109,14 @@ def steps_to_base(keep_raise: bool = False) -> int:
     return 0
 
 
+def children_nice() -> int:
+    """The nice value a child of the calling thread must start at: the thread's base while it is
+    put first, else its own value (the launcher, sandbox/launcher.py, sets it in each child)."""
+    if mode_here() in ("rt", "nice"):
+        return _here.base
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
 def _put_first() -> None:
     _here.mode = None
     choice = os.environ.get(CHOICE_ENV, "rt")

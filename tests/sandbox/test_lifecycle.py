@@ -26,12 +26,12 @@ import pytest
 
 from agentmill.errors import SandboxError
 from agentmill.paths import scratch_temp
-from agentmill.sandbox import BwrapSandbox, Limits, bwrap, sockets, watch
+from agentmill.sandbox import BwrapSandbox, Limits, bwrap, launcher, sockets, watch
 from agentmill.sandbox.bwrap import launch_argv
 from agentmill.sandbox.limits import Cgroup, wait_unpopulated
 from agentmill.sandbox.uids import lease_uid
 from tests.conftest import sandbox
-from tests.sandbox.helpers import fresh_spec, run
+from tests.sandbox.helpers import fresh_spec, launcher_carrying_privileges, proc_status, run
 
 pytestmark = sandbox
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes get their own uids and cgroups only as root")
@@ -59,14 +59,10 @@ def _live_pids_of_uid(uid: int) -> list[int]:
     return found
 
 
-def _status(pid: int) -> dict[str, str]:
-    return dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
-
-
 def _launch_problems(pid: int, uid: int, limits: Limits, cgroup_dirs: list[Path]) -> list[str]:
     """What is wrong with how a sandbox process was launched, as seen from the host."""
     problems = []
-    st = _status(pid)
+    st = proc_status(pid)
     if st["Uid"].split() != [str(uid)] * 4 or st["Gid"].split() != [str(uid)] * 4:
         problems.append(f"uid/gid: {st['Uid']} / {st['Gid']}")
     if st.get("Groups", "").strip():
@@ -96,8 +92,20 @@ async def _launched(limits: Limits) -> list[str]:
         return [f"pid {p}: {problem}" for p in pids for problem in _launch_problems(p, sb.uid, limits, sb._cgroup.paths)]
 
 
+@pytest.fixture(params=["launcher", "chain"])
+def launch_mode(request, monkeypatch):
+    """Both ways a sandbox starts: the launcher process (default; started fresh, carrying what a
+    sandbox must lose, tests/sandbox/helpers.py) and the chain of programs."""
+    monkeypatch.setenv(launcher.LAUNCHER_ENV, "1" if request.param == "launcher" else "0")
+    if request.param == "launcher" and os.geteuid() == 0:
+        with launcher_carrying_privileges():
+            yield request.param
+    else:
+        yield request.param
+
+
 @as_root
-def test_launch_sets_cgroups_rlimits_uid_and_no_capabilities():
+def test_launch_sets_cgroups_rlimits_uid_and_no_capabilities(launch_mode):
     assert run(_launched(LIMITS)) == []
 
 
@@ -106,25 +114,35 @@ def _setpriv_edited(monkeypatch, edit) -> None:
     monkeypatch.setattr(bwrap, "_drop_privileges", lambda uid: edit(real(uid)))
 
 
-_PLANTED = {  # a launch step left out -> what the check must say
-    "bounding set kept": (lambda mp: _setpriv_edited(mp, lambda a: [x for x in a if x != "--bounding-set=-all"]), "CapBnd"),
-    "groups kept": (lambda mp: _setpriv_edited(mp, lambda a: [("--groups=0" if x == "--clear-groups" else x) for x in a]), "groups"),
-    "no rlimits": (lambda mp: mp.setattr(bwrap, "prlimit_args", lambda limits, **kw: []), "Max processes"),
-    "no cgroups joined": (lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: []), "cgroups"),
+def _step_left_out(monkeypatch, step: str) -> None:
+    monkeypatch.setattr(launcher, "DROP_STEPS", [s for s in launcher.DROP_STEPS if s != step])
+
+
+_PLANTED = {  # a launch step left out, by each way -> what the check must say
+    "bounding set kept": ({"chain": lambda mp: _setpriv_edited(mp, lambda a: [x for x in a if x != "--bounding-set=-all"]),
+                           "launcher": lambda mp: _step_left_out(mp, "bounding")}, "CapBnd"),
+    "groups kept": ({"chain": lambda mp: _setpriv_edited(mp, lambda a: [("--groups=0" if x == "--clear-groups" else x)
+                                                                      for x in a]),
+                     "launcher": lambda mp: _step_left_out(mp, "groups")}, "groups"),
+    "no rlimits": ({"chain": lambda mp: mp.setattr(bwrap, "prlimit_args", lambda limits, **kw: []),
+                    "launcher": lambda mp: mp.setattr(bwrap, "rlimit_values", lambda limits, **kw: {})},
+                   "Max processes"),
+    "no cgroups joined": ({"chain": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: []),
+                           "launcher": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: [])}, "cgroups"),
 }
 
 
 @as_root
 @pytest.mark.parametrize("defect", sorted(_PLANTED))
-def test_launch_check_catches_a_step_left_out(monkeypatch, defect):
-    plant, caught = _PLANTED[defect]
-    plant(monkeypatch)
+def test_launch_check_catches_a_step_left_out(monkeypatch, launch_mode, defect):
+    plants, caught = _PLANTED[defect]
+    plants[launch_mode](monkeypatch)
     problems = run(_launched(LIMITS))
     assert any(caught in p for p in problems), problems
 
 
 @as_root
-def test_launch_failure_is_reported_not_run(monkeypatch):
+def test_launch_failure_is_reported_not_run(monkeypatch, launch_mode):
     monkeypatch.setattr(Cgroup, "procs_files", lambda self: ["/nonexistent/agentmill/cgroup.procs"])
 
     async def go():

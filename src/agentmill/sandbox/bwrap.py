@@ -25,7 +25,8 @@ from agentmill.errors import SandboxError
 from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
-from agentmill.sandbox.limits import Cgroup, prlimit_args
+from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
+from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values
 from agentmill.sandbox.protocol import Limits
 from agentmill.sandbox.protocol import ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
@@ -243,17 +244,12 @@ class BwrapSandbox:
                 await asyncio.to_thread(self._prepare)
                 if spec.lower is not None:  # its daemon caches what it first sees: before it starts
                     _keep_root_times(spec, image_times)
-                argv = self._argv(inner, env, cwd)
                 command = stdin is not None
                 with open(self._stderr_path, "wb") as err:
-                    self._proc = await spawn(
-                        *argv, stdin=stdin if command else subprocess.DEVNULL,
-                        stdout=subprocess.PIPE if command else subprocess.DEVNULL,
-                        stderr=subprocess.PIPE if command else err, start_new_session=True,
-                        # bwrap's own init (pid 1 inside) keeps its environment readable in
-                        # /proc/1/environ: it must start with nothing of the host's.
-                        env=self._launch_env(),
-                    )
+                    stdio = dict(stdin=stdin if command else subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE if command else subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE if command else err)
+                    self._proc = await self._launch(self._argv(inner, env, cwd), stdio)
                 if not command:
                     await self._wait_ready()
             if spec.lower is None and not command:  # bwrap made a copy's mount points as it started
@@ -302,11 +298,24 @@ class BwrapSandbox:
         if spec.writable_usr_local and spec.usr_local is not None:
             _chown_tree(spec.usr_local, self.uid)
 
+    async def _launch(self, argv: list[str], stdio: dict):
+        """Through the launcher (sandbox/launcher.py), or the chain of programs in front of argv.
+        bwrap's own init (pid 1 inside) keeps its environment readable in /proc/1/environ: the
+        launch env holds nothing of the host's."""
+        # With an overlay, the namespace's unshare takes the uid instead (overlay_namespace_argv).
+        uid = self.uid if os.geteuid() == 0 and self.spec.lower is None else None
+        procs, limits = self._cgroup.procs_files(), self.spec.limits
+        if launcher_wanted():
+            return await launch(LaunchPlan(argv, self._launch_env(), procs, rlimit_values(limits), uid), **stdio)
+        return await spawn(*launch_argv(procs, limits, uid), *argv, start_new_session=True, env=self._launch_env(),
+                           **stdio)
+
     def _argv(self, inner: list[str], env: dict[str, str], cwd: str | None) -> list[str]:
+        """bwrap's command line (behind the overlay's namespace and mount when there is one)."""
         spec = self.spec
         guest = guest_assets()
         as_uid = self.uid if os.geteuid() == 0 else None
-        argv = launch_argv(self._cgroup.procs_files(), spec.limits, None if spec.lower is not None else as_uid)
+        argv: list[str] = []
         root = spec.rootfs
         if spec.lower is not None:  # the namespace's unshare takes the uid instead of setpriv
             root = self._ovl / "merged"

@@ -155,18 +155,18 @@ def wait_unpopulated(events: Path, deadline: float) -> bool:
             poller.poll(min(left, 0.1) * 1000)  # the cap only bounds a wake-up that never comes
 
 
-def prlimit_args(limits: Limits, *, address_space: bool = True) -> list[str]:
-    """prlimit flags: the limits that hold even where cgroups cannot be written.
+def rlimit_values(limits: Limits, *, address_space: bool = True) -> dict[str, int]:
+    """The limits that hold even where cgroups cannot be written, by prlimit's names.
 
     The address-space cap is the memory limit plus 1 GiB of headroom for reserved-but-unused
     mappings, so a single allocation larger than the limit fails at once instead of swapping.
     """
-    args = [
-        f"--nproc={limits.pids}",
-        f"--nofile={limits.nofile}",
-        f"--fsize={limits.storage_mb << 20}",
-        "--core=0",
-    ]
+    values = {"nproc": limits.pids, "nofile": limits.nofile, "fsize": limits.storage_mb << 20, "core": 0}
     if address_space:
-        args.append(f"--as={(limits.memory_mb + 1024) << 20}")
-    return args
+        values["as"] = (limits.memory_mb + 1024) << 20
+    return values
+
+
+def prlimit_args(limits: Limits, *, address_space: bool = True) -> list[str]:
+    """The same as prlimit flags."""
+    return [f"--{name}={value}" for name, value in rlimit_values(limits, address_space=address_space).items()]

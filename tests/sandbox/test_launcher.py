@@ -1,0 +1,156 @@
+"""sandbox/launcher.py: what a process started by the launcher has, read from the process itself."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+
+import pytest
+
+from agentmill.errors import AgentmillError
+from agentmill.sandbox import launcher
+from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
+from agentmill.sandbox.uids import lease_uid
+from tests.sandbox.helpers import launcher_carrying_privileges, run
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to a sandbox uid needs root")
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+async def _run(plan: LaunchPlan) -> tuple[int, str, str]:
+    proc = await launch(plan, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+    return await proc.wait(), out.decode(), err.decode()
+
+
+def _status_of(text: str) -> dict[str, str]:
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+SELF = "cat /proc/self/status; echo ---; ls /proc/self/fd; echo ---; cat /proc/self/limits"
+
+
+def _problems(out: str, uid: int) -> list[str]:
+    status, fds, limits = out.split("---\n")
+    st = _status_of(status)
+    problems = []
+    if st["Uid"].split() != [str(uid)] * 4 or st["Gid"].split() != [str(uid)] * 4:
+        problems.append(f"uid/gid: {st['Uid']} / {st['Gid']}")
+    if st["Groups"].strip():
+        problems.append(f"groups: {st['Groups'].strip()}")
+    problems += [f"{cap}: {st[cap]}" for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") if int(st[cap], 16)]
+    # ls's own listing holds 0, 1, 2 and the folder it reads (3): anything more came from the launcher
+    if sorted(fds.split()) != ["0", "1", "2", "3"]:
+        problems.append(f"fds: {fds.split()}")
+    nproc = [line.split()[2:4] for line in limits.splitlines() if line.startswith("Max processes")]
+    if nproc != [["33", "33"]]:
+        problems.append(f"rlimits: nproc {nproc}")
+    return problems
+
+
+@pytest.fixture
+def dirty_launcher():
+    if os.geteuid() != 0:
+        pytest.skip("the launcher carries groups and capabilities to lose only when started by root")
+    with launcher_carrying_privileges() as started:
+        yield started
+
+
+def _plan(uid: int) -> LaunchPlan:
+    return LaunchPlan(["sh", "-c", SELF], ENV, rlimits={"nproc": 33, "nofile": 64}, uid=uid)
+
+
+@as_root
+def test_a_launched_process_has_its_uid_no_groups_no_capabilities_no_fds_of_ours(dirty_launcher):
+    lease = lease_uid()
+    try:
+        code, out, err = run(_run(_plan(lease.uid)))
+    finally:
+        lease.release()
+    assert code == 0, err
+    assert _problems(out, lease.uid) == []
+
+
+@as_root
+@pytest.mark.parametrize("step, caught", [("groups", "groups"), ("bounding", "CapBnd"), ("inheritable", "CapInh")])
+def test_a_drop_step_left_out_shows(dirty_launcher, monkeypatch, step, caught):
+    monkeypatch.setattr(launcher, "DROP_STEPS", [s for s in launcher.DROP_STEPS if s != step])
+    lease = lease_uid()
+    try:
+        code, out, err = run(_run(_plan(lease.uid)))
+    finally:
+        lease.release()
+    assert code == 0, err
+    assert any(p.startswith(caught) for p in _problems(out, lease.uid)), out
+
+
+def test_exit_status_signals_and_a_failed_exec():
+    async def go():
+        code7 = (await _run(LaunchPlan(["sh", "-c", "echo out; echo err >&2; exit 7"], ENV)))
+        proc = await launch(LaunchPlan(["sleep", "60"], ENV))
+        assert proc.returncode is None
+        assert os.getsid(proc.pid) == os.getpgid(proc.pid) == proc.pid  # its own session: stop kills its group
+        proc.kill()
+        killed = await proc.wait()
+        proc.kill()  # after its exit: nothing to signal, no error, no stray pid hit
+        missing = await _run(LaunchPlan(["/nonexistent/program"], ENV))
+        return code7, killed, missing
+
+    code7, killed, missing = run(go())
+    assert code7 == (7, "out\n", "err\n")
+    assert killed == -signal.SIGKILL
+    assert missing[0] == 127 and "agentmill launcher" in missing[2] and "nonexistent" in missing[2]
+
+
+def test_a_dead_launcher_is_replaced_and_its_processes_report_lost():
+    async def go():
+        proc = await launch(LaunchPlan(["sleep", "60"], ENV))
+        first = launcher._launcher.proc
+        first.kill()
+        lost = await asyncio.wait_for(proc.wait(), 10)
+        os.kill(proc.pid, signal.SIGKILL)  # the sleep outlived it: an orphan now, not ours to wait for
+        again = await _run(LaunchPlan(["true"], ENV))
+        return first, lost, again
+
+    first, lost, again = run(go())
+    assert lost == 255
+    assert again[0] == 0 and launcher._launcher.proc is not first
+
+
+def test_the_setting_is_checked(monkeypatch):
+    monkeypatch.setenv(launcher.LAUNCHER_ENV, "0")
+    assert launcher_wanted() is False
+    monkeypatch.setenv(launcher.LAUNCHER_ENV, "yes")
+    with pytest.raises(AgentmillError, match="AGENTMILL_LAUNCHER='yes'"):
+        launcher_wanted()
+
+
+def _running(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in open(f"/proc/{entry}/cmdline", "rb").read():
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_launch_cancelled_midway_leaves_no_process_behind():
+    marker = f"61.{os.getpid()}"
+
+    async def go():
+        task = asyncio.ensure_future(launch(LaunchPlan(["sleep", marker], ENV)))
+        await asyncio.sleep(0)  # the plan is sent; the answer has not come
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):  # the process comes, and is killed when it does
+            await asyncio.sleep(0.05)
+            if not _running(marker):
+                return True
+        return False
+
+    assert run(go()), f"the cancelled launch left {_running(marker)}"
