@@ -15,6 +15,7 @@ from pathlib import Path
 from agentmill.agents.base import Agent, AgentResult
 from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
+from agentmill.open_files import allow_open_files
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
 from agentmill.loop_priority import trials_first
@@ -40,6 +41,7 @@ def task_limits(task: Task) -> Limits:
 @trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
 async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
     started = time.monotonic()
+    allow_open_files()  # once per process: hundreds of trials in flight hold thousands of fds
     timings = Timings()
     result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
