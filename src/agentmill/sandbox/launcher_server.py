@@ -30,6 +30,9 @@ _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _MAX_FDS = 4
 _MAX_PLAN = 1 << 20  # bytes: a plan is argv and env, a few KiB
 _libc = ctypes.CDLL(None, use_errno=True)
+# Looked up once here, not in every child: a child's first ctypes lookup costs more than its exec.
+_prctl, _capset = _libc.prctl, _libc.capset
+_LAST_CAP = int(open("/proc/sys/kernel/cap_last_cap").read())
 
 
 class _CapHeader(ctypes.Structure):
@@ -38,6 +41,9 @@ class _CapHeader(ctypes.Structure):
 
 class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_CAP_HEADER, _NO_CAPS = ctypes.pointer(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()
 
 
 def _check(ret: int, what: str) -> None:
@@ -52,14 +58,12 @@ def _drop_to(uid: int, steps: list[str]) -> None:
     if "groups" in steps:
         os.setgroups([])
     if "bounding" in steps:
-        last = int(open("/proc/sys/kernel/cap_last_cap").read())
-        for cap in range(last + 1):
-            _check(_libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
+        for cap in range(_LAST_CAP + 1):
+            _check(_prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap} from the bounding set")
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)  # clears the permitted, effective and ambient sets, not the inheritable
     if "inheritable" in steps:
-        header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
-        _check(_libc.capset(ctypes.byref(header), data), "clearing inheritable capabilities")
+        _check(_capset(_CAP_HEADER, _NO_CAPS), "clearing inheritable capabilities")
 
 
 def _child(plan: dict, fds: list[int], started: int) -> None:
