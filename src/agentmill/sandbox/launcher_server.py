@@ -32,7 +32,8 @@ _MAX_PLAN = 1 << 20  # bytes: a plan is argv and env, a few KiB
 _libc = ctypes.CDLL(None, use_errno=True)
 # Looked up once here, not in every child: a child's first ctypes lookup costs more than its exec.
 _prctl, _capset = _libc.prctl, _libc.capset
-_LAST_CAP = int(open("/proc/sys/kernel/cap_last_cap").read())
+with open("/proc/sys/kernel/cap_last_cap") as _f:
+    _LAST_CAP = int(_f.read())
 
 
 class _CapHeader(ctypes.Structure):
