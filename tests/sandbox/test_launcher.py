@@ -58,32 +58,29 @@ def dirty_launcher():
         yield started
 
 
-def _plan(uid: int) -> LaunchPlan:
-    return LaunchPlan(["sh", "-c", SELF], ENV, rlimits={"nproc": 33, "nofile": 64}, uid=uid)
+def _problems_of_a_launch() -> list[str]:
+    """SELF launched as a leased sandbox uid with a pids limit: what is wrong with what it saw."""
+    lease = lease_uid()
+    try:
+        code, out, err = run(_run(LaunchPlan(["sh", "-c", SELF], ENV, rlimits={"nproc": 33, "nofile": 64},
+                                             uid=lease.uid)))
+    finally:
+        lease.release()
+    assert code == 0, err
+    return _problems(out, lease.uid)
 
 
 @as_root
 def test_a_launched_process_has_its_uid_no_groups_no_capabilities_no_fds_of_ours(dirty_launcher):
-    lease = lease_uid()
-    try:
-        code, out, err = run(_run(_plan(lease.uid)))
-    finally:
-        lease.release()
-    assert code == 0, err
-    assert _problems(out, lease.uid) == []
+    assert _problems_of_a_launch() == []
 
 
 @as_root
 @pytest.mark.parametrize("step, caught", [("groups", "groups"), ("bounding", "CapBnd"), ("inheritable", "CapInh")])
 def test_a_drop_step_left_out_shows(dirty_launcher, monkeypatch, step, caught):
     monkeypatch.setattr(launcher, "DROP_STEPS", [s for s in launcher.DROP_STEPS if s != step])
-    lease = lease_uid()
-    try:
-        code, out, err = run(_run(_plan(lease.uid)))
-    finally:
-        lease.release()
-    assert code == 0, err
-    assert any(p.startswith(caught) for p in _problems(out, lease.uid)), out
+    problems = _problems_of_a_launch()
+    assert any(p.startswith(caught) for p in problems), problems
 
 
 def test_exit_status_signals_and_a_failed_exec():

@@ -207,12 +207,7 @@ async def _send(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: byte
             sock.sendmsg([data], ancillary)
             return
         except BlockingIOError:  # the launcher is behind: wait until it has read some
-            ready = loop.create_future()
-            loop.add_writer(sock.fileno(), lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                loop.remove_writer(sock.fileno())
+            await _ready(loop, sock, write=True)
         except OSError as e:
             raise SandboxError(f"the launcher is gone ({e})") from None
 
@@ -224,12 +219,7 @@ async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tupl
             data, ancillary, _, _ = sock.recvmsg(4096, space)
             break
         except BlockingIOError:
-            ready = loop.create_future()
-            loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
-            try:
-                await ready
-            finally:
-                loop.remove_reader(sock.fileno())
+            await _ready(loop, sock, write=False)
     fds = array.array("i")
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -237,6 +227,17 @@ async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tupl
     if not data:
         raise SandboxError("the launcher is gone (no answer)")
     return json.loads(data), list(fds)
+
+
+async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write: bool) -> None:
+    """Until the socket can be written (or read)."""
+    ready = loop.create_future()
+    add, remove = (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
+    add(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        remove(sock.fileno())
 
 
 async def _stream(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.StreamReader:
