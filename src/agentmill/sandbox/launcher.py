@@ -77,11 +77,14 @@ _launcher: _Launcher | None = None
 _lock = threading.Lock()
 
 
-def _current() -> _Launcher:
-    """This process's launcher, started on first use and again if it died (or we are a fork)."""
+def _current(dead: _Launcher | None = None) -> _Launcher:
+    """This process's launcher, started on first use and again if it died (or we are a fork).
+    `dead`: one found gone, whose exit its process table entry may not show yet."""
     global _launcher
     with _lock:
-        if _launcher is None or _launcher.pid != os.getpid() or _launcher.proc.poll() is not None:
+        if _launcher is None or _launcher is dead or _launcher.pid != os.getpid() or _launcher.proc.poll() is not None:
+            if _launcher is not None and _launcher.pid == os.getpid():
+                _launcher.sock.close()
             _launcher = _Launcher()
         return _launcher
 
@@ -109,7 +112,14 @@ async def launch(plan: LaunchPlan, *, stdin=subprocess.DEVNULL, stdout=subproces
                 passed.append(fd)
             else:
                 passed.append(spec if isinstance(spec, int) else spec.fileno())
-        await _send(loop, _current().sock, json.dumps(asdict(plan)).encode(), passed)
+        request, used = json.dumps(asdict(plan)).encode(), _current()
+        try:
+            await _send(loop, used.sock, request, passed)
+        except BrokenPipeError:  # it died since its last launch: once more, with a new one
+            try:
+                await _send(loop, _current(dead=used).sock, request, passed)
+            except BrokenPipeError as e:
+                raise SandboxError(f"the launcher is gone ({e})") from None
     except BaseException:
         for fd in readers.values():
             os.close(fd)
@@ -208,7 +218,7 @@ async def _send(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: byte
             return
         except BlockingIOError:  # the launcher is behind: wait until it has read some
             await _ready(loop, sock, write=True)
-        except OSError as e:
+        except (ConnectionResetError, ConnectionRefusedError) as e:
             raise SandboxError(f"the launcher is gone ({e})") from None
 
 
