@@ -141,8 +141,14 @@ async def launch(plan: LaunchPlan, *, stdin=subprocess.DEVNULL, stdout=subproces
             os.close(fd)
         raise SandboxError(f"the launcher could not start {plan.argv[0]}: {answer.get('error', answer)}")
     proc = LaunchedProcess(loop, answer["pid"], fds[0], ours)
-    for name, fd in readers.items():
-        setattr(proc, name, await _stream(loop, fd))
+    try:
+        for name in list(readers):
+            setattr(proc, name, await _stream(loop, readers.pop(name)))
+    except BaseException:  # cancelled here too: nobody would own it
+        proc.kill()
+        for fd in readers.values():
+            os.close(fd)
+        raise
     return proc
 
 
