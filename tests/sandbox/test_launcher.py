@@ -135,6 +135,14 @@ def _running(marker: str) -> list[int]:
     return found
 
 
+async def _gone(marker: str, seconds: float = 5.0) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        await asyncio.sleep(0.05)
+        if not _running(marker):
+            return True
+    return False
+
+
 def test_a_launch_cancelled_midway_leaves_no_process_behind():
     marker = f"61.{os.getpid()}"
 
@@ -144,10 +152,29 @@ def test_a_launch_cancelled_midway_leaves_no_process_behind():
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(100):  # the process comes, and is killed when it does
-            await asyncio.sleep(0.05)
-            if not _running(marker):
-                return True
-        return False
+        return await _gone(marker)  # the process comes, and is killed when it does
+
+    assert run(go()), f"the cancelled launch left {_running(marker)}"
+
+
+def test_a_launch_cancelled_after_its_answer_leaves_no_process_behind(monkeypatch):
+    """Cancelled while its pipes are wrapped: the process has started, and nobody else owns it."""
+    marker = f"62.{os.getpid()}"
+    wrapping = asyncio.Event()
+
+    async def stuck(loop, fd):
+        wrapping.set()
+        await asyncio.Future()  # until cancelled
+
+    monkeypatch.setattr(launcher, "_stream", stuck)
+
+    async def go():
+        task = asyncio.ensure_future(launch(LaunchPlan(["sleep", marker], ENV), stdout=subprocess.PIPE))
+        await asyncio.wait_for(wrapping.wait(), 10)
+        assert _running(marker), "the process should have started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await _gone(marker)
 
     assert run(go()), f"the cancelled launch left {_running(marker)}"
