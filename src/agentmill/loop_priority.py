@@ -102,11 +102,10 @@ def steps_to_base(keep_raise: bool = False) -> int:
     children of a real-time thread at nice 0, whatever the thread's own value, so from 0 to it
     (`nice -n 10 agentmill` keeps its sandboxes at 10)."""
     mode = mode_here()
-    if mode == "rt":
-        return _here.base
-    if mode == "nice" and not keep_raise:
-        return _here.base - os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    return 0
+    if mode == "nice" and keep_raise:
+        return 0
+    start = 0 if mode == "rt" else os.getpriority(os.PRIO_PROCESS, threading.get_native_id())  # where it would begin
+    return children_nice() - start
 
 
 def children_nice() -> int:

@@ -33,7 +33,8 @@ def copy_tree(src: Path, dest: Path, *, into: bool = False) -> None:
         os.mkdir(dest, 0o700)
     for rel, st in entries:
         _make(src / rel, dest / rel, st)
-    # Owner, mode and times last, deepest first: making a child changes its folder's mtime.
+    # Owner, mode and times last (making a child changes its folder's mtime), each folder after
+    # what it holds (a folder made 0500 first could stop our own way in, were we not root).
     for rel, st in reversed(entries):
         if not stat.S_ISREG(st.st_mode):  # a file got them as it was written
             _keep_attributes(dest / rel, st)
@@ -63,8 +64,7 @@ def _small_plain_tree(root: Path) -> list[tuple[str, os.stat_result]] | None:
                 out.append((rel, st))
                 if len(out) > IN_PROCESS_ENTRIES or size > IN_PROCESS_BYTES or _has_xattrs(Path(entry.path)):
                     return None
-    out.sort(key=lambda item: item[0].count("/"))  # every folder before what it holds
-    return out
+    return out  # every folder before what it holds: it is listed only after it was added
 
 
 def _has_xattrs(path: Path) -> bool:

@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.child_processes import at_base
@@ -112,7 +112,7 @@ async def launch(plan: LaunchPlan, *, stdin=subprocess.DEVNULL, stdout=subproces
                 passed.append(fd)
             else:
                 passed.append(spec if isinstance(spec, int) else spec.fileno())
-        request, used = json.dumps(asdict(plan)).encode(), _current()
+        request, used = json.dumps(vars(plan)).encode(), _current()  # plain values: no deep copy (asdict)
         try:
             await _send(loop, used.sock, request, passed)
         except BrokenPipeError:  # it died since its last launch: once more, with a new one
