@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import array
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 
 import pytest
@@ -178,3 +180,21 @@ def test_a_launch_cancelled_after_its_answer_leaves_no_process_behind(monkeypatc
         return await _gone(marker)
 
     assert run(go()), f"the cancelled launch left {_running(marker)}"
+
+
+def test_a_malformed_request_is_answered_with_an_error_and_the_launcher_goes_on():
+    """Fewer fds than a plan needs: the launcher says so on the answer socket and serves the next."""
+    control = launcher._current().sock
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        control.setblocking(True)
+        control.sendmsg([b'{"argv": ["true"], "env": {}}'],
+                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))])
+        control.setblocking(False)
+        theirs.close()
+        ours.settimeout(10)
+        answer = ours.recv(4096)
+    finally:
+        ours.close()
+    assert b"malformed request" in answer and b"1 fds" in answer, answer
+    assert run(_run(LaunchPlan(["true"], ENV)))[0] == 0
