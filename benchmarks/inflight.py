@@ -139,7 +139,9 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
         alive["now"] -= 1
         end, t = time.monotonic() - t0, result.timings
         spans.append({"begin": began.get(result.trial_id, 0.0), "end": end,
-                      "setup_teardown": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier})
+                      "setup_teardown": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier,
+                      "environment": t.environment, "sandbox_start": t.sandbox_start,
+                      "rest": t.total - t.agent - t.verifier - t.environment - t.sandbox_start})
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
@@ -164,7 +166,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "host_cpu_s": cpu.host, "server_cpu_s": cpu.server, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
-            "slowest": max(spans, key=lambda x: x["end"], default=None),
+            "slowest": max(spans, key=lambda x: x["end"], default=None), "spans": spans,
             "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
             "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
             "agent_s_max": max((x["agent"] for x in spans), default=0.0),
@@ -225,6 +227,7 @@ async def run(args, endpoint, meter) -> int:
     sl = many["slowest"]
     rb.console.print(
         f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['setup_teardown']:.2f} "
+        f"(image {sl['environment']:.2f}, sandbox start {sl['sandbox_start']:.2f}, the rest {sl['rest']:.2f}) "
         f"(alone {alone['slowest']['setup_teardown']:.2f}), agent {sl['agent']:.2f} (alone {alone['agent_s_p50']:.2f}), verifier "
         f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
         f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"

@@ -198,3 +198,86 @@ def test_a_malformed_request_is_answered_with_an_error_and_the_launcher_goes_on(
         ours.close()
     assert b"malformed request" in answer and b"1 fds" in answer, answer
     assert run(_run(LaunchPlan(["true"], ENV)))[0] == 0
+
+
+def test_launches_wait_while_the_launcher_is_behind_and_all_start_once_it_reads(monkeypatch):
+    """A stopped launcher reads nothing: its socket's buffer fills, further sends wait for room
+    (never fail), and every launch starts once it reads again."""
+    waits = []
+    room = launcher._room
+
+    async def counted(loop, sock):
+        waits.append(sock)
+        await room(loop, sock)
+
+    monkeypatch.setattr(launcher, "_room", counted)
+    plan = LaunchPlan(["sh", "-c", 'echo "$N"'], ENV | {"PAD": "x" * 40_000})  # about 5 fill the buffer
+    server = launcher._current().proc.pid
+
+    async def main():
+        os.kill(server, signal.SIGSTOP)
+        try:
+            runs = [asyncio.ensure_future(_run(LaunchPlan(plan.argv, plan.env | {"N": str(i)}))) for i in range(16)]
+            await asyncio.sleep(0.5)
+            pending = sum(not r.done() for r in runs)
+        finally:
+            os.kill(server, signal.SIGCONT)
+        return pending, await asyncio.wait_for(asyncio.gather(*runs), 30)  # a lost wake hangs: fail, not wait
+
+    pending, results = run(main())
+    assert pending == 16  # nothing starts while the launcher is stopped
+    assert len(waits) >= 2  # the buffer filled and several sends waited for room at once
+    assert [(code, out.strip()) for code, out, _ in results] == [(0, str(i)) for i in range(16)]
+
+
+def test_a_plan_too_large_for_the_socket_gets_one_clear_error_and_the_launcher_goes_on():
+    with pytest.raises(AgentmillError, match=r"launch plan of \d+ bytes .* AGENTMILL_LAUNCHER=0"):
+        run(_run(LaunchPlan(["true"], ENV | {"PAD": "x" * 400_000})))
+    assert run(_run(LaunchPlan(["sh", "-c", "echo fine"], ENV)))[:2] == (0, "fine\n")
+
+
+def test_launches_waiting_for_room_when_the_launcher_dies_go_to_a_new_one():
+    """Killed with its buffer full: the plans it held fail as "gone" (typed), every sender still
+    waiting for room starts on a new launcher, and none hangs."""
+    plan = LaunchPlan(["sh", "-c", 'echo "$N"'], ENV | {"PAD": "x" * 40_000})
+    old = launcher._current().proc
+
+    async def main():
+        os.kill(old.pid, signal.SIGSTOP)
+        runs = [asyncio.ensure_future(_run(LaunchPlan(plan.argv, plan.env | {"N": str(i)}))) for i in range(16)]
+        await asyncio.sleep(0.5)
+        os.kill(old.pid, signal.SIGKILL)
+        return await asyncio.wait_for(asyncio.gather(*runs, return_exceptions=True), 30)
+
+    results = run(main())
+    started = [i for i, r in enumerate(results) if not isinstance(r, BaseException)]
+    lost = [r for r in results if isinstance(r, BaseException)]
+    assert all(isinstance(e, AgentmillError) and "launcher is gone" in str(e) for e in lost), lost
+    assert len(started) >= 8, results  # about 5 plans fit in its buffer; the rest were waiting
+    assert all(results[i][:2] == (0, f"{i}\n") for i in started)
+    assert launcher._current().proc.pid != old.pid
+
+
+def test_a_wait_for_room_on_a_socket_closed_meanwhile_ends(monkeypatch):
+    """A socket closed while senders wait (another thread replaced a dead launcher) leaves the
+    loop's poll without ever saying so: the wait looks again rather than hang."""
+    monkeypatch.setattr(launcher, "ROOM_RECHECK", 0.2)
+
+    async def main():
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setblocking(False)
+        try:
+            while True:
+                ours.send(b"x" * 4096)
+        except BlockingIOError:
+            pass
+        waiting = asyncio.ensure_future(launcher._room(asyncio.get_running_loop(), ours))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()  # full: it waits
+        ours.close()  # theirs stays open: no hang-up to wake it
+        try:
+            await asyncio.wait_for(waiting, 5)
+        finally:
+            theirs.close()
+
+    run(main())

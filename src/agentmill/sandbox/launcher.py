@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import errno
 import json
 import os
 import signal
@@ -223,9 +224,18 @@ async def _send(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: byte
             sock.sendmsg([data], ancillary)
             return
         except BlockingIOError:  # the launcher is behind: wait until it has read some
-            await _ready(loop, sock, write=True)
+            await _room(loop, sock)
         except (ConnectionResetError, ConnectionRefusedError) as e:
             raise SandboxError(f"the launcher is gone ({e})") from None
+        except OSError as e:
+            if e.errno == errno.EBADF:  # closed under us: another launch found the launcher dead
+                raise BrokenPipeError(errno.EPIPE, "the launcher was replaced") from None
+            if e.errno != errno.EMSGSIZE:
+                raise
+            # one message carries one plan: a socket takes at most its send buffer (about 200 KiB)
+            raise SandboxError(f"a launch plan of {len(data)} bytes (argv and env) is more than the launcher's "
+                               f"socket carries ({sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)} bytes); "
+                               f"{LAUNCHER_ENV}=0 starts sandboxes without it") from None
 
 
 async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tuple[dict, list[int]]:
@@ -243,6 +253,33 @@ async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tupl
     if not data:
         raise SandboxError("the launcher is gone (no answer)")
     return json.loads(data), list(fds)
+
+
+# (loop, fd) -> the one wait for room that every sender blocked on that socket shares: a loop keeps
+# one writer callback per fd, so a second add_writer would silently replace the first sender's wake.
+_room_waits: dict[tuple[int, int], asyncio.Future] = {}
+ROOM_RECHECK = 1.0  # s: a socket closed while we wait (its launcher replaced) never says it has room
+
+
+async def _room(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Until the launcher's socket may have room again, shared by all the senders waiting on it."""
+    key = (id(loop), sock.fileno())
+    wait = _room_waits.get(key)
+    if wait is None or wait.done():
+        wait = _room_waits[key] = loop.create_future()
+        loop.add_writer(key[1], _wake, loop, key, wait)
+    try:
+        await asyncio.wait_for(asyncio.shield(wait), ROOM_RECHECK)  # shield: one sender cancelled, not all
+    except asyncio.TimeoutError:
+        _wake(loop, key, wait)  # everyone tries again; a closed socket then says so
+
+
+def _wake(loop: asyncio.AbstractEventLoop, key: tuple[int, int], wait: asyncio.Future) -> None:
+    loop.remove_writer(key[1])
+    if _room_waits.get(key) is wait:
+        del _room_waits[key]
+    if not wait.done():
+        wait.set_result(None)
 
 
 async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write: bool) -> None:
