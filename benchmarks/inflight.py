@@ -121,10 +121,19 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     run_dir = base / name
     config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(update={"max_turns": turns + 5})
     client, chat = rb.timed_client(endpoint.base_url, 4096)
+    first_asks: list[tuple[float, float]] = []  # each episode's first request: when, and the CPU used by then
+    timed = client.chat
+
+    async def chat_noting_first(messages, *args, **kw):
+        if not any(m.get("role") == "assistant" for m in messages):
+            first_asks.append((time.monotonic() - t0, meter.seconds() - cpu0))
+        return await timed(messages, *args, **kw)
+
+    client.chat = chat_noting_first
     alive = {"now": 0, "peak": 0}
     began: dict[str, float] = {}
     spans: list[dict] = []  # per trial: when it began and ended (s from the batch's start), its phases
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), meter.seconds()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     probes = base / f"{name}-worker-lags"  # each worker's loop lag (loop_probe.py), with --workers
     if workers:
@@ -167,6 +176,8 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
             if watch_rss else None,
             "slowest": max(spans, key=lambda x: x["end"], default=None), "spans": spans,
+            "last_first_ask_s": max(first_asks, default=(0.0, 0.0))[0],
+            "cpu_by_last_first_ask_s": max(first_asks, default=(0.0, 0.0))[1],
             "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
             "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
             "agent_s_max": max((x["agent"] for x in spans), default=0.0),
@@ -232,6 +243,12 @@ async def run(args, endpoint, meter) -> int:
         f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
         f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"
         f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}")
+    ask, used = many["last_first_ask_s"], many["cpu_by_last_first_ask_s"]
+    if ask:  # seen where the agents run in this process (not with --workers)
+        rb.console.print(
+            f"the last episode's first request went out at {ask:.2f} s; by then the run had used {used:.1f} s of CPU "
+            f"({used / max(many['episodes'], 1) * 1e3:.0f} ms per episode), {used / max(1, rb.os.cpu_count() or 1):.2f} s "
+            f"of {rb.os.cpu_count()} cores (every episode's start work, and the turns begun meanwhile)")
     if many["stalls_10ms_samples"]:
         rb.console.print("where the event loop's thread was while the loop was over 100 ms late (10 ms samples):")
         for where, n in many["stalls_10ms_samples"].items():
