@@ -245,7 +245,7 @@ async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tupl
             data, ancillary, _, _ = sock.recvmsg(4096, space)
             break
         except BlockingIOError:
-            await _ready(loop, sock, write=False)
+            await _readable(loop, sock)
     fds = array.array("i")
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -282,15 +282,14 @@ def _wake(loop: asyncio.AbstractEventLoop, key: tuple[int, int], wait: asyncio.F
         wait.set_result(None)
 
 
-async def _ready(loop: asyncio.AbstractEventLoop, sock: socket.socket, *, write: bool) -> None:
-    """Until the socket can be written (or read)."""
+async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Until a launch's own answer socket can be read (it has one reader: the launch itself)."""
     ready = loop.create_future()
-    add, remove = (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
-    add(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+    loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
     try:
         await ready
     finally:
-        remove(sock.fileno())
+        loop.remove_reader(sock.fileno())
 
 
 async def _stream(loop: asyncio.AbstractEventLoop, fd: int) -> asyncio.StreamReader:
