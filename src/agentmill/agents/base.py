@@ -1,7 +1,11 @@
-"""The agent interface: an agent works inside a started sandbox until done or out of time."""
+"""The agent interface: an agent works inside a started sandbox until done or out of time.
+
+An agent may also begin while its sandbox still starts (`run_early`), to ask the model its first
+question meanwhile; it must not touch the sandbox before `SandboxStart.wait()` returns."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -21,6 +25,21 @@ class AgentResult:
 
     def next_id(self) -> int:
         return len(self.steps) + 1
+
+
+@dataclass
+class SandboxStart:
+    """A trial's sandbox while it starts. `key` is the same for every sandbox whose start leaves the
+    same state behind (image, working folder, environment, hostname, mounts); `ready` is done once
+    the sandbox has started, or with the start's error."""
+
+    key: str
+    ready: asyncio.Future
+
+    async def wait(self) -> None:
+        """Until the sandbox has started; raises what its start raised. Cancelling the waiter leaves
+        the start running (the trial stops the sandbox once the start is over)."""
+        await asyncio.shield(self.ready)
 
 
 class Agent(Protocol):
@@ -46,6 +65,9 @@ class Agent(Protocol):
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         """Work on the task. Fill `result` as you go."""
         ...
+
+    # Optional: `async def run_early(task, sandbox, start: SandboxStart, result)`, the same work
+    # begun while the sandbox starts. The trial calls it instead of `run` where an agent has it.
 
 
 class ScriptedAgentBase:

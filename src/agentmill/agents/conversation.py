@@ -17,6 +17,7 @@ the previous request and reply, plus an estimate of what was added since.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -74,8 +75,23 @@ class Conversation:
 
     async def ask(self, *, json_schema: dict | None = None) -> Turn:
         """Send the conversation; record and append the reply."""
-        self._check_context()
+        self._check_context(self.messages)
         reply = await self.client.chat(self.messages, json_schema=json_schema, tools=self.tools)
+        return self._record(reply)
+
+    def ask_ahead(self, role: str, text: str, *, json_schema: dict | None = None) -> "Ahead":
+        """Send the conversation plus one more message *before* that message is known to be right
+        (a first turn asked while the sandbox still starts). Nothing is recorded: `Ahead.commit()`
+        records the message and the reply exactly as `say` then `ask` would have, once the caller
+        has checked the message; `Ahead.drop()` abandons the request as if it was never made."""
+        sent, redactions = scrub(text)
+        messages = [*self.messages, {"role": role, "content": sent}]
+        self._check_context(messages)
+        request = asyncio.ensure_future(self.client.chat(messages, json_schema=json_schema, tools=self.tools))
+        request.add_done_callback(_retrieve)
+        return Ahead(self, role, sent, redactions, request)
+
+    def _record(self, reply: ChatReply) -> Turn:
         content = self.scrub(reply.content)
         step = Step(step_id=self.result.next_id(), source="agent", model_name=self.client.model, message=content,
                     reasoning_content=self.scrub(reply.reasoning) or None,
@@ -127,16 +143,46 @@ class Conversation:
             calls.append(Call(call_id, record.function_name, real, record))
         return calls
 
-    def _check_context(self) -> None:
+    def _check_context(self, messages: list[dict[str, Any]]) -> None:
         if self.max_context is None:
             return
-        added = self.messages[self._counted:]
+        added = messages[self._counted:]
         tokens = self._counted_tokens + (self._estimate.count(added) if added else 0)
         if not self._counted and self.tools:  # nothing counted by the endpoint yet: the tool list is in the prompt too
             tokens += int(len(json.dumps(self.tools)) / CHARS_PER_TOKEN)
         if tokens > self.max_context:
             self.stats["context_tokens"] = tokens
             raise ContextExceededError(f"the next request needs about {tokens} tokens, over --max-context {self.max_context}")
+
+
+class Ahead:
+    """A request sent ahead of its last message being confirmed (Conversation.ask_ahead)."""
+
+    def __init__(self, chat: Conversation, role: str, text: str, redactions: int, request: asyncio.Future):
+        self.chat, self.role, self.text = chat, role, text
+        self._redactions, self._request = redactions, request
+
+    async def commit(self) -> Turn:
+        """The message was right: record it and the reply, as `say` and `ask` would have."""
+        self.chat.stats["redactions"] += self._redactions
+        self.chat.messages.append({"role": self.role, "content": self.text})
+        self.chat.result.steps.append(Step(step_id=self.chat.result.next_id(), source=self.role, message=self.text))
+        return self.chat._record(await self._request)
+
+    def drop(self) -> None:
+        """The message was wrong: the request is cancelled (or its reply thrown away) and the
+        client's request count taken back, so the request that replaces it is sent as this one
+        would have been (the same per-request seed, models/seeding.py)."""
+        self._request.cancel()
+        take_back = getattr(self.chat.client, "take_back", None)
+        if take_back is not None:
+            take_back()
+
+
+def _retrieve(request: asyncio.Future) -> None:
+    """A dropped request's failure is nobody's to raise: read it so asyncio does not log it."""
+    if not request.cancelled():
+        request.exception()
 
 
 def _object(text: str) -> dict:

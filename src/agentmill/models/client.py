@@ -119,6 +119,11 @@ RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 class ModelClient:
+    # Each request is answered from what it carries alone (an HTTP endpoint keeps no state between
+    # requests), so one may be sent ahead and thrown away unseen (agents/conversation.py, Ahead).
+    # A client whose answers depend on the requests before (rl/policy.py) must not say so.
+    independent_requests = True
+
     def __init__(
         self,
         *,

@@ -37,6 +37,11 @@ class TrialSeeds:
         seed = derived_seed(self._client.sampling.seed, self._trial, self._requests)
         return await self._client.chat(messages, seed=seed, **kwargs)
 
+    def take_back(self) -> None:
+        """The request just sent was dropped unseen (a first turn asked ahead on a wrong guess,
+        agents/conversation.py): the request that replaces it gets its number, and so its seed."""
+        self._requests -= 1
+
 
 def per_trial(client: Any, trial_id: str) -> Any:
     """The client a trial's agent gets: seeded per request when the run has a seed, else as it is."""

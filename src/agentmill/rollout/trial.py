@@ -6,13 +6,14 @@ Every failure becomes a typed outcome; nothing here raises for a bad task or a b
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import time
 import traceback
 from pathlib import Path
 
-from agentmill.agents.base import Agent, AgentResult
+from agentmill.agents.base import Agent, AgentResult, SandboxStart
 from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.open_files import allow_open_files
@@ -24,6 +25,7 @@ from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
+from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
@@ -74,11 +76,15 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         t = time.monotonic()
         try:
             sandbox = _agent_sandbox(task, agent, spec)
-            await sandbox.start()
+            starting = asyncio.ensure_future(sandbox.start())
+            early = _early_start(task, agent, image, spec, starting)
+            if early is None:
+                await starting
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        timings.sandbox_start = time.monotonic() - t
+        if early is None:
+            timings.sandbox_start = time.monotonic() - t
         if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
             try:
                 await prepare_tool_state(task, sandbox)
@@ -88,9 +94,15 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
                 if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
                     result.outcome = Outcome.TASK_ERROR
                 return result
-        t = time.monotonic()
+        t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
-            await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
+            if early is None:
+                await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
+            else:
+                await _run_early(agent, task, sandbox, early, agent_result, timings, t)
+        except _StartFailed as e:
+            result.exception = f"sandbox failed to start: {_brief(e.error)}"
+            return result
         except (asyncio.TimeoutError, TimeoutError):
             agent_outcome = Outcome.AGENT_TIMEOUT
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
@@ -111,7 +123,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             agent_outcome = Outcome.AGENT_ERROR
             result.exception = "".join(traceback.format_exception_only(type(e), e)).strip()
         finally:
-            timings.agent = time.monotonic() - t
+            timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
 
         if agent_outcome is Outcome.AGENT_ERROR:
@@ -147,6 +159,52 @@ def _agent_sandbox(task: Task, agent: Agent, spec):
     if task.kind != "tools" and getattr(agent, "runs_one_command", False):
         return OneCommandSandbox(spec)
     return create_sandbox(spec)
+
+
+class _StartFailed(Exception):
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _early_start(task: Task, agent: Agent, image, spec, starting: asyncio.Future) -> SandboxStart | None:
+    """What an agent that may begin early (run_early) gets while its sandbox starts; None for the
+    rest, and for tool tasks (their state is built in the started sandbox before the agent)."""
+    if task.kind == "tools" or getattr(agent, "run_early", None) is None:
+        return None
+    same_start = {"image": image.key, "workdir": spec.workdir, "hostname": spec.hostname, "env": spec.env,
+                  "mounts": sorted([*spec.ro_mounts, *spec.rw_mounts]), "network": spec.network}
+    return SandboxStart(key=hash_text(json.dumps(same_start, sort_keys=True)), ready=starting)
+
+
+async def _run_early(agent: Agent, task: Task, sandbox, start: SandboxStart, agent_result: AgentResult,
+                     timings: Timings, began: float) -> None:
+    """The agent, begun while its sandbox starts. Its time limit counts from the moment the sandbox
+    is ready, as for an agent given a started one. Returns, or raises, only once the start is over
+    (a sandbox is never stopped while it starts); a failed start is raised as _StartFailed, whatever
+    the agent made of it."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(None) as clock:
+            live = True
+
+            def started(_) -> None:
+                timings.sandbox_start = time.monotonic() - began
+                if live and not clock.expired():
+                    clock.reschedule(loop.time() + task.config.agent.timeout_sec)
+
+            start.ready.add_done_callback(started)
+            try:
+                await agent.run_early(task, sandbox, start, agent_result)
+            finally:
+                live = False
+    finally:
+        await asyncio.wait({start.ready})
+        _raise_if_start_failed(start.ready)
+
+
+def _raise_if_start_failed(ready: asyncio.Future) -> None:
+    if ready.done() and not ready.cancelled() and ready.exception() is not None:
+        raise _StartFailed(ready.exception()) from None
 
 
 def _agent_acted(agent_result: AgentResult) -> bool:

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import asyncio
 
-from agentmill.agents.base import AgentResult, ModelAgentBase
-from agentmill.agents.conversation import Conversation
+from agentmill.agents.base import AgentResult, ModelAgentBase, SandboxStart
+from agentmill.agents.conversation import Ahead, Conversation, Turn
 from agentmill.agents.terminus import prompt
+from agentmill.agents.terminus.first_screen import FIRST_SCREENS
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
 from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.sandbox.tmux import SPECIAL_KEYS, TmuxSession, last_line
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Step, ToolCall
-from agentmill.traces.redact import redact
+from agentmill.traces.redact import redact, scrub
 from agentmill.traces.text import clean_text, drop_trailing_blank_lines, truncate_middle
 
 OUTPUT_LIMIT = 10_000
@@ -43,18 +44,37 @@ class TerminusAgent(ModelAgentBase):
         self.constrained = constrained
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
-        term = TmuxSession(sandbox, cwd=getattr(getattr(sandbox, "spec", None), "workdir", None))
-        await term.start()
+        await self._work(task, sandbox, None, result)
+
+    async def run_early(self, task: Task, sandbox: Sandbox, start: SandboxStart, result: AgentResult) -> None:
+        """The same work, begun while the sandbox starts: the first turn is asked meanwhile when the
+        terminal's first screen can be guessed (first_screen.py), and kept only if it was right."""
+        await self._work(task, sandbox, start, result)
+
+    async def _work(self, task: Task, sandbox: Sandbox, start: SandboxStart | None, result: AgentResult) -> None:
         stats = result.metadata.setdefault("terminus", {"parse_errors": 0, "turns": 0, "commands": 0,
                                                          "truncated_observations": 0, "completed": False})
         chat = Conversation(self.client, result, stats, max_context=self.max_context)
-        history = await term.history_text()
         chat.say("system", prompt.SYSTEM)
-        chat.say("user", prompt.FIRST_TURN.format(instruction=task.instruction.strip(), screen=await _screen(term)))
         schema = prompt.REPLY_SCHEMA if self.constrained else None
+        ahead = await self._ask_ahead(task, chat, start, schema)
+        try:
+            if start is not None:
+                await start.wait()
+            term = TmuxSession(sandbox, cwd=getattr(getattr(sandbox, "spec", None), "workdir", None))
+            await term.start()
+            history = await term.history_text()
+            screen = await _screen(term)
+        except BaseException:  # no sandbox, no terminal, or cancelled: the early request is nobody's
+            if ahead is not None:
+                ahead.drop()
+            raise
+        if start is not None:
+            FIRST_SCREENS.learn(start.key, screen)
+        first = await _first_turn(chat, _first_message(task, screen), ahead, stats)
         pending_confirmation = False
         for _turn in range(self.max_turns):
-            turn = await chat.ask(json_schema=schema)
+            turn, first = first or await chat.ask(json_schema=schema), None
             step = turn.step
             stats["turns"] += 1
             try:
@@ -82,6 +102,14 @@ class TerminusAgent(ModelAgentBase):
                 pending_confirmation = False
                 chat.tell(step, prompt.OBSERVATION.format(output=output), call_id=last_call)
         stats["max_turns_reached"] = True
+
+    async def _ask_ahead(self, task: Task, chat: Conversation, start: SandboxStart | None, schema: dict | None) -> Ahead | None:
+        """The first turn, sent with the guessed screen while the sandbox starts; None when there is
+        no guess, or the client's answers depend on earlier requests (a policy being trained)."""
+        if start is None or not getattr(self.client, "independent_requests", False):
+            return None
+        guess = await FIRST_SCREENS.guess(start.key, start.ready)
+        return None if guess is None else chat.ask_ahead("user", _first_message(task, guess), json_schema=schema)
 
     async def _execute(self, term: TmuxSession, reply: Reply, step: Step, history: str, stats: dict) -> tuple[str, str]:
         """Type the commands, wait, and return (what the model should see, the new scrollback)."""
@@ -117,6 +145,23 @@ def observation_text(output: str, limit: int = OUTPUT_LIMIT) -> tuple[str, int, 
     Redaction comes before the cut, so a key that straddles the cut is still caught whole."""
     output, redactions = redact(drop_trailing_blank_lines(clean_text(output)))
     return truncate_middle(output, limit), redactions, len(output) > limit
+
+
+def _first_message(task: Task, screen: str) -> str:
+    return prompt.FIRST_TURN.format(instruction=task.instruction.strip(), screen=screen)
+
+
+async def _first_turn(chat: Conversation, message: str, ahead: Ahead | None, stats: dict) -> Turn | None:
+    """The first turn asked ahead, if its message is the one the terminal gives (recorded then as
+    if asked now); else the message said, for the loop to ask, and the early request dropped."""
+    if ahead is not None:
+        hit = scrub(message)[0] == ahead.text
+        stats["first_turn_ahead"] = "hit" if hit else "miss"
+        if hit:
+            return await ahead.commit()
+        ahead.drop()
+    chat.say("user", message)
+    return None
 
 
 async def _screen(term: TmuxSession) -> str:
