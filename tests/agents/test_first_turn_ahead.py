@@ -9,8 +9,12 @@ ready, and that the recorded trajectory renders to exactly what the server recei
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,7 +23,7 @@ import agentmill.rollout.trial as trial_module
 from agentmill.agents.base import AgentResult
 from agentmill.agents.terminus import TerminusAgent
 from agentmill.agents.terminus.first_screen import FirstScreens
-from agentmill.errors import SandboxError
+from agentmill.errors import AgentmillError, SandboxError
 from agentmill.images import ImageBuilder
 from agentmill.models import ModelClient, SamplingParams
 from agentmill.models.seeding import derived_seed, per_trial
@@ -147,11 +151,11 @@ def rendered(result: AgentResult) -> list[dict]:
 
 
 def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_shown_the_screen(tmp_path, monkeypatch, screens):
-    # `slow`'s sandbox starts 3 s late; `quick`'s terminal shows the image's first screen meanwhile
+    # `slow`'s sandbox starts 3 s late; two quick trials' terminals show the image's first screen meanwhile
     slow = SlowStarts(monkeypatch, {"slow": 3.0})
     wire = Wire(solving)
-    out = run(tmp_path, slow, wire, [["quick", "slow"]])
-    for word in ("quick", "slow"):
+    out = run(tmp_path, slow, wire, [["quick", "brisk", "slow"]])
+    for word in ("quick", "brisk", "slow"):
         trial, result = out[word]
         assert trial.outcome is Outcome.PASSED, trial.exception
         assert len(wire.firsts(word)) == 1  # asked once: nothing dropped
@@ -160,7 +164,8 @@ def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_s
     (asked, request), = wire.firsts("slow")
     assert asked < slow.ready["slow"] - 1.0  # asked while its sandbox was still starting
     assert out["slow"][1].metadata["terminus"]["first_turn_ahead"] == "hit"
-    assert "first_turn_ahead" not in out["quick"][1].metadata["terminus"]  # it had nothing to guess from
+    for word in ("quick", "brisk"):  # they had nothing to guess from
+        assert "first_turn_ahead" not in out[word][1].metadata["terminus"]
     # the guessed screen is the slow trial's own: its terminal, in its own folder, showed the same
     assert request["messages"][1]["content"] == out["slow"][1].steps[1].message
     # the agent's time is counted from the ready sandbox: not the 3 s it waited
@@ -170,11 +175,12 @@ def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_s
 def test_a_wrong_guess_is_dropped_its_seed_reused_and_its_image_never_guessed_again(tmp_path, monkeypatch, screens):
     slow = SlowStarts(monkeypatch, {"second": 1.0, "third": 1.0})
     wire = Wire(solving)
-    out = run(tmp_path, slow, wire, [["first"]], seed=7)
-    (key,) = screens._known
-    screens._known[key] = "root@elsewhere:/# "  # planted: a guess that the next terminal will not match
+    out = run(tmp_path, slow, wire, [["first"], ["zeroth"]], seed=7)
+    (key,) = screens._seen
+    assert screens.known(key) is not None
+    screens._seen[key] = ("root@elsewhere:/# ", 2)  # planted: a guess that the next terminal will not match
     out |= run(tmp_path, slow, wire, [["second"], ["third"]], seed=7)
-    for word in ("first", "second", "third"):
+    for word in ("first", "zeroth", "second", "third"):
         trial, result = out[word]
         assert trial.outcome is Outcome.PASSED, trial.exception
         assert rendered(result)[:-1] == wire.of(word)[-1]["messages"]
@@ -198,7 +204,7 @@ def test_a_start_that_fails_while_the_first_turn_is_asked_is_the_sandboxs_failur
         return Reply(terminus_json([], complete=True), delay=3.0 if "broken" in str(request["messages"]) else 0.0)
 
     wire = Wire(slow_model)
-    run(tmp_path, slow, wire, [["first"]])
+    run(tmp_path, slow, wire, [["first"], ["zeroth"]])
     began = time.monotonic()
     out = run(tmp_path, slow, wire, [["broken"]])
     trial, result = out["broken"]
@@ -217,7 +223,7 @@ def test_the_agent_time_limit_runs_from_the_ready_sandbox_and_still_holds(tmp_pa
         return solving(request)
 
     wire = Wire(policy)
-    run(tmp_path, slow, wire, [["first"]], timeout=1.5)
+    run(tmp_path, slow, wire, [["first"], ["zeroth"]], timeout=1.5)
     out = run(tmp_path, slow, wire, [["late"], ["stuck"]], timeout=1.5)
     late, stuck = out["late"][0], out["stuck"][0]
     assert out["late"][1].metadata["terminus"]["first_turn_ahead"] == "hit"
@@ -240,9 +246,53 @@ def test_a_policy_being_trained_is_never_asked_ahead(tmp_path, monkeypatch, scre
 
         return PolicyClient(source)
 
-    out = run(tmp_path, slow, Wire(solving), [["first"], ["second"]], client_for=client_for)
-    assert screens._known  # the first trial's screen was learnt: the second could have guessed
-    for word in ("first", "second"):
+    out = run(tmp_path, slow, Wire(solving), [["first"], ["zeroth"], ["second"]], client_for=client_for)
+    assert len(screens._seen) == 1 and screens.known(next(iter(screens._seen)))  # the third could have guessed
+    for word in ("first", "zeroth", "second"):
         assert out[word][0].outcome is Outcome.PASSED, out[word][0].exception
         assert [w for w, _ in asked].count(word) == 3
     assert min(t for w, t in asked if w == "second") >= slow.ready["second"]
+
+
+def test_asking_ahead_can_be_turned_off_and_a_bad_setting_is_one_clear_error(tmp_path, monkeypatch, screens):
+    monkeypatch.setenv("AGENTMILL_ASK_AHEAD", "yes")
+    with pytest.raises(AgentmillError, match="AGENTMILL_ASK_AHEAD='yes': expected 1"):
+        TerminusAgent(SimpleNamespace(independent_requests=True))
+    monkeypatch.setenv("AGENTMILL_ASK_AHEAD", "0")
+    slow = SlowStarts(monkeypatch, {"second": 1.0})
+    wire = Wire(solving)
+    out = run(tmp_path, slow, wire, [["first"], ["zeroth"], ["second"]])
+    assert screens.known(next(iter(screens._seen))) and out["second"][0].outcome is Outcome.PASSED
+    (asked, _), = wire.firsts("second")
+    assert asked >= slow.ready["second"] and "first_turn_ahead" not in out["second"][1].metadata["terminus"]
+
+
+def test_exported_rows_of_trials_that_asked_ahead_are_what_the_server_answered(tmp_path):
+    """Through the CLI (its own process, its own store of screens): three tasks of one image, one
+    trial at a time: the first two show the screen, the third knows it before its sandbox starts."""
+    data = tmp_path / "data"
+    for word in ("alpha", "beta", "gamma"):
+        write_task(data / word, instruction=f"Write the word {word} into /app/out.txt.",
+                   test_sh=REWARD_IF.format(cond=f"grep -qx {word} /app/out.txt"))
+    run_dir = tmp_path / "run"
+    with ChatServer(solving) as srv:
+        cli("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
+            "--out", str(run_dir), "--max-turns", "5", "--temperature", "0", "-c", "1", "--max-retries", "0")
+    results = [json.loads(p.read_text()) for p in run_dir.glob("trials/*/result.json")]
+    assert sorted(r["outcome"] for r in results) == ["passed"] * 3
+    ahead = sorted(r["agent_metadata"]["terminus"].get("first_turn_ahead", "-") for r in results)
+    assert ahead == ["-", "-", "hit"]
+    out = tmp_path / "rows.jsonl"
+    cli("export", str(run_dir), "--format", "trl", "--out", str(out), "--reasoning", "drop", "--min-turns", "0")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3
+    for row in rows:
+        mine = [e for e in srv.exchanges if e.request["messages"][1]["content"] == row["messages"][1]["content"]]
+        assert len([e for e in mine if len(e.request["messages"]) == 2]) == 1  # its first turn, asked once
+        assert row["messages"] == [*mine[-1].request["messages"], mine[-1].message]
+
+
+def cli(*args):
+    r = subprocess.run([sys.executable, "-m", "agentmill.cli", *args], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r

@@ -14,7 +14,7 @@ import asyncio
 from agentmill.agents.base import AgentResult, ModelAgentBase, SandboxStart
 from agentmill.agents.conversation import Ahead, Conversation, Turn
 from agentmill.agents.terminus import prompt
-from agentmill.agents.terminus.first_screen import FIRST_SCREENS
+from agentmill.agents.terminus.first_screen import FIRST_SCREENS, ask_ahead_enabled
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
 from agentmill.models.client import ModelClient
 from agentmill.sandbox.protocol import Sandbox
@@ -42,6 +42,8 @@ class TerminusAgent(ModelAgentBase):
     def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True):
         super().__init__(client, max_turns=max_turns, max_context=max_context)
         self.constrained = constrained
+        # not part of the identity: a first turn asked ahead is kept only if it is the one asked after
+        self.asks_ahead = ask_ahead_enabled() and getattr(client, "independent_requests", False)
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         await self._work(task, sandbox, None, result)
@@ -106,7 +108,7 @@ class TerminusAgent(ModelAgentBase):
     async def _ask_ahead(self, task: Task, chat: Conversation, start: SandboxStart | None, schema: dict | None) -> Ahead | None:
         """The first turn, sent with the guessed screen while the sandbox starts; None when there is
         no guess, or the client's answers depend on earlier requests (a policy being trained)."""
-        if start is None or not getattr(self.client, "independent_requests", False):
+        if start is None or not self.asks_ahead:
             return None
         guess = await FIRST_SCREENS.guess(start.key, start.ready)
         return None if guess is None else chat.ask_ahead("user", _first_message(task, guess), json_schema=schema)

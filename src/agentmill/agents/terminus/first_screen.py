@@ -4,31 +4,53 @@ part that needs the sandbox is that screen, and every trial of an image sees the
 
 A guess is only ever a guess. The agent compares it with its own terminal's first screen before
 anything is recorded, and drops the request on any difference (agents/terminus/agent.py). A key
-whose screen has differed once (a clock, a random name in the prompt) is never guessed again, so
-a start that is not repeatable costs at most the requests already in flight, not one per trial.
+whose screen has differed once (a clock, a random name in the prompt) is never guessed again, and
+a screen is guessed only after two trials showed it, so a start that is not repeatable costs at
+most the requests in flight when it first differs, not one per trial.
 The screen is read before the agent's first command, so no agent can shape another trial's guess.
+
+AGENTMILL_ASK_AHEAD=0 turns it off (every first turn is asked once the terminal is up).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+
+from agentmill.errors import AgentmillError
+
+ASK_AHEAD_ENV = "AGENTMILL_ASK_AHEAD"
+
+
+def ask_ahead_enabled() -> bool:
+    raw = os.environ.get(ASK_AHEAD_ENV, "1").strip()
+    if raw not in ("0", "1"):
+        raise AgentmillError(f"{ASK_AHEAD_ENV}={raw!r}: expected 1 (ask the first turn while the sandbox starts) or 0")
+    return raw == "1"
+
+
+CONFIRMATIONS = 2  # trials that showed the same first screen before it is guessed
 
 
 class FirstScreens:
     """Per process: each worker learns its own (a few hundred bytes per image)."""
 
     def __init__(self):
-        self._known: dict[str, str] = {}
+        self._seen: dict[str, tuple[str, int]] = {}  # key -> (its first screen, trials that showed it)
         self._unstable: set[str] = set()
         self._waiting: dict[str, list[asyncio.Future]] = {}
 
+    def known(self, key: str) -> str | None:
+        seen = self._seen.get(key)
+        return seen[0] if seen is not None and seen[1] >= CONFIRMATIONS else None
+
     async def guess(self, key: str, ready: asyncio.Future) -> str | None:
-        """The screen a fresh terminal of `key` shows: at once if known, else as soon as another
-        trial learns it. None when this trial's own sandbox is ready first, or the key is unstable."""
+        """The screen a fresh terminal of `key` shows: at once if known, else as soon as other
+        trials confirm it. None when this trial's own sandbox is ready first, or the key is unstable."""
         if key in self._unstable or ready.done():
             return None
-        if key in self._known:
-            return self._known[key]
+        if self.known(key) is not None:
+            return self.known(key)
         learnt = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, []).append(learnt)
         try:
@@ -42,20 +64,25 @@ class FirstScreens:
         return learnt.result() if learnt.done() and not learnt.cancelled() else None
 
     def learn(self, key: str, screen: str) -> None:
-        """A fresh terminal of `key` showed `screen`, before any command of the agent's."""
+        """A fresh terminal of `key` showed `screen`, before any command of the agent's. Two that
+        agree make it a guess (one could be a fluke); any that differs ends guessing for the key."""
         if key in self._unstable:
             return
-        known = self._known.get(key)
-        if known == screen:
-            return
-        if known is None:
-            self._known[key] = screen
-        else:  # not repeatable: stop guessing for it
-            del self._known[key]
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] != screen:
+            del self._seen[key]
             self._unstable.add(key)
+            self._wake(key, None)
+            return
+        count = 1 if seen is None else seen[1] + 1
+        self._seen[key] = (screen, count)
+        if count == CONFIRMATIONS:
+            self._wake(key, screen)
+
+    def _wake(self, key: str, screen: str | None) -> None:
         for waiter in self._waiting.pop(key, []):
             if not waiter.done():
-                waiter.set_result(self._known.get(key))
+                waiter.set_result(screen)
 
 
 FIRST_SCREENS = FirstScreens()
