@@ -9,7 +9,10 @@ measured first with the same slow model (its model turns x delay plus its sandbo
 time). Second, the issue's formula, model turns x delay plus sandbox time, with the sandbox time of
 all N measured: the same N trials at once with an agent that does nothing (environment, sandbox
 start and stop, verifier; no terminal, no model). On a few cores N sandboxes take far longer than
-one, and that time cannot overlap model time when every episode starts at once. Then the
+one; only each episode's first model call can overlap its sandbox's start (the first turn asked
+ahead, docs/terminal.md; AGENTMILL_ASK_AHEAD=0 to compare without). Then when the last episode's
+terminal was up and the CPU used by then (the start work every episode must wait for), how many
+first turns were asked ahead (hit, miss), the
 event loop's lag (p50/p99/max of a 20 ms timer: time the loop was blocked), where the slowest
 trial's time went (setup and teardown, agent, verifier, against the trial alone), the peak number of
 trials alive at once, and memory per live episode (the machine's MemAvailable drop at the peak,
@@ -46,6 +49,7 @@ from agentmill.images import ImageBuilder  # noqa: E402
 from loop_probe import ProbedProcesses, worker_lags  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
 from agentmill.rollout.trial import run_trial  # noqa: E402
+from agentmill.sandbox.tmux import TmuxSession  # noqa: E402
 from tests.helpers.chat_server import Reply, terminus_json  # noqa: E402
 
 
@@ -130,6 +134,14 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
         return await timed(messages, *args, **kw)
 
     client.chat = chat_noting_first
+    terminals_up: list[tuple[float, float]] = []  # each episode's terminal up (its sandbox ready): when, CPU by then
+    tmux_start = TmuxSession.start
+
+    async def start_noting(self, *args, **kw):
+        await tmux_start(self, *args, **kw)
+        terminals_up.append((time.monotonic() - t0, meter.seconds() - cpu0))
+
+    TmuxSession.start = start_noting
     alive = {"now": 0, "peak": 0}
     began: dict[str, float] = {}
     spans: list[dict] = []  # per trial: when it began and ended (s from the batch's start), its phases
@@ -158,8 +170,11 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, executor=executor,
                                        on_start=started, on_done=finished)
     finally:
+        TmuxSession.start = tmux_start
         await client.close()
     results = report.results
+    ahead = collections.Counter(r.agent_metadata.get("terminus", {}).get("first_turn_ahead", "not asked ahead")
+                                for r in results)
     bad = [r for r in results if not r.passed]
     await asyncio.to_thread(shutil.rmtree, run_dir, True)
     peak = max(alive["peak"], 1)
@@ -178,6 +193,9 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
             "slowest": max(spans, key=lambda x: x["end"], default=None), "spans": spans,
             "last_first_ask_s": max(first_asks, default=(0.0, 0.0))[0],
             "cpu_by_last_first_ask_s": max(first_asks, default=(0.0, 0.0))[1],
+            "last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[0],
+            "cpu_by_last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[1],
+            "first_turn_ahead": dict(ahead),
             "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
             "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
             "agent_s_max": max((x["agent"] for x in spans), default=0.0),
@@ -243,12 +261,14 @@ async def run(args, endpoint, meter) -> int:
         f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
         f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"
         f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}")
-    ask, used = many["last_first_ask_s"], many["cpu_by_last_first_ask_s"]
-    if ask:  # seen where the agents run in this process (not with --workers)
+    ask, up, used = many["last_first_ask_s"], many["last_terminal_up_s"], many["cpu_by_last_terminal_up_s"]
+    if up:  # seen where the agents run in this process (not with --workers)
         rb.console.print(
-            f"the last episode's first request went out at {ask:.2f} s; by then the run had used {used:.1f} s of CPU "
-            f"({used / max(many['episodes'], 1) * 1e3:.0f} ms per episode), {used / max(1, rb.os.cpu_count() or 1):.2f} s "
-            f"of {rb.os.cpu_count()} cores (every episode's start work, and the turns begun meanwhile)")
+            f"the last episode's terminal was up at {up:.2f} s (the last first request went out at {ask:.2f} s); by "
+            f"then the run had used {used:.1f} s of CPU ({used / max(many['episodes'], 1) * 1e3:.0f} ms per episode), "
+            f"{used / max(1, rb.os.cpu_count() or 1):.2f} s of {rb.os.cpu_count()} cores (every episode's start work, "
+            f"and the turns begun meanwhile); first turns asked while the sandbox started: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(many["first_turn_ahead"].items())))
     if many["stalls_10ms_samples"]:
         rb.console.print("where the event loop's thread was while the loop was over 100 ms late (10 ms samples):")
         for where, n in many["stalls_10ms_samples"].items():

@@ -13,13 +13,15 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from agentmill import loop_priority
 from agentmill.errors import AgentmillError
-from agentmill.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, loop_first,
-                                     mode_here, trials_first)
+from agentmill.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, REMOVAL_THREAD_NICE,
+                                     loop_first, mode_here, trials_first)
+from tests.conftest import sandbox
 
 START = 3  # where each test's loop thread starts: any value two raises can go below
 
@@ -188,3 +190,30 @@ def test_without_the_privilege_the_loop_thread_stays_and_the_file_threads_are_st
                        env={**os.environ, CHOICE_ENV: "rt"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["None", str(os.SCHED_OTHER), str(os.getpriority(os.PRIO_PROCESS, 0)), str(FILE_THREAD_NICE)]
+
+
+@sandbox
+def test_a_finished_trials_scratch_is_removed_on_the_lowest_threads_before_the_trial_returns(tmp_path, monkeypatch):
+    """Its removal queues behind no running trial's file work, and competes with none of it."""
+    from agentmill.agents.oracle import OracleAgent
+    from agentmill.images import ImageBuilder
+    from agentmill.rollout import run_trial, trial as trial_module
+    from agentmill.tasks import load_task
+    from tests.conftest import scratch_cache, simple_task
+
+    removed = []
+    real_rmtree = trial_module.shutil.rmtree
+
+    def rmtree(path, *args, **kw):
+        removed.append((str(path), *where()))
+        return real_rmtree(path, *args, **kw)
+
+    monkeypatch.setattr(trial_module.shutil, "rmtree", rmtree)
+    task = load_task(simple_task(tmp_path))
+    result = in_a_thread(lambda: asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path)))))
+    assert result.passed, result.exception
+    scratch = [r for r in removed if Path(r[0]).name.startswith(f"trial-{os.getpid()}-")]
+    assert len(scratch) == 1, removed
+    path, thread, thread_nice, _ = scratch[0]
+    assert thread.startswith("agentmill-removals") and thread_nice == REMOVAL_THREAD_NICE
+    assert not Path(path).exists()  # gone by the time the trial returned

@@ -54,6 +54,7 @@ class SlowStarts:
 
     def __init__(self, monkeypatch, delays: dict[str, float], fail: set[str] = frozenset()):
         self.ready: dict[str, float] = {}
+        self.cancelled: set[str] = set()
         real = trial_module._agent_sandbox
 
         def agent_sandbox(task, agent, spec):
@@ -62,7 +63,11 @@ class SlowStarts:
             real_start = box.start
 
             async def start():
-                await asyncio.sleep(delays.get(word, 0.0))
+                try:
+                    await asyncio.sleep(delays.get(word, 0.0))
+                except asyncio.CancelledError:
+                    self.cancelled.add(word)
+                    raise
                 if word in fail:
                     raise SandboxError(f"planted start failure for {word}")
                 await real_start()
@@ -212,6 +217,31 @@ def test_a_start_that_fails_while_the_first_turn_is_asked_is_the_sandboxs_failur
     assert trial.outcome is Outcome.SANDBOX_ERROR and trial.exception.startswith("sandbox failed to start: planted")
     assert not any(s.source == "agent" for s in result.steps)  # the early reply is nobody's
     assert time.monotonic() - began < 2.5  # the trial did not wait for the model's answer
+
+
+def test_a_trial_cancelled_while_its_sandbox_starts_cancels_the_start(tmp_path, monkeypatch, screens):
+    slow = SlowStarts(monkeypatch, {"late": 5.0})
+    run(tmp_path, slow, Wire(solving), [["first"], ["zeroth"]])
+
+    async def go(url):
+        c = ModelClient(base_url=url, model="scripted", backoff_base=0.01, max_retries=1)
+        try:
+            trial = asyncio.ensure_future(run_trial(task_for(tmp_path, "late"), TerminusAgent(c),
+                                                    ImageBuilder(cache=scratch_cache(tmp_path))))
+            await asyncio.sleep(1.0)
+            trial.cancel()
+            began = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await trial
+            return time.monotonic() - began
+        finally:
+            await c.close()
+
+    wire = Wire(solving)
+    with ChatServer(wire) as srv:
+        waited = asyncio.run(go(srv.base_url))
+    assert len(wire.firsts("late")) == 1  # it had asked ahead
+    assert "late" in slow.cancelled and waited < 2.0  # the start was cancelled, not waited out
 
 
 def test_the_agent_time_limit_runs_from_the_ready_sandbox_and_still_holds(tmp_path, monkeypatch, screens):

@@ -6,7 +6,6 @@ Every failure becomes a typed outcome; nothing here raises for a bad task or a b
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import subprocess
 import time
@@ -19,13 +18,13 @@ from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.open_files import allow_open_files
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
-from agentmill.loop_priority import trials_first
+from agentmill.loop_priority import removal_threads, trials_first
 from agentmill.paths import scratch_temp
+from agentmill.rollout.early import StartFailed, run_early, runs_early, start_key
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
-from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
@@ -74,17 +73,17 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         spec = image.spec(rootfs, limits=limits, ro_mounts=ro, rw_mounts={"/logs/agent": scratch / "agent-logs"})
         agent_outcome = None
         t = time.monotonic()
+        early: SandboxStart | None = None
         try:
             sandbox = _agent_sandbox(task, agent, spec)
-            starting = asyncio.ensure_future(sandbox.start())
-            early = _early_start(task, agent, image, spec, starting)
-            if early is None:
-                await starting
+            if runs_early(task, agent):  # its first model call overlaps the start (rollout/early.py)
+                early = SandboxStart(key=start_key(image.key, spec), ready=asyncio.ensure_future(sandbox.start()))
+            else:
+                await sandbox.start()
+                timings.sandbox_start = time.monotonic() - t
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        if early is None:
-            timings.sandbox_start = time.monotonic() - t
         if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
             try:
                 await prepare_tool_state(task, sandbox)
@@ -99,8 +98,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             if early is None:
                 await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
             else:
-                await _run_early(agent, task, sandbox, early, agent_result, timings, t)
-        except _StartFailed as e:
+                await run_early(agent, task, sandbox, early, agent_result, timings, t)
+        except StartFailed as e:
             result.exception = f"sandbox failed to start: {_brief(e.error)}"
             return result
         except (asyncio.TimeoutError, TimeoutError):
@@ -149,7 +148,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         return result
     finally:
         timings.total = time.monotonic() - started
-        await asyncio.to_thread(shutil.rmtree, scratch, True)
+        # the lowest-priority threads: trials still running go first (loop_priority.removal_threads)
+        await asyncio.get_running_loop().run_in_executor(removal_threads(), shutil.rmtree, scratch, True)
 
 
 def _agent_sandbox(task: Task, agent: Agent, spec):
@@ -159,52 +159,6 @@ def _agent_sandbox(task: Task, agent: Agent, spec):
     if task.kind != "tools" and getattr(agent, "runs_one_command", False):
         return OneCommandSandbox(spec)
     return create_sandbox(spec)
-
-
-class _StartFailed(Exception):
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def _early_start(task: Task, agent: Agent, image, spec, starting: asyncio.Future) -> SandboxStart | None:
-    """What an agent that may begin early (run_early) gets while its sandbox starts; None for the
-    rest, and for tool tasks (their state is built in the started sandbox before the agent)."""
-    if task.kind == "tools" or getattr(agent, "run_early", None) is None:
-        return None
-    same_start = {"image": image.key, "workdir": spec.workdir, "hostname": spec.hostname, "env": spec.env,
-                  "mounts": sorted([*spec.ro_mounts, *spec.rw_mounts]), "network": spec.network}
-    return SandboxStart(key=hash_text(json.dumps(same_start, sort_keys=True)), ready=starting)
-
-
-async def _run_early(agent: Agent, task: Task, sandbox, start: SandboxStart, agent_result: AgentResult,
-                     timings: Timings, began: float) -> None:
-    """The agent, begun while its sandbox starts. Its time limit counts from the moment the sandbox
-    is ready, as for an agent given a started one. Returns, or raises, only once the start is over
-    (a sandbox is never stopped while it starts); a failed start is raised as _StartFailed, whatever
-    the agent made of it."""
-    loop = asyncio.get_running_loop()
-    try:
-        async with asyncio.timeout(None) as clock:
-            live = True
-
-            def started(_) -> None:
-                timings.sandbox_start = time.monotonic() - began
-                if live and not clock.expired():
-                    clock.reschedule(loop.time() + task.config.agent.timeout_sec)
-
-            start.ready.add_done_callback(started)
-            try:
-                await agent.run_early(task, sandbox, start, agent_result)
-            finally:
-                live = False
-    finally:
-        await asyncio.wait({start.ready})
-        _raise_if_start_failed(start.ready)
-
-
-def _raise_if_start_failed(ready: asyncio.Future) -> None:
-    if ready.done() and not ready.cancelled() and ready.exception() is not None:
-        raise _StartFailed(ready.exception()) from None
 
 
 def _agent_acted(agent_result: AgentResult) -> bool:
