@@ -2,7 +2,7 @@
 `--delay` seconds per reply (default 256 trials, 2 s), each `--commands` shell commands then the
 completion claim and its confirmation, every trial a full isolated trial through `run_rollout`.
 
-    .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--workers N] [--json PATH]
+    .venv/bin/python benchmarks/inflight.py [--episodes 256] [--delay 2] [--commands 3] [--workers N] [--cold] [--json PATH]
 
 Printed: wall time of the N concurrent trials against two ideals. First, one trial's time alone,
 measured first with the same slow model (its model turns x delay plus its sandbox and verifier
@@ -10,7 +10,9 @@ time). Second, the issue's formula, model turns x delay plus sandbox time, with 
 all N measured: the same N trials at once with an agent that does nothing (environment, sandbox
 start and stop, verifier; no terminal, no model). On a few cores N sandboxes take far longer than
 one; only each episode's first model call can overlap its sandbox's start (the first turn asked
-ahead, docs/terminal.md; AGENTMILL_ASK_AHEAD=0 to compare without). Then when the last episode's
+ahead, docs/terminal.md; AGENTMILL_ASK_AHEAD=0 to compare without; the untimed warm-up trials have
+shown the image's first screen, so every episode can ask ahead at once, and --cold forgets it first,
+as a fresh process starts). Then when the last episode's
 terminal was up and the CPU used by then (the start work every episode must wait for), how many
 first turns were asked ahead (hit, miss), the
 event loop's lag (p50/p99/max of a 20 ms timer: time the loop was blocked), where the slowest
@@ -45,6 +47,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [sys.path[0], os.environ
 import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
 
 from agentmill.agents.base import ScriptedAgentBase  # noqa: E402
+from agentmill.agents.terminus.first_screen import FIRST_SCREENS  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
 from loop_probe import ProbedProcesses, worker_lags  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
@@ -173,7 +176,7 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
         TmuxSession.start = tmux_start
         await client.close()
     results = report.results
-    ahead = collections.Counter(r.agent_metadata.get("terminus", {}).get("first_turn_ahead", "not asked ahead")
+    ahead = collections.Counter(r.agent_metadata.get("terminus", {}).get("first_turn_ahead", "not asked")
                                 for r in results)
     bad = [r for r in results if not r.passed]
     await asyncio.to_thread(shutil.rmtree, run_dir, True)
@@ -224,6 +227,8 @@ async def run(args, endpoint, meter) -> int:
         model_time = (args.commands + 2) * args.delay
         rb.console.print(f"the sandboxes alone, {args.episodes} at once (start, stop, verifier; no terminal, no model): "
                          f"{sandboxes:.2f} s")
+        if args.cold:  # as a fresh process starts: no first screen learnt from the untimed runs
+            FIRST_SCREENS.clear()
         many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2,
                            workers=args.workers, watch_rss=True)
     finally:
@@ -292,6 +297,8 @@ def main() -> int:
                    help="run the episodes on this many worker processes (the processes executor; default 0: "
                         "this process's event loop alone)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--cold", action="store_true",
+                   help="forget the terminal's first screen learnt by the untimed runs before the N at once")
     args = p.parse_args()
     if args.episodes < 1 or args.delay < 0 or args.commands < 1:
         p.error("--episodes and --commands must be >= 1, --delay >= 0")

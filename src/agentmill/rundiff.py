@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Keys whose values are clocks or places, in JSON objects and SQLite columns.
+# Keys whose values are clocks, places or scheduling luck (whether another trial had already shown
+# the terminal's first screen: `first_turn_ahead`), in JSON objects and SQLite columns.
 VOLATILE_KEY = re.compile(
     r"(^|_)(at|time|times|timestamp|timing|timings|started|finished|created|updated|mtime|duration|elapsed|"
-    r"latency|wall|sec|secs|seconds|ms|pid|host|hostname|run_id|lag)($|_)|_s$",
+    r"latency|wall|sec|secs|seconds|ms|pid|host|hostname|run_id|lag|ahead)($|_)|_s$",
     re.IGNORECASE)
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 MASK = "<volatile>"

@@ -21,6 +21,7 @@ import pytest
 import agentmill.agents.terminus.agent as terminus_module
 import agentmill.rollout.trial as trial_module
 from agentmill.agents.base import AgentResult
+from agentmill.agents.conversation import Conversation
 from agentmill.agents.terminus import TerminusAgent
 from agentmill.agents.terminus.first_screen import FirstScreens
 from agentmill.errors import AgentmillError, SandboxError
@@ -170,7 +171,7 @@ def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_s
     assert asked < slow.ready["slow"] - 1.0  # asked while its sandbox was still starting
     assert out["slow"][1].metadata["terminus"]["first_turn_ahead"] == "hit"
     for word in ("quick", "brisk"):  # they had nothing to guess from
-        assert "first_turn_ahead" not in out[word][1].metadata["terminus"]
+        assert out[word][1].metadata["terminus"]["first_turn_ahead"] == "not asked"
     # the guessed screen is the slow trial's own: its terminal, in its own folder, showed the same
     assert request["messages"][1]["content"] == out["slow"][1].steps[1].message
     # the agent's time is counted from the ready sandbox: not the 3 s it waited
@@ -199,7 +200,33 @@ def test_a_wrong_guess_is_dropped_its_seed_reused_and_its_image_never_guessed_ag
     assert [r["seed"] for r in wire.of("second")[1:]] == [derived_seed(7, "trial-second", k) for k in (1, 2, 3)]
     # a start whose screen differed once is not guessed again: the third trial asks only when ready
     (t_third, _), = wire.firsts("third")
-    assert t_third >= slow.ready["third"] and "first_turn_ahead" not in out["third"][1].metadata["terminus"]
+    assert t_third >= slow.ready["third"] and out["third"][1].metadata["terminus"]["first_turn_ahead"] == "not asked"
+
+
+def test_a_guess_dropped_before_its_request_ran_takes_no_request_number_back():
+    """A sandbox ready at once: the guess is checked (and dropped) before its request ever ran. The
+    request that replaces it is still request 1 with request 1's seed, and the server saw only it."""
+    wire = Wire(solving)
+
+    async def go(url):
+        c = ModelClient(base_url=url, model="scripted", backoff_base=0.01, max_retries=1,
+                        sampling=SamplingParams(temperature=0, seed=7))
+        try:
+            chat = Conversation(per_trial(c, "trial-early"), AgentResult(), {})
+            chat.say("system", "sys")
+            ahead = chat.ask_ahead("user", "Write the word early now. (a wrong guess)")
+            ahead.drop()  # no await in between: the request never started
+            chat.say("user", "Write the word early now.")
+            await chat.ask()
+            await asyncio.sleep(0.05)  # a cancelled request that had started would show up by now
+        finally:
+            await c.close()
+
+    with ChatServer(wire) as srv:
+        asyncio.run(go(srv.base_url))
+    (_, request), = wire.firsts("early")
+    assert len(wire.of("early")) == 1 and "wrong guess" not in request["messages"][1]["content"]
+    assert request["seed"] == derived_seed(7, "trial-early", 1)
 
 
 def test_a_start_that_fails_while_the_first_turn_is_asked_is_the_sandboxs_failure(tmp_path, monkeypatch, screens):
@@ -294,7 +321,7 @@ def test_asking_ahead_can_be_turned_off_and_a_bad_setting_is_one_clear_error(tmp
     out = run(tmp_path, slow, wire, [["first"], ["zeroth"], ["second"]])
     assert screens.known(next(iter(screens._seen))) and out["second"][0].outcome is Outcome.PASSED
     (asked, _), = wire.firsts("second")
-    assert asked >= slow.ready["second"] and "first_turn_ahead" not in out["second"][1].metadata["terminus"]
+    assert asked >= slow.ready["second"] and out["second"][1].metadata["terminus"]["first_turn_ahead"] == "not asked"
 
 
 def test_exported_rows_of_trials_that_asked_ahead_are_what_the_server_answered(tmp_path):
@@ -310,8 +337,8 @@ def test_exported_rows_of_trials_that_asked_ahead_are_what_the_server_answered(t
             "--out", str(run_dir), "--max-turns", "5", "--temperature", "0", "-c", "1", "--max-retries", "0")
     results = [json.loads(p.read_text()) for p in run_dir.glob("trials/*/result.json")]
     assert sorted(r["outcome"] for r in results) == ["passed"] * 3
-    ahead = sorted(r["agent_metadata"]["terminus"].get("first_turn_ahead", "-") for r in results)
-    assert ahead == ["-", "-", "hit"]
+    ahead = sorted(r["agent_metadata"]["terminus"]["first_turn_ahead"] for r in results)
+    assert ahead == ["hit", "not asked", "not asked"]
     out = tmp_path / "rows.jsonl"
     cli("export", str(run_dir), "--format", "trl", "--out", str(out), "--reasoning", "drop", "--min-turns", "0")
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -1,6 +1,6 @@
 """The bundled-style recipe run twice gives the same data (`agentmill diff`), and the comparison can
 fail: a changed reward in the ledger, a changed exported row, a changed parquet cell or a missing file
-is reported, while clocks and the folders' own paths are not."""
+is reported, while clocks, scheduling luck (a first turn asked ahead) and the folders' own paths are not."""
 
 import asyncio
 import json
@@ -92,10 +92,11 @@ def test_a_recipe_run_twice_is_the_same_data_and_planted_changes_are_found(tmp_p
 
 def test_clocks_pids_and_own_paths_are_not_differences_but_values_are(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    for root, when, took, pid in ((a, "2026-12-03T09:00:00.123Z", 1.5, 11), (b, "2026-12-04T10:30:00Z", 9.25, 22)):
+    for root, when, took, pid, ahead in ((a, "2026-12-03T09:00:00.123Z", 1.5, 11, "not asked"),
+                                         (b, "2026-12-04T10:30:00Z", 9.25, 22, "hit")):
         root.mkdir()
         (root / "trial.json").write_text(json.dumps({
-            "started_at": when, "agent": {"duration_sec": took}, "pid": pid, "reward": 1.0,
+            "started_at": when, "agent": {"duration_sec": took, "first_turn_ahead": ahead}, "pid": pid, "reward": 1.0,
             "log": f"wrote {root}/out.txt at {when}", "timings": {"model_ms": took}}))
         (root / "notes.txt").write_text(f"finished {when}\n")
     assert compare(a, b).same

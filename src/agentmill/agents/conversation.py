@@ -87,9 +87,15 @@ class Conversation:
         sent, redactions = scrub(text)
         messages = [*self.messages, {"role": role, "content": sent}]
         self._check_context(messages)
-        request = asyncio.ensure_future(self.client.chat(messages, json_schema=json_schema, tools=self.tools))
-        request.add_done_callback(_retrieve)
-        return Ahead(self, role, sent, redactions, request)
+        ahead = Ahead(self, role, sent, redactions)
+
+        async def send() -> ChatReply:
+            ahead.sent = True  # the client counts a request when it runs, not when it is scheduled
+            return await self.client.chat(messages, json_schema=json_schema, tools=self.tools)
+
+        ahead.request = asyncio.ensure_future(send())
+        ahead.request.add_done_callback(_retrieve)
+        return ahead
 
     def _record(self, reply: ChatReply) -> Turn:
         content = self.scrub(reply.content)
@@ -158,24 +164,26 @@ class Conversation:
 class Ahead:
     """A request sent ahead of its last message being confirmed (Conversation.ask_ahead)."""
 
-    def __init__(self, chat: Conversation, role: str, text: str, redactions: int, request: asyncio.Future):
+    def __init__(self, chat: Conversation, role: str, text: str, redactions: int):
         self.chat, self.role, self.text = chat, role, text
-        self._redactions, self._request = redactions, request
+        self._redactions = redactions
+        self.request: asyncio.Future | None = None
+        self.sent = False
 
     async def commit(self) -> Turn:
         """The message was right: record it and the reply, as `say` and `ask` would have."""
         self.chat.stats["redactions"] += self._redactions
         self.chat.messages.append({"role": self.role, "content": self.text})
         self.chat.result.steps.append(Step(step_id=self.chat.result.next_id(), source=self.role, message=self.text))
-        return self.chat._record(await self._request)
+        return self.chat._record(await self.request)
 
     def drop(self) -> None:
         """The message was wrong: the request is cancelled (or its reply thrown away) and the
         client's request count taken back, so the request that replaces it is sent as this one
         would have been (the same per-request seed, models/seeding.py)."""
-        self._request.cancel()
+        self.request.cancel()
         take_back = getattr(self.chat.client, "take_back", None)
-        if take_back is not None:
+        if self.sent and take_back is not None:
             take_back()
 
 

@@ -40,6 +40,11 @@ class FirstScreens:
         self._unstable: set[str] = set()
         self._waiting: dict[str, list[asyncio.Future]] = {}
 
+    def clear(self) -> None:
+        """Forget every screen learnt (waiters still waiting keep waiting for their own sandbox)."""
+        self._seen.clear()
+        self._unstable.clear()
+
     def known(self, key: str) -> str | None:
         seen = self._seen.get(key)
         return seen[0] if seen is not None and seen[1] >= CONFIRMATIONS else None
