@@ -69,10 +69,15 @@ class TrainReport:
 
 
 def trainer_args() -> dict[str, Any]:
-    """Arguments every run shares: CPU when there is no GPU, no external loggers, no mid-run checkpoints."""
+    """Arguments every run shares: CPU when there is no GPU, no external loggers, no mid-run checkpoints.
+
+    On a CPU, float32: TRL turns bf16 on by default, and a CPU without bf16 instructions (AVX2 only, as
+    most AMD EPYCs) then runs every matrix product through a slow fallback, about 40x slower per step."""
     import torch
 
-    return {"use_cpu": not torch.cuda.is_available(), "report_to": [], "save_strategy": "no", "logging_steps": 1}
+    cpu = not torch.cuda.is_available()
+    precision = {"bf16": False, "fp16": False} if cpu else {}
+    return {"use_cpu": cpu, **precision, "report_to": [], "save_strategy": "no", "logging_steps": 1}
 
 
 def load_tokenizer(model: Path):
