@@ -20,6 +20,20 @@ os.environ.setdefault("AGENTMILL_IMAGES", "host")
 REWARD_IF = '#!/bin/bash\nif {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
 
 
+# Packages whose expensive fixtures are package- or session-scoped: with `pytest -n 2 --dist loadgroup`
+# (the README's test command) each package runs on one worker, so its fixtures are built once; every
+# other file is its own group, so module fixtures are built once too.
+WHOLE_PACKAGE_GROUPS = ("rl", "view")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        rel = Path(item.path).relative_to(root)
+        group = rel.parts[0] if rel.parts[0] in WHOLE_PACKAGE_GROUPS else str(rel)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def needs_sandbox() -> bool:
     return shutil.which("bwrap") is not None
 
