@@ -29,18 +29,25 @@ def with_unanswered_turn(row: dict) -> dict:
 
 
 def capture_forward_inputs(model) -> list[dict]:
-    """What each training step handed the model: its input ids, attention mask and labels, and whether the
-    forward ran under CPU autocast (bf16 on a CPU without bf16 instructions: a step ~40x slower)."""
+    """What each training step handed the model (its input ids, attention mask and labels) and the dtype
+    its first linear layer computed in: bfloat16 on a CPU without bf16 instructions makes a step ~40x
+    slower. The dtype is read inside the forward, where the trainer's autocast is in effect: it is
+    entered by the wrapped `forward`, after the model's own pre-hooks, and TRL's fused output layer
+    never calls `lm_head` as a module."""
     import torch
 
     seen: list[dict] = []
 
-    def hook(_module, _args, kwargs):
+    def inputs(_module, _args, kwargs):
         if model.training and kwargs.get("labels") is not None:
             seen.append({k: kwargs[k].tolist() for k in ("input_ids", "attention_mask", "labels") if kwargs.get(k) is not None})
-            seen[-1]["cpu_autocast"] = torch.is_autocast_enabled("cpu")
 
-    model.register_forward_pre_hook(hook, with_kwargs=True)
+    def compute_dtype(_module, _args, output):
+        if model.training and seen and "compute_dtype" not in seen[-1]:  # not the checkpointed recompute
+            seen[-1]["compute_dtype"] = str(output.dtype)
+
+    model.register_forward_pre_hook(inputs, with_kwargs=True)
+    next(m for m in model.modules() if isinstance(m, torch.nn.Linear)).register_forward_hook(compute_dtype)
     return seen
 
 
@@ -86,7 +93,7 @@ def test_sft_two_steps_train_only_the_assistants_tokens(rl_export, smollm2_check
     losses = [h["loss"] for h in run.trainer.state.log_history if "loss" in h]
     assert len(losses) == 2 and all(math.isfinite(x) and x > 0 for x in losses), losses
     assert len(seen) == 2  # one forward per step (batch 1): the two shortest rows, one epoch
-    assert not any(batch["cpu_autocast"] for batch in seen)  # float32 on a CPU, not TRL's default bf16
+    assert [batch.get("compute_dtype") for batch in seen] == ["torch.float32"] * 2  # float32 on a CPU, not TRL's default bf16
     tok = run.tokenizer
     by_ids = {json.dumps(expected_labels(tok, row)[0]): row for row in rows}
     trained = []
