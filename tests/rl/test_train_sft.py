@@ -30,7 +30,7 @@ def with_unanswered_turn(row: dict) -> dict:
 
 def capture_forward_inputs(model) -> list[dict]:
     """What each training step handed the model (its input ids, attention mask and labels) and the dtype
-    its first linear layer computed in: bfloat16 on a CPU without bf16 instructions makes a step ~40x
+    its first linear layer computed in: bfloat16 on a CPU without bf16 instructions makes a step ~10x
     slower. The dtype is read inside the forward, where the trainer's autocast is in effect: it is
     entered by the wrapped `forward`, after the model's own pre-hooks, and TRL's fused output layer
     never calls `lm_head` as a module."""

@@ -72,7 +72,8 @@ def trainer_args() -> dict[str, Any]:
     """Arguments every run shares: CPU when there is no GPU, no external loggers, no mid-run checkpoints.
 
     On a CPU, float32: TRL turns bf16 on by default, and a CPU without bf16 instructions (AVX2 only, as
-    most AMD EPYCs) then runs every matrix product through a slow fallback, about 40x slower per step."""
+    most AMD EPYCs) then runs every matrix product through a slow fallback: two SFT steps of SmolLM2-135M
+    took 318 s, against 30 s in float32."""
     import torch
 
     cpu = not torch.cuda.is_available()
