@@ -28,10 +28,7 @@ from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
-from agentmill.verify.judged import judged_step_for
-from agentmill.verify.test_script import verify
-from agentmill.envs.state import ToolEnvError, prepare_tool_state
-from agentmill.verify.sql_state import verify_tool_task
+from agentmill.tasks.behaviour import behaviour_for
 
 
 def task_limits(task: Task) -> Limits:
@@ -66,6 +63,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             result.exception = f"could not copy the environment for the trial: {_brief(e)}"
             return result
         limits = task_limits(task)
+        behaviour = behaviour_for(task)  # what the task's kind does: prepare, verify
 
         ro = {}
         if agent.needs_solution and task.solution_sources:
@@ -84,15 +82,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
-            try:
-                await prepare_tool_state(task, sandbox)
-            except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
-                await sandbox.stop()
-                result.exception = f"tool environment: {_brief(e)}"
-                if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
-                    result.outcome = Outcome.TASK_ERROR
-                return result
+        try:  # the kind's own state, built inside the started sandbox before the agent (tool databases)
+            await behaviour.prepare(task, sandbox)
+        except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+            await sandbox.stop()
+            result.exception = f"task environment: {_brief(e)}"
+            if isinstance(e, behaviour.task_faults):  # e.g. the gym, its tools or the seed failed
+                result.outcome = Outcome.TASK_ERROR
+            return result
         t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
             if early is None:
@@ -128,13 +125,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
-        if task.kind == "tools":  # SQL state, judge and tool-call verifiers; the answer comes from the steps
-            verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
-        else:
-            verdict = await verify(task, image, rootfs, scratch, limits)
-            judged = judged_step_for(task)  # e.g. grounded tasks: the rubric judge over the deliverables
-            if judged is not None:
-                verdict = await judged(task, verdict)
+        verdict = await behaviour.verify(task, image, rootfs, scratch, limits, agent_result.steps)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
@@ -153,10 +144,10 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
 
 
 def _agent_sandbox(task: Task, agent: Agent, spec):
-    """A one-command agent on a terminal task gets a sandbox that is its command's whole life
-    (sandbox/command.py); every other agent, and every tool task (its state is built first), a
+    """A one-command agent gets a sandbox that is its command's whole life (sandbox/command.py), unless
+    the task's kind builds state in the started sandbox first (tool tasks); every other agent a
     started one."""
-    if task.kind != "tools" and getattr(agent, "runs_one_command", False):
+    if not behaviour_for(task).prepared_before_agent and getattr(agent, "runs_one_command", False):
         return OneCommandSandbox(spec)
     return create_sandbox(spec)
 

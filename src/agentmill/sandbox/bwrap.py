@@ -28,7 +28,7 @@ from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_a
 from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
 from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values
 from agentmill.sandbox.protocol import Limits
-from agentmill.sandbox.protocol import ExecResult, SandboxSpec
+from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.sandbox.uids import TEMPLATE_UID, UidLease, lease_uid
@@ -191,6 +191,8 @@ def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_
 @sandbox_backend("bwrap")
 class BwrapSandbox:
     """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
+
+    capabilities = frozenset({Capability.ONE_COMMAND, Capability.CONTROL_DIR, Capability.GUEST_SOCKET})
 
     def __init__(self, spec: SandboxSpec, *, name: str | None = None):
         self.spec = spec
