@@ -86,7 +86,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             await behaviour.prepare(task, sandbox)
         except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
             await sandbox.stop()
-            result.exception = f"task environment: {_brief(e)}"
+            result.exception = f"{task.kind} environment: {_brief(e)}"
             if isinstance(e, behaviour.task_faults):  # e.g. the gym, its tools or the seed failed
                 result.outcome = Outcome.TASK_ERROR
             return result

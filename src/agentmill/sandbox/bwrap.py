@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from agentmill.child_processes import spawn
-from agentmill.errors import SandboxError
+from agentmill.errors import GuestError, SandboxError
 from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
@@ -445,7 +445,7 @@ class BwrapSandbox:
             raise SandboxError(f"sandbox guest closed the connection ({status}) {self._stderr_text()}".strip())
         reply = json.loads(line)
         if not reply.pop("ok"):
-            raise SandboxError(reply["error"])
+            raise GuestError(reply["error"], reply.get("kind", "error"))
         return reply
 
     async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
@@ -469,8 +469,8 @@ class BwrapSandbox:
         """Read through the guest, so symlinks resolve inside the sandbox, never on the host."""
         try:
             reply = await self._rpc({"op": "read", "path": path, "max_bytes": max_bytes}, 30)
-        except SandboxError as e:
-            if "FileNotFoundError" in str(e):
+        except GuestError as e:
+            if e.kind == "not_found":
                 raise FileNotFoundError(path) from None
             raise
         return base64.b64decode(reply["data"])
