@@ -450,6 +450,7 @@ def diff_cmd(
 def ablate(
     matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for every variant's run and the results."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache to share, e.g. an earlier `agentmill run --cache DIR` (default: OUT/cache): stages a variant shares with it are reused."),
 ) -> None:
     """Build every variant's dataset, run the evaluation command per variant, and print the table."""
     from agentmill.recipe.ablate import run_ablation
@@ -464,7 +465,7 @@ def ablate(
         return recipe
 
     def build(name: str, data: dict, variant_dir: Path) -> Path:
-        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=out_dir / "cache",
+        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=cache or out_dir / "cache",
                             say=lambda m: console.print(f"[{name}] {m}", highlight=False), where=f"{matrix} variant '{name}'")
         asyncio.run(pipeline.run())
         return variant_dir / "exports"
