@@ -57,9 +57,15 @@ def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
     stages = [make("sources")]
     if recipe.augment.strategies:
         stages.append(make("augment"))
-    for i, f in enumerate(recipe.task_filters):
-        stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
-    stages += [make("mix"), make("rollout"), make("trace_filters")]
+    filters = [(i, f) for i, f in enumerate(recipe.task_filters)]
+    for i, f in filters:
+        if f.placement == "before_mix":
+            stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
+    stages.append(make("mix"))
+    for i, f in filters:  # the paper's filters over the mixed set
+        if f.placement == "after_mix":
+            stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
+    stages += [make("rollout"), make("trace_filters")]
     stages += [make("export", i, key=f"exports.{i}") for i in range(len(recipe.exports))]
     _link(stages, where)
     return stages
