@@ -145,6 +145,9 @@ class Export(_Strict):
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
     allow_empty: bool = False  # zero rows stops the run unless this is set
+    # The matched token-budget control: at most this many training tokens (the tokenizer's count, else
+    # the estimate), a seeded sample of the kept traces, so two variants compare at equal tokens.
+    token_budget: int | None = Field(None, ge=1)
 
 
 class Recipe(_Strict):
