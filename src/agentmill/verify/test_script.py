@@ -89,13 +89,19 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
     else:
         _judge(task, result, run.returncode, final.data("reward.txt"), final.data("reward.json"))
-    if tamper and result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.VERIFIER_ERROR):
-        # The agent's doing, whatever the tests said: no reward, and not the verifier's fault.
-        said = "no reward" if result.reward is None else f"{result.reward:g}"
-        result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
-        result.error = f"tamper evidence ({len(tamper)}): reward withheld (the tests said {said})"
+    withhold_for_tamper(result)
     result.seconds = time.monotonic() - started
     return result
+
+
+def withhold_for_tamper(result: VerifierResult) -> None:
+    """With tamper evidence, whatever the tests said (a pass, a fail, or no usable reward: a
+    verifier_error the agent may have caused on purpose), the trial is failed with reward 0: the
+    agent's doing, not the verifier's fault, and never rerun as one."""
+    if result.tamper and result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.VERIFIER_ERROR):
+        said = "no reward" if result.reward is None else f"{result.reward:g}"
+        result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
+        result.error = f"tamper evidence ({len(result.tamper)}): reward withheld (the tests said {said})"
 
 
 def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | None, js: bytes | None) -> None:
