@@ -373,6 +373,7 @@ def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert _wait_for(lambda: (run / "trials").is_dir() and any(p.name[0] != "." for p in (run / "trials").iterdir()))
+        assert f"running (pid {proc.pid})" in agentmill("status", run).stdout  # a live run, not "unfinished"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -380,6 +381,8 @@ def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path):
     assert proc.returncode == 143, err
     assert "terminated (SIGTERM): " in err and "of 4 trials finished" in err
     assert f"resume with: agentmill rollout {data} --agent oracle --out {run} -c 1" in err
+    s = json.loads(agentmill("status", run, "--json").stdout)
+    assert s["live_pid"] is None and s["done"] < 4  # the lock file stays; its process is gone
     r = agentmill("rollout", data, "--agent", "oracle", "--out", run, "-c", "1")
     assert r.returncode == 0, r.stderr
     assert json.loads(agentmill("status", run, "--json").stdout)["outcomes"] == {"passed": 4}

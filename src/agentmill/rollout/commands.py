@@ -143,7 +143,10 @@ def report_line(report, out: Path) -> str:
 
 def status_table(s: dict) -> Table:
     table = Table(title=f"run {s['run_dir']}", show_header=False)
-    extra = [f"{s['running']} unfinished"] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
+    live = s.get("live_pid")
+    running = (f"{s['running']} running (pid {live})" if live else
+               f"{s['running']} unfinished (lost in flight; they run again on resume)" if s["running"] else "0 running")
+    extra = [running] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
     table.add_row("trials", f"{s['planned']} planned: {s['done']} done, {', '.join(extra)}; over {s['tasks']} tasks")
     table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
     table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
