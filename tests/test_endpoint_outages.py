@@ -409,3 +409,68 @@ def test_sigterm_ends_a_recipe_run_as_ctrl_c_does(tmp_path):
     r = agentmill("run", recipe, "--out", out)
     assert r.returncode == 0, r.stderr
     assert len((out / "exports" / "trl.jsonl").read_text().splitlines()) == 4
+
+
+class Slow:
+    """A policy that answers after `seconds` while `slow` is set (a long request in flight)."""
+
+    def __init__(self, policy, seconds: float):
+        self.policy, self.seconds, self.slow = policy, seconds, True
+
+    def __call__(self, request):
+        if self.slow:
+            time.sleep(self.seconds)
+        return self.policy(request)
+
+
+def _terminate_when(proc, ready) -> str:
+    try:
+        assert _wait_for(ready), "the command never got going"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    return err
+
+
+@sandbox
+def test_sigterm_ends_a_synth_run_as_ctrl_c_does(tmp_path):
+    policies = _synth_policies()
+    slow = Slow(policies["generator"], 5.0)
+    policies["generator"] = slow
+    with ExitStack() as stack:
+        servers = {role: stack.enter_context(ChatServer(p)) for role, p in policies.items()}
+        cmd = ["synth", "run", _synth_config(tmp_path, servers), "--out", tmp_path / "out", "--no-report"]
+        proc = subprocess.Popen([*CLI, *map(str, cmd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        err = _terminate_when(proc, lambda: len(servers["generator"].requests) >= 1)
+        assert proc.returncode == 143, err
+        assert "terminated (SIGTERM)" in err and "run the same command again to resume" in err
+        slow.slow = False
+        r = agentmill(*cmd)  # the box in flight gave its slot back
+    assert r.returncode == 0, r.stderr
+    assert "accepted 1 target samples" in r.stderr
+
+
+@sandbox
+def test_sigterm_ends_a_ground_run_as_ctrl_c_does(tmp_path):
+    from tests.conftest import scratch_cache
+
+    env = {"AGENTMILL_CACHE": str(scratch_cache(tmp_path))}
+    policies = _ground_policies()
+    slow = Slow(policies["grapher"], 5.0)
+    policies["grapher"] = slow
+    with ExitStack() as stack:
+        servers = {r: stack.enter_context(ChatServer(p)) for r, p in policies.items()}
+        cmd = ["ground", "run", _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()}),
+               "--out", tmp_path / "store"]
+        proc = subprocess.Popen([*CLI, *map(str, cmd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **env})
+        err = _terminate_when(proc, lambda: len(servers["grapher"].requests) >= 1)
+        assert proc.returncode == 143, err
+        assert "terminated (SIGTERM): 0 seeds finished and kept" in err and "resume with: agentmill ground run" in err
+        for role, policy in _ground_policies().items():
+            servers[role].policy = policy
+        r = agentmill(*cmd, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "1 of 1 seeds admitted" in r.stdout, r.stderr
