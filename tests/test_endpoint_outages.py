@@ -103,6 +103,15 @@ def test_rollout_on_a_dead_endpoint_stops_at_once_then_the_same_command_complete
     assert len(server.requests) >= 2
 
 
+def test_eval_on_a_dead_endpoint_stops_at_once(tmp_path):
+    simple_task(tmp_path / "ds", "t0")
+    (port,) = free_ports(1)
+    r, seconds = timed("eval", tmp_path / "ds", "--out", tmp_path / "eval", "--label", "ckpt", "--model", "m",
+                       "--base-url", url(port))
+    assert_dead_endpoint(r, seconds, url(port), "terminus agent's model")
+    assert not (tmp_path / "eval").exists()
+
+
 def test_no_preflight_skips_the_probe(tmp_path):
     simple_task(tmp_path / "ds", "t0")
     with ChatServer(HELLO) as server:
