@@ -102,7 +102,8 @@ def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Pa
         raise AgentmillError(f"--agent {spec.agent}: none of the tasks is one it works on")
     config = rollout_config(spec, tasks, dataset_root)
     run_dir = run_dir_for(eval_dir, spec)
-    execute_rollout(config, tasks, run_dir, model_name=spec.model if config.model else None, retry_infra=False,
+    # retry_infra: an outage's trials are not measurements; the same eval command runs them again
+    execute_rollout(config, tasks, run_dir, model_name=spec.model if config.model else None, retry_infra=True,
                     console=console, check_endpoint=check_endpoint)
     record = record_run(run_dir, spec.label, spec.benchmark, k=spec.attempts)
     save_record(eval_dir, record)
