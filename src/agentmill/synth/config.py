@@ -109,6 +109,8 @@ class SynthSettings(_Strict):
     cards: Path | None = Field(None, description="JSONL of capability cards (else [diagnosis] writes them)")
     prompts: Path | None = Field(None, description="a folder overriding the bundled prompt files")
     semantic_min_score: float = Field(6.0, ge=0, le=10)
+    duplicate_threshold: float = Field(0.85, gt=0, le=1, description="request/state/calls similarity (Jaccard of word "
+                                       "3-grams) at which a candidate repeats an accepted sample")
     outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
     outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
 

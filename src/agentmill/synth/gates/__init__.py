@@ -1,19 +1,20 @@
 """The Target box's gates, each behind `Gate`: structural lint, semantic check, positive and negative
 verification, the solver ballot. `default_gates()` gives them in the order a candidate meets them
-(cheapest first, the ballot's model trials last)."""
+(cheapest first: the duplicate check before any sandbox, the ballot's model trials last)."""
 
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
 from agentmill.synth.gates.ballot import BallotGate
 from agentmill.synth.gates.lint import StructuralLint
 from agentmill.synth.gates.negative import NegativeVerification
+from agentmill.synth.gates.novelty import NoveltyGate
 from agentmill.synth.gates.positive import PositiveVerification
 from agentmill.synth.gates.semantic import SemanticCheck
 
 
 def default_gates(ballot: bool = True) -> list[Gate]:
-    gates: list[Gate] = [StructuralLint(), SemanticCheck(), PositiveVerification(), NegativeVerification()]
+    gates: list[Gate] = [NoveltyGate(), StructuralLint(), SemanticCheck(), PositiveVerification(), NegativeVerification()]
     return gates + [BallotGate()] if ballot else gates
 
 
-__all__ = ["BallotGate", "Gate", "GateContext", "GateResult", "NegativeVerification", "PositiveVerification",
+__all__ = ["BallotGate", "Gate", "GateContext", "GateResult", "NegativeVerification", "NoveltyGate", "PositiveVerification",
            "SemanticCheck", "StructuralLint", "default_gates"]
