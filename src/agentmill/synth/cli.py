@@ -148,3 +148,24 @@ def export_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth outp
         err.print(f"  {step.name:<22} kept {step.kept}  dropped {step.dropped}", highlight=False)
     err.print(f"{report.rows} rows -> {report.path}", highlight=False)
 
+
+@app.command("decontaminate")
+def decontaminate_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+                      benchmark: list[Path] = typer.Option(..., "--benchmark", "-b",
+                                                           help="An evaluation task folder (repeatable)."),
+                      ngram: int = typer.Option(13, "--ngram", help="Shared word n-gram length that counts as overlap.")) -> None:
+    """Check accepted tasks against evaluation folders (the recipe's decontamination filter); exit 1 on overlap."""
+    from agentmill.synth.decontam import REPORT, check_output
+    from agentmill.synth.store import SynthStore
+
+    try:
+        SynthStore.open_existing(out).close()
+        report = check_output(out, [str(b) for b in benchmark], ngram)
+    except AgentmillError as e:
+        _fail(str(e))
+    for name, reason in sorted(report["overlaps"].items()):
+        err.print(f"overlap: {name}: {reason}", highlight=False, markup=False)
+    err.print(f"{len(report['overlaps'])} of {report['checked']} accepted tasks overlap "
+              f"{report['benchmark_tasks']} evaluation tasks -> {out / REPORT}", highlight=False)
+    if report["overlaps"]:
+        raise typer.Exit(1)
