@@ -63,7 +63,8 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     # a generator reply that does not parse: a failed attempt with a diagnosis, then a fresh generation
     garbage = _gates(store, "card-garbage")
     assert garbage == [fail("parse", "unparseable"), ("novelty", 1, "ok"), ("contamination", 1, "ok"), ("lint", 1, "ok"),
-                       ("semantic", 1, "ok"), ("positive", 1, "ok"), ("negative", 1, "ok"), ("ballot", 1, "ok")]
+                       ("semantic", 1, "ok"), ("positive", 1, "ok"), ("completeness", 1, "ok"), ("negative", 1, "ok"),
+                       ("ballot", 1, "ok")]
 
     # diagnoses: the critic's where it made sense, the gate's own hint where its reply was prose
     diag = {r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"]) for r in store.rows(

@@ -1,9 +1,9 @@
 """The Target box's gates, each behind `Gate`: duplicates, overlap with evaluation data, structural lint,
-semantic check, positive and negative verification, the solver ballot. `default_gates()` gives them in
-the order a candidate meets them
+semantic check, positive verification, verifier completeness, negative verification, the solver ballot. `default_gates()` gives them in the order a candidate meets them
 (cheapest first: the duplicate check before any sandbox, the ballot's model trials last)."""
 
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
+from agentmill.synth.gates.completeness import VerifierCompleteness
 from agentmill.synth.gates.contamination import ContaminationGate
 from agentmill.synth.gates.ballot import BallotGate
 from agentmill.synth.gates.lint import StructuralLint
@@ -15,9 +15,9 @@ from agentmill.synth.gates.semantic import SemanticCheck
 
 def default_gates(ballot: bool = True, benchmarks: list[str] | None = None) -> list[Gate]:
     gates: list[Gate] = [NoveltyGate(), ContaminationGate(benchmarks or []), StructuralLint(), SemanticCheck(),
-                         PositiveVerification(), NegativeVerification()]
+                         PositiveVerification(), VerifierCompleteness(), NegativeVerification()]
     return gates + [BallotGate()] if ballot else gates
 
 
 __all__ = ["BallotGate", "ContaminationGate", "Gate", "GateContext", "GateResult", "NegativeVerification", "NoveltyGate",
-           "PositiveVerification", "SemanticCheck", "StructuralLint", "default_gates"]
+           "PositiveVerification", "SemanticCheck", "StructuralLint", "VerifierCompleteness", "default_gates"]
