@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -75,7 +76,7 @@ out = out_stdout = Console()
 
 
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(code)
 
 
@@ -200,13 +201,14 @@ def rollout(
     executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request)."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
     from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
-    from agentmill.rollout.commands import execute_rollout, report_line
+    from agentmill.rollout.commands import execute_rollout, infra_exit, report_line
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import unique_tasks
 
@@ -246,13 +248,15 @@ def rollout(
     runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", console=console, executor=runner)
+                                 retry_infra=retry == "infra", console=console, executor=runner,
+                                 check_endpoint=not no_preflight)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
         raise typer.Exit(e.code) from None
     console.print(report_line(report, out), highlight=False)
     _print_status(out, as_json=False)
+    raise typer.Exit(infra_exit(out, console))
 
 
 @app.command()
@@ -337,6 +341,7 @@ def run_recipe(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<recipe name> beside the recipe)."),
     cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache folder (default: <run folder>/stages); share it across runs to reuse stages."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and which stages are cached; run nothing."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per endpoint that checks the models before any work."),
 ) -> None:
     """Run a recipe: sources -> augment -> task filters -> mix -> rollouts -> trace filters -> export. Cached and resumable."""
     from agentmill.recipe.pipeline import Pipeline
@@ -358,7 +363,16 @@ def run_recipe(
     (out_stdout if dry_run else console).print(table)
     if dry_run:
         return
+    if not no_preflight:
+        from agentmill.models.preflight import run_preflight
+        from agentmill.recipe.preflight import recipe_probes
+
+        try:
+            run_preflight(recipe_probes(plan, where=str(recipe_path)))  # before the run folder is written
+        except AgentmillError as e:
+            _fail(str(e))
     from agentmill.progress import RolloutProgress
+    from agentmill.signals import sigterm_as_interrupt
 
     def progress(total):
         p = RolloutProgress(total=total, console=console)
@@ -366,16 +380,22 @@ def run_recipe(
         p.close = lambda: p.__exit__(None, None, None)
         return p
 
-    try:
-        reports = asyncio.run(pipeline.run(progress=progress))
-    except AgentmillError as e:
-        _fail(str(e))
-    except KeyboardInterrupt:
-        from agentmill.rollout.commands import INTERRUPTED_EXIT, resume_command
+    from agentmill.errors import InfraStopError
+    from agentmill.exit_codes import INFRA
 
-        console.print(f"interrupted: finished stages stay cached and finished trials stay kept; only work in flight "
-                      f"is lost.\nresume with: {resume_command()}", highlight=False)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+    with sigterm_as_interrupt() as stop:
+        try:
+            reports = asyncio.run(pipeline.run(progress=progress))
+        except InfraStopError as e:
+            _fail(str(e), INFRA)
+        except AgentmillError as e:
+            _fail(str(e))
+        except KeyboardInterrupt:
+            from agentmill.rollout.commands import resume_command
+
+            console.print(f"{stop.how}: finished stages stay cached and finished trials stay kept; only work in flight "
+                          f"is lost.\nresume with: {resume_command()}", highlight=False)
+            raise typer.Exit(stop.exit_code) from None
     funnel = Table(title="funnel")
     for col in ("stage", "in", "out", "dropped (top reasons)"):
         funnel.add_column(col, overflow="fold")
@@ -523,6 +543,7 @@ def eval_cmd(
     max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     scores: Optional[Path] = typer.Option(None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work."),
 ) -> None:
     """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
     from pydantic import ValidationError
@@ -539,7 +560,7 @@ def eval_cmd(
         first = e.errors()[0]
         _fail(f"invalid option: {'.'.join(map(str, first['loc'])) or 'value'}: {first['msg']}")
     try:
-        record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console)
+        record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console, check_endpoint=not no_preflight)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
@@ -551,6 +572,9 @@ def eval_cmd(
     _print_status(record.run_dir, as_json=False)
     console.print(f"recorded {label!r} in {out_dir / 'results.json'}; compare with: agentmill table {out_dir / 'results.json'}",
                   highlight=False)
+    from agentmill.rollout.commands import infra_exit
+
+    raise typer.Exit(infra_exit(record.run_dir, console, retry_hint=False))
 
 
 @app.command()

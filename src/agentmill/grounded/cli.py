@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentmill.errors import AgentmillError
@@ -20,7 +21,7 @@ out = Console()
 
 
 def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(2)
 
 
@@ -65,10 +66,18 @@ def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folde
 def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endpoints, seeds, [settings]."),
             store: Path = typer.Option(..., "--out", help="Store folder (resumable)."),
             files: Optional[list[Path]] = typer.Option(None, "--files", help="A folder of your own real files (repeatable)."),
-            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds.")) -> None:
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
+            no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per role's "
+                                              "endpoint that checks them before any work.")) -> None:
     """seeds -> workspaces -> evidence graphs -> specs -> teacher runs -> revision -> admission."""
+    from agentmill.exit_codes import INFRA
     from agentmill.grounded.report import write_report
-    from agentmill.grounded.run import GroundConfig, run_ground
+    from agentmill.grounded.roles import role_probes
+    from agentmill.grounded.run import GroundConfig, infra_failed, run_ground, used_roles
+    from agentmill.models.outages import outage_lines
+    from agentmill.models.preflight import run_preflight
+    from agentmill.rollout.commands import resume_command
+    from agentmill.signals import sigterm_as_interrupt
 
     try:
         cfg = GroundConfig.load(config)
@@ -78,20 +87,37 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
         if seeds:
             update["seeds"] = seeds
         cfg = cfg.model_copy(update=update)
+        if not no_preflight:
+            run_preflight(role_probes(cfg.roles, used_roles(cfg), str(config)))  # before the store is written
 
         from agentmill.progress import TrialProgress
 
-        with TrialProgress(cfg.seeds, what="seeds (ok = admitted)", console=err) as bar:
+        with TrialProgress(cfg.seeds, what="seeds (ok = admitted)", console=err) as bar, sigterm_as_interrupt() as stop:
             def done(o):
                 status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
                 err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
                 bar.advance(o.task is not None)
 
-            outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
+            try:
+                outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
+            except KeyboardInterrupt:
+                finished = len(list((store / "results").glob("*.json"))) if (store / "results").is_dir() else 0
+                err.print(f"{stop.how}: {finished} seeds finished and kept; seeds in flight run again.\n"
+                          f"resume with: {resume_command()}", highlight=False)
+                raise typer.Exit(stop.exit_code) from None
     except AgentmillError as e:
         _fail(str(e))
     report = write_report(store)
-    out.print(f"{sum(1 for o in outcomes if o.task)} of {len(outcomes)} seeds admitted; report: {report}")
+    admitted = sum(1 for o in outcomes if o.task)
+    out.print(f"{admitted} of {len(outcomes)} seeds admitted; report: {report}")
+    failed = [o for o in outcomes if infra_failed(o)]
+    if failed:
+        err.print(f"{len(failed)} seeds stopped by endpoint or harness failures (not kept: the same command runs them "
+                  "again):", highlight=False)
+        for line in outage_lines(o.error for o in failed):
+            err.print(f"  {line}", highlight=False)
+        if admitted == 0:
+            raise typer.Exit(INFRA)
 
 
 @app.command("report")

@@ -107,8 +107,9 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
                     outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients)
             except Exception as e:  # noqa: BLE001 - a bug or an OS error in one seed never stops the others
                 outcome = SeedOutcome(seed_id=seed.seed_id, stage="harness", error=f"{type(e).__name__}: {e}", fault="harness")
-            else:  # not written for a harness failure: the next run tries that seed again
-                write_text_atomic(done, outcome.model_dump_json(indent=1))
+            else:  # not written for a harness or endpoint failure: the next run tries that seed again
+                if not infra_failed(outcome):
+                    write_text_atomic(done, outcome.model_dump_json(indent=1))
         if on_done:
             on_done(outcome)
         return outcome
@@ -120,6 +121,18 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
             await c.close()
     finish(store, seeds, outcomes)
     return outcomes
+
+
+USED_ROLES = ("assembler", "grapher", "compiler", "teacher", "reviser", "judge")
+
+
+def used_roles(config: GroundConfig) -> list[str]:
+    return [r for r in USED_ROLES if r != "reviser" or config.settings.revise]
+
+
+def infra_failed(outcome: SeedOutcome) -> bool:
+    """The seed stopped because an endpoint failed: never a finished result (the next run retries it)."""
+    return outcome.error is not None and (outcome.fault or "").startswith(("endpoint:", "harness"))
 
 
 def finish(store: Path, seeds: list[Seed], outcomes: list[SeedOutcome]) -> None:

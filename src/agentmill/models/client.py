@@ -53,6 +53,10 @@ class EndpointError(AgentmillError):
     """The endpoint failed after every retry (down, refusing, or answering garbage)."""
 
 
+class MissingKeyError(EndpointError):
+    """The key's environment variable is not set: the endpoint cannot be used (never the input's fault)."""
+
+
 class ContextExceededError(AgentmillError):
     """The conversation no longer fits the model: the endpoint said so, or --max-context was reached.
     The agent's own limit, not the infrastructure's: the trial ends as `context_exceeded`."""
@@ -170,10 +174,12 @@ class ModelClient:
         return self._format_modes[0]
 
     @classmethod
-    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, **kw) -> "ModelClient":
+    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, key_hint: str = "--api-key-env",
+                 **kw) -> "ModelClient":
+        """`key_hint`: where the caller's user named the variable (a flag, or a config file's field)."""
         key = os.environ.get(api_key_env) if api_key_env else None
         if api_key_env and key is None:
-            raise AgentmillError(f"--api-key-env: environment variable {api_key_env} is not set")
+            raise MissingKeyError(f"{key_hint}: environment variable {api_key_env} is not set")
         return cls(base_url=base_url, model=model, api_key=key, **kw)
 
     async def close(self) -> None:

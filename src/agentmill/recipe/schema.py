@@ -202,7 +202,12 @@ def parse_recipe(data: dict[str, Any], *, where: str, base_dir: Path | None = No
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise AgentmillError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
+        hint = ""
+        if err["type"] == "extra_forbidden":
+            from agentmill.recipe.suggest import did_you_mean
+
+            hint = did_you_mean(Recipe, err["loc"])
+        raise AgentmillError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}{hint}") from None
     recipe.base_dir = base_dir
     return recipe
 

@@ -125,11 +125,21 @@ def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger]:
     except AgentmillError:
         lock.release()
         raise
-    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2))
+    write_text_atomic(run_dir / "config.json", _grown(run_dir, config).model_dump_json(indent=2))
     (run_dir / "trials").mkdir(exist_ok=True)
     for stale in (run_dir / "trials").glob(".tmp-*"):  # half-written folders of a killed run (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     return lock, Ledger(run_dir / "ledger.sqlite")
+
+
+def _grown(run_dir: Path, config: RolloutConfig) -> RolloutConfig:
+    """The config to save: every task this folder has seen keeps its hash, so an edit after a run
+    that left it out is still refused."""
+    path = run_dir / "config.json"
+    if not path.exists():
+        return config
+    old = RolloutConfig.model_validate_json(path.read_text())
+    return config.model_copy(update={"task_hashes": {**old.task_hashes, **config.task_hashes}})
 
 
 def require_toolkit() -> None:

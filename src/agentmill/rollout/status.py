@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.lock import live_holder
 from agentmill.traces.telemetry import Telemetry, aggregate
 from agentmill.verify.outcome import Outcome
 
@@ -58,6 +59,7 @@ def summarize(run_dir: Path) -> dict:
         "trials": len(rows),
         "done": len(done),
         "running": len(rows) - len(done),
+        "live_pid": live_holder(run_dir),  # a process writing the folder now, else None
         "not_started": max(0, (planned or 0) - len(rows)),
         "attempted": len(attempted),
         "infra_failures": len(done) - len(attempted),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentmill.errors import AgentmillError
@@ -19,7 +19,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(2)
 
 
@@ -58,14 +58,23 @@ class _Progress:
 @app.command("run")
 def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The synthesis config (TOML)."),
             out: Path = typer.Option(..., "--out", help="Output folder: synth.sqlite, tasks/, accepted.jsonl (resumes)."),
-            no_report: bool = typer.Option(False, "--no-report", help="Do not write OUT/report.html at the end.")) -> None:
+            no_report: bool = typer.Option(False, "--no-report", help="Do not write OUT/report.html at the end."),
+            no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per role's "
+                                              "endpoint that checks them before any work.")) -> None:
     """Run synthesis (resumes when OUT holds an earlier run of it)."""
+    from agentmill.exit_codes import INFRA
+    from agentmill.models.outages import outage_lines
+    from agentmill.models.preflight import run_preflight
+    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.synth.clients import role_probes
     from agentmill.synth.config import load_config
     from agentmill.synth.report import write_report
     from agentmill.synth.run import run_synth
 
     try:
         config = load_config(config_path)
+        if not no_preflight:
+            run_preflight(role_probes(config, str(config_path)))  # before OUT is written
     except AgentmillError as e:
         _fail(str(e))
     total = config.synth.max_slots  # the slot budget; variants add to it as they are planned
@@ -75,16 +84,15 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
         tracker = _Progress(progress, total)
         # SIGTERM ends the run as Ctrl-C does: the boxes are cancelled and the embedded model's server (its own
         # session, so no group kill reaches it) is stopped on the way out, never left behind
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-        try:
-            summary = asyncio.run(run_synth(config, out, on_event=tracker))
-        except AgentmillError as e:
-            _fail(str(e))
-        except KeyboardInterrupt:
-            err.print(f"interrupted; run the same command again to resume from {out}", highlight=False)
-            raise typer.Exit(130) from None
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        with sigterm_as_interrupt() as stop:
+            try:
+                summary = asyncio.run(run_synth(config, out, on_event=tracker))
+            except AgentmillError as e:
+                _fail(str(e))
+            except KeyboardInterrupt:
+                err.print(f"{stop.how}; finished boxes are kept, boxes in flight give their slots back; run the same "
+                          f"command again to resume from {out}", highlight=False)
+                raise typer.Exit(stop.exit_code) from None
     for problem in summary["card_problems"]:
         err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
@@ -92,6 +100,14 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
     _print_funnel(out)
     if not no_report:
         err.print(f"report: {write_report(out)}", highlight=False)
+    outages = [r for r in summary.get("outages", []) if (r or "").startswith("infra:")]
+    if outages:
+        err.print(f"{len(outages)} boxes ended by endpoint failures (their slots are given back; the same command "
+                  "runs them again):", highlight=False)
+        for line in outage_lines(r.removeprefix("infra:").strip() for r in outages):
+            err.print(f"  {line}", highlight=False)
+        if summary["accepted"] == 0 and summary["multiplied"] == 0:
+            raise typer.Exit(INFRA)
 
 
 def _print_funnel(out: Path) -> None:
@@ -119,3 +135,53 @@ def report_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth outp
         err.print(f"report: {write_report(out, dest)}", highlight=False)
     except AgentmillError as e:
         _fail(str(e))
+
+
+@app.command("export")
+def export_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+               fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor"),
+               dest: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
+               reasoning: str = typer.Option("think", "--reasoning", help="think | drop"),
+               filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
+               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5)."),
+               max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this."),
+               tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="for --max-tokens"),
+               allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when nothing is kept.")) -> None:
+    """SFT rows: the accepted samples' verified solver trajectories, filtered as `agentmill export` does."""
+    from agentmill.synth.sft_export import export_synth
+    from agentmill.traces.filters import FilterSpec
+
+    try:
+        spec = (FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()).merged(min_turns=min_turns,
+                                                                                             max_tokens=max_tokens)
+        report, notes = export_synth(out, fmt, dest, spec=spec, reasoning=reasoning, tokenizer=tokenizer,
+                                     allow_empty=allow_empty)
+    except (AgentmillError, ValueError) as e:
+        _fail(str(e).splitlines()[-1] if isinstance(e, ValueError) else str(e))
+    for note in notes:
+        err.print(f"note: {note}", highlight=False)
+    for step in report.funnel:
+        err.print(f"  {step.name:<22} kept {step.kept}  dropped {step.dropped}", highlight=False)
+    err.print(f"{report.rows} rows -> {report.path}", highlight=False)
+
+
+@app.command("decontaminate")
+def decontaminate_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+                      benchmark: list[Path] = typer.Option(..., "--benchmark", "-b",
+                                                           help="An evaluation task folder (repeatable)."),
+                      ngram: int = typer.Option(13, "--ngram", help="Shared word n-gram length that counts as overlap.")) -> None:
+    """Check accepted tasks against evaluation folders (the recipe's decontamination filter); exit 1 on overlap."""
+    from agentmill.synth.decontam import REPORT, check_output
+    from agentmill.synth.store import SynthStore
+
+    try:
+        SynthStore.open_existing(out).close()
+        report = check_output(out, [str(b) for b in benchmark], ngram)
+    except AgentmillError as e:
+        _fail(str(e))
+    for name, reason in sorted(report["overlaps"].items()):
+        err.print(f"overlap: {name}: {reason}", highlight=False, markup=False)
+    err.print(f"{len(report['overlaps'])} of {report['checked']} accepted tasks overlap "
+              f"{report['benchmark_tasks']} evaluation tasks -> {out / REPORT}", highlight=False)
+    if report["overlaps"]:
+        raise typer.Exit(1)

@@ -62,12 +62,13 @@ class RoleConfig(_Strict):
     def sampling(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed)
 
-    def client(self, local_url: str | None = None) -> ModelClient:
+    def client(self, local_url: str | None = None, role: str = "NAME") -> ModelClient:
         """`local_url`: where the embedded model is served, for a role with model = "local"."""
         if self.is_local and local_url is None:
             raise AgentmillError("the embedded model is not running (open the roles with synth.clients.open_role_clients)")
         return ModelClient.from_env(base_url=local_url if self.is_local else self.base_url,
                                     model=served_name(self.model), api_key_env=self.api_key_env,
+                                    key_hint=f"[roles.{role}] api_key_env",
                                     sampling=self.sampling(), timeout=self.timeout, max_retries=self.max_retries,
                                     backoff_base=0.2, max_concurrency=self.concurrency, prices=self.prices)
 
@@ -109,6 +110,10 @@ class SynthSettings(_Strict):
     cards: Path | None = Field(None, description="JSONL of capability cards (else [diagnosis] writes them)")
     prompts: Path | None = Field(None, description="a folder overriding the bundled prompt files")
     semantic_min_score: float = Field(6.0, ge=0, le=10)
+    benchmarks: list[Path] = Field(default_factory=list, description="evaluation task folders no sample may overlap "
+                                   "(the diagnosis tasks always count)")
+    duplicate_threshold: float = Field(0.85, gt=0, le=1, description="request/state/calls similarity (Jaccard of word "
+                                       "3-grams) at which a candidate repeats an accepted sample")
     outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
     outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
 
@@ -143,6 +148,7 @@ def _resolve(cfg: SynthConfig, base: Path) -> SynthConfig:
         return None if p is None else (p if p.is_absolute() else (base / p).resolve())
 
     cfg.synth.cards, cfg.synth.prompts, cfg.env.gym_dir = fix(cfg.synth.cards), fix(cfg.synth.prompts), fix(cfg.env.gym_dir)
+    cfg.synth.benchmarks = [fix(p) for p in cfg.synth.benchmarks]
     if cfg.diagnosis is not None:
         d = cfg.diagnosis
         d.tasks, d.target_run, d.teacher_run = fix(d.tasks), fix(d.target_run), fix(d.teacher_run)
@@ -163,4 +169,8 @@ def load_config(path: Path) -> SynthConfig:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise AgentmillError(f"{path}: field '{field}': {err['msg']}") from None
-    return _resolve(cfg, path.parent.resolve())
+    cfg = _resolve(cfg, path.parent.resolve())
+    for bench in cfg.synth.benchmarks:
+        if not bench.exists():
+            raise AgentmillError(f"{path}: field 'synth.benchmarks': {bench}: no such folder")
+    return cfg

@@ -17,6 +17,7 @@ from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet
 from agentmill.synth.clients import open_role_clients
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
 from agentmill.synth.config import SynthConfig
+from agentmill.synth.decontam import eval_sets
 from agentmill.synth.gates import default_gates
 from agentmill.synth.meta_review import review_if_due
 from agentmill.synth.output import materialize
@@ -70,12 +71,15 @@ async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[st
 
 async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | None = None, on_event=None) -> dict:
     started = time.monotonic()
+    wall_start = time.time()
     store = SynthStore(out)
     try:
         _same_environment(store, config)  # before any model starts: a wrong folder is refused at once
         async with open_role_clients(config, on_event) as clients:
             try:
-                return await _run(config, store, clients, builder or ImageBuilder(), on_event, started)
+                summary = await _run(config, store, clients, builder or ImageBuilder(), on_event, started)
+                summary["outages"] = store.interrupted_since(wall_start)  # boxes an endpoint failure ended
+                return summary
             finally:
                 for role, c in clients.items():
                     u = c.stats.usage
@@ -96,7 +100,7 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
     if environment is None:
         environment = await describe_environment(config.env, builder, store.out / "work")
         store.set_meta("environment", environment)
-    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled),
+    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled, eval_sets(config)),
                  builder=builder, environment=environment, on_event=on_event)
     accepted = store.accepted_counts()
     scheduler = Scheduler([CardQuota(card_id=c["card_id"], target_count=c["target_count"],
@@ -120,7 +124,8 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
             review()
         return ok
 
-    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - scheduler.next_index))
+    # interrupted boxes gave their slots back (store.slots_used); slot indexes stay unique (next_index)
+    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - store.slots_used()))
     await _multiply(env, config)
     seconds = time.monotonic() - started
     store.set_meta("seconds", str(float(store.get_meta("seconds") or 0) + seconds))
