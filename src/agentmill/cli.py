@@ -24,6 +24,14 @@ sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run
 app.add_typer(sandbox_app, name="sandbox")
 
 
+@app.callback()
+def _everything(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                            help="More detail on stderr: -v what each step does, -vv debug.")) -> None:
+    from agentmill.logs import configure
+
+    configure(verbose)
+
+
 def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in agentmill.grounded.cli
     from agentmill.grounded.cli import app as ground
 

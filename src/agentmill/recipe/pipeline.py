@@ -33,6 +33,8 @@ from agentmill.recipe.stage import Stage, StageContext, aiter_of, stage_class
 from agentmill.recipe.stages.model_identity import model_identity  # noqa: F401  (re-exported)
 from agentmill.recipe.stores import STORES
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class PlanStep:
@@ -136,6 +138,7 @@ class Pipeline:
                 report = self.cache.done(step.stage, step.key)
                 if report is not None:
                     self.say(f"stage {step.stage}: cached")
+                    log.info("stage %s: cached under key %s", step.stage, step.key)
                     self.cache.record(step.stage, step.key, "cached")
                 else:
                     self.say(f"stage {step.stage}: running ({step.what})")
