@@ -12,6 +12,7 @@ reports. Changing one line reruns only the stages at and after it.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time

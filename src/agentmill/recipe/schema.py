@@ -87,10 +87,8 @@ class TaskFilter(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     model: ModelSpec | None = None
     sources: list[str] = Field(default_factory=list)  # only these sources' tasks (empty: every source)
-    # true: the filter runs over each source's tasks separately (a top-k cut keeps k per source)
-    per_source: bool = False
-    # where it runs: before the mix (over every source's tasks) or after it (over the mixed set)
-    placement: Literal["before_mix", "after_mix"] = "before_mix"
+    per_source: bool = False  # run over each source's tasks separately (a top-k cut keeps k per source)
+    placement: Literal["before_mix", "after_mix"] = "before_mix"  # before the mix, or over the mixed set
 
     @field_validator("kind")
     @classmethod
@@ -145,9 +143,8 @@ class Export(_Strict):
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
     allow_empty: bool = False  # zero rows stops the run unless this is set
-    # The matched token-budget control: at most this many training tokens (the tokenizer's count, else
-    # the estimate), a seeded sample of the kept traces, so two variants compare at equal tokens.
-    token_budget: int | None = Field(None, ge=1)
+    # The matched token-budget control: two variants exported at one budget train on equal tokens.
+    token_budget: int | None = Field(None, ge=1)  # at most this many training tokens: a seeded sample of the traces
 
 
 class Recipe(_Strict):
