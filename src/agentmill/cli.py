@@ -120,14 +120,14 @@ def check(
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
-    from agentmill.rollout.check import check_tasks
+    from agentmill.rollout.check import CHECK_PASSES, check_tasks
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task, sample_tools)
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
             results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
-                                              on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+                                              on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
         except AgentmillError as e:
             _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
@@ -136,7 +136,7 @@ def check(
     for r in sorted(results, key=lambda r: r.task.name):
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
-        color = "green" if r.verdict == "ok" else "red"
+        color = "green" if r.verdict == "ok" else "yellow" if r.verdict == "needs_judge" else "red"
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
                       Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
@@ -146,7 +146,8 @@ def check(
     out.print(check_summary(rows), highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
-    raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
+    # needs_judge is no failure of the task: its deterministic part was audited; the judged part waits for a judge
+    raise typer.Exit(0 if all(r["verdict"] in CHECK_PASSES for r in rows) else 1)
 
 
 def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None, workers: int | None = None):

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentmill.errors import TaskError
+from agentmill.verify.judge import NEEDS_JUDGE
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a process ended by SIGINT
 
@@ -118,6 +119,11 @@ def status_table(s: dict) -> Table:
     table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
     table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
                   f"failures counted apart (not in pass@k)")
+    if s.get("unjudged"):
+        table.add_row("[bold yellow]unjudged[/bold yellow]",
+                      f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
+                      "no reward, not in pass@k or the mean reward, dropped by export; run them again with a "
+                      "judge[/bold yellow]")
     table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
     for k, v in s.get("pass_at_k", {}).items():
         table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
