@@ -63,7 +63,10 @@ def degenerate(record: TraceRecord, policy: AdmissionPolicy) -> str | None:
     return None
 
 
-def _checks_passed(result) -> bool:
+ATTEMPTED = ("passed", "failed", "agent_timeout", "unjudged")  # outcomes of a run that can be judged
+
+
+def checks_passed(result) -> bool:
     """The deterministic checks passed: reward 1, or no reward only because the rubric waited for a
     judge in the trial (unjudged): this gate is that judge."""
     return result.reward == 1.0 or (result.reward is None and NOT_JUDGED in result.verifier_stdout)
@@ -73,12 +76,12 @@ async def admit(run: TeacherRun, spec: Spec, graph: Graph, ws_dir: Path, judge_c
                 policy: AdmissionPolicy | None = None, prompts_dir: Path | None = None) -> Admission:
     policy = policy or AdmissionPolicy()
     outcome = run.result.outcome.value
-    if outcome not in ("passed", "failed", "agent_timeout", "unjudged"):
+    if outcome not in ATTEMPTED:
         return Admission(admitted=False, gate="trial", reason=f"trial ended as {outcome}: {run.result.exception or ''}".strip())
     why = degenerate(trace_record(run), policy)
     if why:
         return Admission(admitted=False, gate="degenerate", reason=why)
-    if not _checks_passed(run.result):
+    if not checks_passed(run.result):
         failed = [ln[5:] for ln in run.result.verifier_stdout.splitlines() if ln.startswith("FAIL ")]
         return Admission(admitted=False, gate="checks", reason="artifact checks failed: " + ("; ".join(failed) or "no report"))
     verdict = await judge(spec, graph, ws_dir, run.deliverables, judge_client, mode="anchored", prompts_dir=prompts_dir)
