@@ -196,7 +196,7 @@ def rollout(
     max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
     price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
-    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
+    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors; 'unjudged': rerun trials that ended unjudged (set the judge first)."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
@@ -213,8 +213,10 @@ def rollout(
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
-    if retry not in (None, "infra"):
-        _fail("--retry: only 'infra' is supported")
+    if retry not in (None, "infra", "unjudged"):
+        _fail("--retry: use 'infra' or 'unjudged'")
+    if retry == "unjudged" and not (os.environ.get("AGENTMILL_JUDGE_MODEL") and os.environ.get("AGENTMILL_JUDGE_BASE_URL")):
+        _fail("--retry unjudged: set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL first (they would end unjudged again)")
     needs_model = agent_class(agent).needs_model
     if needs_model and not model:
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
@@ -247,7 +249,8 @@ def rollout(
     runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", console=console, executor=runner)
+                                 retry_infra=retry == "infra", retry_unjudged=retry == "unjudged", console=console,
+                                 executor=runner)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed

@@ -239,3 +239,31 @@ def test_the_reference_article_passes_the_prose_judge(tmp_path, judge):
     judge(prose_judge)
     r = oracle_trial(tmp_path, kb_task(tmp_path, None))
     assert r.outcome is Outcome.PASSED and r.reward == 1.0 and r.rewards["article_reads_as_a_fix"] == 1.0
+
+
+@sandbox
+def test_unjudged_trials_rerun_once_a_judge_is_set(tmp_path, no_judge):
+    import os
+    import subprocess
+    import sys
+
+    def cli(*args, judge_url=None):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTMILL_JUDGE_")}
+        if judge_url:
+            env.update(AGENTMILL_JUDGE_MODEL="scripted-judge", AGENTMILL_JUDGE_BASE_URL=judge_url)
+        return subprocess.run([sys.executable, "-m", "agentmill.cli", *args], capture_output=True, text=True, env=env,
+                              timeout=600)
+
+    run = tmp_path / "run"
+    rollout = ["rollout", "--sample-tools", "-t", REFUSAL, "--agent", "oracle", "--out", str(run)]
+    assert cli(*rollout).returncode == 0
+    status = json.loads(cli("status", str(run), "--json").stdout)
+    assert status["outcomes"] == {"unjudged": 1} and status["unjudged"] == 1 and "1" not in status.get("pass_at_k", {})
+    r = cli(*rollout, "--retry", "unjudged")  # without a judge it would end unjudged again: refused, said why
+    assert r.returncode != 0 and "set AGENTMILL_JUDGE_MODEL" in r.stderr + r.stdout
+    with ChatServer(refusal_judge, model="scripted-judge") as server:
+        r = cli(*rollout, "--retry", "unjudged", judge_url=server.base_url)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert len(server.requests) == 1
+    status = json.loads(cli("status", str(run), "--json").stdout)
+    assert status["outcomes"] == {"passed": 1} and status["pass_at_k"]["1"]["mean"] == 1.0

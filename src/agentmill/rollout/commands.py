@@ -44,7 +44,7 @@ def resume_command() -> str:
 
 
 def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
-                    executor=None):
+                    executor=None, retry_unjudged: bool = False):
     """Check, start the model if one is needed, run with live progress; on Ctrl-C say what finished,
     what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit codes as SystemExit."""
     from agentmill.models.session import open_model
@@ -60,7 +60,8 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
             with RolloutProgress(total=len(plan_trials(config, tasks)), client=client if local else None,
                                  console=console) as progress:
                 holder["progress"] = progress
-                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra, executor=executor,
+                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
+                                         retry_unjudged=retry_unjudged, executor=executor,
                                          on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total)
 
         if config.model is None:
@@ -122,8 +123,8 @@ def status_table(s: dict) -> Table:
     if s.get("unjudged"):
         table.add_row("[bold yellow]unjudged[/bold yellow]",
                       f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
-                      "no reward, not in pass@k or the mean reward, dropped by export; run them again with a "
-                      "judge[/bold yellow]")
+                      "no reward, not in pass@k or the mean reward, dropped by export; with a judge set, "
+                      "`agentmill rollout ... --retry unjudged` runs them again[/bold yellow]")
     table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
     for k, v in s.get("pass_at_k", {}).items():
         table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
