@@ -267,3 +267,20 @@ def test_unjudged_trials_rerun_once_a_judge_is_set(tmp_path, no_judge):
         assert len(server.requests) == 1
     status = json.loads(cli("status", str(run), "--json").stdout)
     assert status["outcomes"] == {"passed": 1} and status["pass_at_k"]["1"]["mean"] == 1.0
+
+
+@sandbox
+def test_check_says_a_refusal_task_needs_a_judge_and_checks_it_whole_with_one(tmp_path, no_judge, judge):
+    from agentmill.rollout.check import check_tasks
+
+    def check():
+        [r] = asyncio.run(check_tasks([load_task(TASKS / REFUSAL)], builder=ImageBuilder(cache=scratch_cache(tmp_path))))
+        return r
+
+    without = check()
+    assert without.verdict == "needs_judge" and without.oracle.outcome is Outcome.UNJUDGED
+    assert without.nop.outcome is Outcome.FAILED  # the deterministic part still audited: nop fails it
+    assert without.reason.startswith("needs a judge (set AGENTMILL_JUDGE_MODEL/AGENTMILL_JUDGE_BASE_URL)")
+    assert "explains_the_assignment_group_rule" in without.reason
+    judge(refusal_judge)
+    assert check().verdict == "ok"  # twin: with a judge the same task is checked whole
