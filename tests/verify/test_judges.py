@@ -284,3 +284,13 @@ def test_check_says_a_refusal_task_needs_a_judge_and_checks_it_whole_with_one(tm
     assert "explains_the_assignment_group_rule" in without.reason
     judge(refusal_judge)
     assert check().verdict == "ok"  # twin: with a judge the same task is checked whole
+
+
+def test_a_task_whose_only_check_is_judged_is_unjudged_without_a_judge():
+    from agentmill.verify.sql_state import Check, outcome_of, rewards_of
+
+    only = [Check("explains", "response_check", None)]
+    reward, rewards = rewards_of(only)
+    assert reward is None and rewards == {} and outcome_of(only, reward)[0] is Outcome.UNJUDGED
+    failed = [Check("explains", "response_check", None), Check("closed", "database_state", False)]
+    assert rewards_of(failed)[0] == 0.0 and outcome_of(failed, 0.0)[0] is Outcome.FAILED  # a failure is known

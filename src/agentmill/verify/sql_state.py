@@ -204,7 +204,7 @@ def rewards_of(checks: list[Check]) -> tuple[float | None, dict[str, float]]:
     none of those that ran failed: what the judge would have said is unknown, never a pass."""
     counted = [c for c in checks if c.passed is not None]
     rewards = {c.name: 1.0 if c.passed else 0.0 for c in counted}
-    if counted and len(counted) < len(checks) and all(c.passed for c in counted):
+    if len(counted) < len(checks) and all(c.passed for c in counted):  # also when no check could run
         return None, rewards
     reward = 1.0 if counted and all(c.passed for c in counted) else 0.0
     return reward, {**rewards, "reward": reward}
