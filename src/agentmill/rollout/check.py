@@ -90,7 +90,7 @@ class CheckResult:
         if self.verdict == "needs_judge":
             nop = ("nop fails them" if self.nop.outcome is Outcome.FAILED else
                    "nop passes every check that ran too: only the judge can fail it")
-            return f"{NEEDS_JUDGE}: the oracle passes every check that ran, {nop}; not run: {self._unjudged_checks()}"
+            return f"{NEEDS_JUDGE}; not run: {self._unjudged_checks()}; the oracle passes every check that ran, {nop}"
         if self.verdict == "weak_verifier":
             return "weak_verifier: " + "; ".join(f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors)
         for trial in (self.oracle, self.nop):
