@@ -92,3 +92,23 @@ def test_check_reports_a_task_that_needs_a_judge_and_does_not_call_it_ok(tmp_pat
     # an oracle that fails a check that ran is still unsolvable, and a passing nop still vacuous
     assert CheckResult(task, _trial(Outcome.FAILED), _trial(Outcome.FAILED)).verdict == "unsolvable"
     assert CheckResult(task, _trial(Outcome.UNJUDGED, why), _trial(Outcome.PASSED)).verdict == "vacuous"
+
+
+def test_harbor_export_names_unjudged_and_reads_it_back():
+    from agentmill.traces.harbor_schema import error_policy, harbor_exception, outcome_of
+
+    kind, _ = harbor_exception("unjudged", "explains: needs a judge", None)
+    assert kind == "JudgeNotConfiguredError" and outcome_of(kind, None) == "unjudged"
+    assert error_policy(kind)["has_valid_reward"] is False  # Harbor must not count it as a reward
+    assert harbor_exception("passed", None, 1.0) is None  # twin
+
+
+def test_the_trial_store_does_not_keep_an_unjudged_trial(tmp_path):
+    from agentmill.rollout.store import TrialStore
+
+    store = TrialStore(tmp_path / "store")
+    for tid, outcome in (("u", "unjudged"), ("p", "passed")):
+        folder = tmp_path / tid
+        folder.mkdir()
+        (folder / "result.json").write_text(json.dumps({"outcome": outcome}))
+        assert store.put(tid, folder) is (outcome == "passed")  # a later run with a judge must judge it
