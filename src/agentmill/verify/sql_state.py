@@ -71,7 +71,10 @@ class TrialView:
         return cls(tools_called=called, final_answer=answer, calls=_calls_of(steps))
 
 
-_RESULT_CHARS = 4000  # per call result shown to the judge: the gist of a listing, all of an error
+# per call shown to the judge: the gist of a listing, all of an error. Every call is shown (none
+# dropped: a forbidden call hidden among many would be the policy's way past the judge), each cut
+_RESULT_CHARS = 2000
+_ANSWER_CHARS = 20000
 
 
 def _calls_of(steps: list[Step]) -> list[dict]:
@@ -82,7 +85,10 @@ def _calls_of(steps: list[Step]) -> list[dict]:
         results = {r.source_call_id: r.content for r in (s.observation.results if s.observation else [])}
         for c in s.tool_calls or []:
             result = results.get(c.tool_call_id)
-            out.append({"tool": c.function_name, "arguments": c.arguments,
+            arguments = c.arguments
+            text = json.dumps(arguments, default=str)
+            out.append({"tool": c.function_name,
+                        "arguments": arguments if len(text) <= _RESULT_CHARS else text[:_RESULT_CHARS] + " [cut]",
                         "result": None if result is None else result[:_RESULT_CHARS]})
     return out
 
@@ -190,7 +196,7 @@ async def _response_check(v: ResponseCheckVerifier, res: dict, view: TrialView, 
     if cfg.subject == "query_result":
         data = {"text_to_judge": res["rows"], "tool_calls": view.calls}
     else:
-        data = {"database": res["rows"], "final_answer": view.final_answer, "tool_calls": view.calls}
+        data = {"database": res["rows"], "final_answer": view.final_answer[:_ANSWER_CHARS], "tool_calls": view.calls}
     try:
         score, reasoning = await judge.score(cfg.comparison_prompt, data)
     except JudgeError as e:
