@@ -75,6 +75,7 @@ class TrialView:
 # dropped: a forbidden call hidden among many would be the policy's way past the judge), each cut
 _RESULT_CHARS = 2000
 _ANSWER_CHARS = 20000
+_ROWS = 200  # of a check's query: a judge reads facts, not a table dump
 
 
 def _calls_of(steps: list[Step]) -> list[dict]:
@@ -193,10 +194,11 @@ async def _response_check(v: ResponseCheckVerifier, res: dict, view: TrialView, 
         return Check(v.name, v.verifier_type, False, details="the query found no text to judge")
     if judge is None:
         return Check(v.name, v.verifier_type, None, details=f"not evaluated: {NEEDS_JUDGE}")
+    rows = res["rows"][:_ROWS] + ([{"rows_not_shown": len(res["rows"]) - _ROWS}] if len(res["rows"]) > _ROWS else [])
     if cfg.subject == "query_result":
-        data = {"text_to_judge": res["rows"], "tool_calls": view.calls}
+        data = {"text_to_judge": rows, "tool_calls": view.calls}
     else:
-        data = {"database": res["rows"], "final_answer": view.final_answer[:_ANSWER_CHARS], "tool_calls": view.calls}
+        data = {"database": rows, "final_answer": view.final_answer[:_ANSWER_CHARS], "tool_calls": view.calls}
     try:
         score, reasoning = await judge.score(cfg.comparison_prompt, data)
     except JudgeError as e:
