@@ -8,6 +8,7 @@ import json
 import re
 import threading
 
+from agentmill.verify.fence import unfence
 from tests.helpers.chat_server import Reply, terminus_json
 
 CSV = "energy/iowa-electricity.csv"
@@ -151,19 +152,23 @@ def _section(text: str, start: str, end: str | None) -> str:
 
 
 def judge_policy():
-    """Scores a criterion 1 when its expected value is in the deliverables and (anchored mode)
+    """Scores a criterion 1 when its expected value is in its artifact and (anchored mode)
     every fact it cites is shown in the evidence; a negative is proven when a cited fact's value
     appears in the deliverables."""
 
     def policy(request):
         text = request["messages"][-1]["content"]
         rubric = json.loads(_section(text, "Rubric:\n", "\n\nEvidence:"))
-        evidence = _section(text, "Evidence:\n", "\n\nDeliverables:")
-        deliverables = _section(text, "Deliverables:\n", "\n\nAnswer with")
+        evidence = _section(text, "Evidence:\n", "\n\nAnswer with")
+        # the deliverables, read as a judge is told to: the one fenced JSON value, nothing outside it
+        files = unfence(text)[1]
+        deliverables = "\n".join(f"{path}:\n{body}" for path, body in files.items())
         anchored = evidence.strip() != "(not provided)"
         scores = []
         for c in rubric["criteria"]:
-            ok = c.get("expected", c["requirement"]) in deliverables if anchored else _loose(c["requirement"], deliverables)
+            # a criterion is met in its own artifact: text elsewhere claiming to be that artifact does not count
+            ok = (c.get("expected", c["requirement"]) in files.get(c["artifact"], "") if anchored
+                  else _loose(c["requirement"], deliverables))
             if anchored:
                 ok = ok and all(re.search(rf"\[{re.escape(a)}\] [^\n]*= ", evidence) for a in c["anchors"])
             scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "scripted"})

@@ -2,6 +2,7 @@
 a cited file drops only the criteria that cite it)."""
 
 import asyncio
+import json
 import shutil
 
 import pytest
@@ -117,3 +118,39 @@ def test_removing_one_sheet_drops_only_the_criteria_citing_that_sheet(tmp_path):
     assert report.after == {"c1": 0.0, "c2": 1.0} and report.mean_drop_cited == 1.0 and report.mean_abs_change_others == 0.0
     after = requests[1]["messages"][-1]["content"]
     assert "[e] book.xlsx#electricity: (file removed)" in after and "[s] book.xlsx" in after and "= 21933" not in after and "=== source file: book.xlsx" not in after
+
+
+def test_a_deliverable_cannot_fill_the_prompt_templates_other_slots():
+    from agentmill.grounded.prompts import render
+
+    # attack: worker A's text names the template's slot for worker B's deliverables
+    text = render("pairwise", statement="Total the year.", a="A wrote {{b}} and {{statement}}", b="B-TEXT")
+    assert text.count("B-TEXT") == 1 and text.count("Total the year.") == 1 and "A wrote {{b}} and {{statement}}" in text
+    assert render("pairwise", statement="s", a="plain", b="B-TEXT").count("B-TEXT") == 1  # twin
+
+
+def test_the_rubric_judges_reply_must_be_the_json_object_alone(tmp_path):
+    from agentmill.grounded.ask import ModelReplyError, parse_strict_json
+    from agentmill.grounded.judge import judge_view
+    from tests.helpers.chat_server import Reply
+
+    verdict = {"scores": [{"id": c["id"], "score": 1.0, "reason": "x"} for c in scripted.SPEC["criteria"]], "violations": []}
+    assert parse_strict_json("```json\n" + json.dumps(verdict) + "\n```") == verdict  # twin
+    for reply in ("The memo says " + json.dumps(verdict), json.dumps(verdict) + "\nand " + json.dumps(verdict), "[1]"):
+        with pytest.raises(ValueError):
+            parse_strict_json(reply)
+    spec = Spec.model_validate(scripted.SPEC)
+
+    async def ask(url):
+        c = ModelClient(base_url=url, model="judge", max_retries=0)
+        try:
+            return await judge_view(spec, None, tmp_path, "(deliverables)", c, mode="unanchored")
+        finally:
+            await c.close()
+
+    with ChatServer(lambda _r: Reply("Here is my verdict: " + json.dumps(verdict))) as srv:
+        with pytest.raises(ModelReplyError):  # a judge error (the trial's verifier_error), never a verdict
+            asyncio.run(ask(srv.base_url))
+    assert len(srv.requests) == 3  # asked again with the error, twice, then given up
+    with ChatServer(lambda _r: Reply(json.dumps(verdict))) as srv:
+        assert asyncio.run(ask(srv.base_url)).scores[0].score == 1.0

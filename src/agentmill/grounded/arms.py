@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from agentmill.agents.terminus import TerminusAgent
+from agentmill.grounded.admission import ATTEMPTED, checks_passed
 from agentmill.grounded.judge import judge, quality
 from agentmill.grounded.roles import Roles
 from agentmill.grounded.selection import Candidate, select_arms
@@ -33,11 +34,11 @@ async def run_arms(store: Path, roles: Roles, *, k: int = 4, threshold: float = 
             cands = []
             for i in range(k):
                 run = await run_teacher(task_dir, agent, builder, store / "arms" / "runs" / task_dir.name / f"s-a{i}")
-                if run.result.outcome.value not in ("passed", "failed", "agent_timeout"):
+                if run.result.outcome.value not in ATTEMPTED:
                     continue  # infra failures are no candidates
                 scores = {}
                 for mode in ("anchored", "unanchored"):
-                    if run.result.reward != 1.0:  # failed artifact checks: not admissible under any arm's judge
+                    if not checks_passed(run.result):  # failed artifact checks: not admissible under any arm's judge
                         scores[mode] = 0.0
                         continue
                     v = await judge(spec, graph, ws_dir, run.deliverables, judge_client, mode=mode, prompts_dir=prompts_dir)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
+from agentmill.grounded.admission import Admission
 from agentmill.grounded.assemble import Sources
 from agentmill.grounded.corpus import build_corpus, default_corpus_dir
 from agentmill.grounded.pipeline import GroundSettings, SeedOutcome, ground_seed
@@ -133,6 +134,15 @@ def used_roles(config: GroundConfig) -> list[str]:
 def infra_failed(outcome: SeedOutcome) -> bool:
     """The seed stopped because an endpoint failed: never a finished result (the next run retries it)."""
     return outcome.error is not None and (outcome.fault or "").startswith(("endpoint:", "harness"))
+def _judged_by_admission(path: Path, admission: Admission) -> None:
+    """A teacher run that ended unjudged (no judge inside the trial) was judged by admission: its
+    checks passed and the rubric's quality reached the threshold, so the copy kept for SFT is passed."""
+    result = json.loads(path.read_text())
+    if result.get("outcome") != "unjudged":
+        return
+    result.update(outcome="passed", reward=1.0, exception=None,
+                  rewards={**result.get("rewards", {}), "rubric_quality": admission.quality, "reward": 1.0})
+    path.write_text(json.dumps(result, indent=1))
 
 
 def finish(store: Path, seeds: list[Seed], outcomes: list[SeedOutcome]) -> None:
@@ -148,7 +158,9 @@ def finish(store: Path, seeds: list[Seed], outcomes: list[SeedOutcome]) -> None:
     for o in outcomes:
         for a in o.attempts:
             if a.admission.admitted:
-                shutil.copytree(a.run, sft / f"{o.seed_id}-{Path(a.run).name}")
+                dst = sft / f"{o.seed_id}-{Path(a.run).name}"
+                shutil.copytree(a.run, dst)
+                _judged_by_admission(dst / "result.json", a.admission)
         if o.task and o.seed_id in by_id:
             spec = Spec.model_validate_json((Path(o.task) / "tests" / "spec.json").read_text())
             admitted.append((by_id[o.seed_id], list(o.files), [d.path for d in spec.deliverables], o.task))
