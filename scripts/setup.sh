@@ -16,6 +16,13 @@ done
 # headless Chromium: the recipe report's browser test
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+# Grounded tasks' office environment (src/agentmill/grounded/environment.py, OFFICE_PACKAGES): the
+# Debian builder installs these into the task image; the host builder (the tests' default) lets the
+# host's own copies stand in, so the host needs the same list.
+for pkg in python3-openpyxl python3-docx python3-pandas python3-pypdf python3-reportlab python3-xlsxwriter \
+           python3-lxml python3-markdown poppler-utils libxml2-utils jq; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -117,6 +117,8 @@ Summed the 2017 rows of iowa-electricity.csv by source.
 X
 """
 NO_METHOD = GOOD.replace("# Method\n", "")
+# right numbers, and the 2001 figure the negative criterion forbids: only the judge can tell
+USES_2001 = GOOD.replace("# Method\n", "In 2001 fossil fuels alone gave 35361.\n# Method\n")
 WRONG = (GOOD.replace("29329", "35361").replace("5214", "3853").replace("21933", "1437")
          .replace("56476", "40651").replace("38.8%", "3.5%"))
 

@@ -2,7 +2,8 @@
 bundled real-file corpus, with the teacher in the real sandbox:
 seeds -> workspace with roles -> graph (a planted unrecoverable fact dropped) -> spec (a leaking
 statement refused) -> teacher run -> revision (criteria changed, run reused) -> admission (one
-admitted, one rejected by a deterministic check, one by the judge's score)."""
+admitted, one rejected by a deterministic format check, one by the compiled fact checks (wrong
+numbers), one by the judge's score)."""
 
 import asyncio
 import json
@@ -64,7 +65,8 @@ def _const(obj):
 
 def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
     outcome, store, requests = run_ground(tmp_path, corpus, seed,
-                                          policies([scripted.GOOD, scripted.NO_METHOD, scripted.WRONG]), attempts=3)
+                                          policies([scripted.GOOD, scripted.NO_METHOD, scripted.WRONG, scripted.USES_2001]),
+                                          attempts=4)
     assert outcome.stage == "done", outcome.error
     # workspace: real files copied byte for byte, each with its hidden role
     assert outcome.files == {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser",
@@ -82,16 +84,19 @@ def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
     assert "reveals node id 'f2017renew'" in requests["compiler"][1]["messages"][-1]["content"]
     # revision: only the criteria changed, so the statement hash held and the first run was reused
     assert outcome.revised == ["criteria"] and not outcome.statement_changed
-    assert [a.reused for a in outcome.attempts] == [True, False, False]
+    assert [a.reused for a in outcome.attempts] == [True, False, False, False]
     first_turns = [r for r in requests["teacher"] if not any(m["role"] == "assistant" for m in r["messages"])]
-    assert len(first_turns) == 3  # initial run + two more attempts, no rerun after the revision
+    assert len(first_turns) == 4  # initial run + three more attempts, no rerun after the revision
     # admission: admitted / rejected by a deterministic check / rejected by the judge's score
     gates = [(a.admission.gate, a.admission.admitted) for a in outcome.attempts]
-    assert gates == [("admitted", True), ("checks", False), ("judge", False)]
+    assert gates == [("admitted", True), ("checks", False), ("checks", False), ("judge", False)]
     assert outcome.attempts[0].admission.quality == 1.0
     assert "memo.md: sections" in outcome.attempts[1].admission.reason and "Method" in outcome.attempts[1].admission.reason
-    wrong = outcome.attempts[2].admission
-    assert wrong.quality < 0.9 and any(v.id == "x1" and v.proven for v in wrong.verdict.violations)
+    # wrong numbers in the right format: the fact checks compiled from the graph fail them, no judge asked
+    assert "summary.csv: c1:number: 56476 not found" in outcome.attempts[2].admission.reason
+    assert outcome.attempts[2].admission.verdict is None
+    forbidden = outcome.attempts[3].admission
+    assert forbidden.quality < 0.9 and any(v.id == "x1" and v.proven for v in forbidden.verdict.violations)
     # the judge was given the anchors (cited facts) and the deliverables
     assert "[f2017renew]" in requests["judge"][0]["messages"][-1]["content"]
     assert "Total,56476" in requests["judge"][0]["messages"][-1]["content"]

@@ -17,6 +17,7 @@ from agentmill.agents.terminus import TerminusAgent
 from agentmill.errors import AgentmillError
 from agentmill.grounded.admission import Admission, AdmissionPolicy, admit
 from agentmill.grounded.assemble import Sources, assemble
+from agentmill.grounded.environment import EnvironmentConfig
 from agentmill.grounded.ask import ModelReplyError
 from agentmill.grounded.graph import build_graph
 from agentmill.grounded.records import Seed
@@ -69,7 +70,8 @@ def task_name(seed: Seed) -> str:
 
 
 async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, builder: ImageBuilder,
-                      settings: GroundSettings, clients: dict | None = None) -> SeedOutcome:
+                      settings: GroundSettings, clients: dict | None = None, *,
+                      environment: EnvironmentConfig | None = None) -> SeedOutcome:
     clients = clients if clients is not None else {}
 
     def client(role: str):
@@ -97,7 +99,8 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
         (work / "spec.v0.json").write_text(spec.model_dump_json(indent=1))
         out.stage, role = "teacher", "teacher"
         teacher = TerminusAgent(client("teacher"), max_turns=settings.max_turns)
-        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
+        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
+                                       environment=environment)
         run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{statement_hash(spec)[:16]}-a0")
         if settings.revise:
             out.stage, role = "revise", "reviser"
@@ -106,7 +109,8 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
             (work / "revision.json").write_text(json.dumps({"changed": changed, "notes": notes}, indent=1))
             out.statement_changed = statement_hash(revised) != statement_hash(spec)
             spec = revised
-            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
+            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
+                                           environment=environment)
         (work / "spec.json").write_text(spec.model_dump_json(indent=1))
         out.stage, role = "admission", "judge"
         h = statement_hash(spec)[:16]

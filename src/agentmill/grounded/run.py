@@ -25,6 +25,7 @@ from agentmill.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.grounded.assemble import Sources
 from agentmill.grounded.corpus import build_corpus, default_corpus_dir
+from agentmill.grounded.environment import EnvironmentConfig, dockerfile_text
 from agentmill.grounded.pipeline import GroundSettings, SeedOutcome, ground_seed
 from agentmill.grounded.records import Seed, Spec
 from agentmill.grounded.roles import Roles
@@ -42,6 +43,7 @@ class GroundConfig(BaseModel):
     corpus_dir: str | None = None
     patterns: list[str] = Field(default_factory=list)  # only seeds of these execution patterns
     settings: GroundSettings = Field(default_factory=GroundSettings)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)  # the agent's image
     roles: Roles
 
     @classmethod
@@ -51,10 +53,18 @@ class GroundConfig(BaseModel):
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise AgentmillError(f"{path}: {e}") from None
         try:
-            return cls.model_validate(raw)
+            config = cls.model_validate(raw)
         except ValidationError as e:
             err = e.errors()[0]
             raise AgentmillError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
+        env = config.environment
+        if env.dockerfile:  # relative to the config file; read now, so a bad path stops the run before any seed
+            env.dockerfile = str((Path(path).parent / Path(env.dockerfile).expanduser()).resolve())
+            try:
+                dockerfile_text(env)
+            except AgentmillError as e:
+                raise AgentmillError(f"{path}: {e}") from None
+        return config
 
 
 def sources(config: GroundConfig) -> Sources:
@@ -104,7 +114,8 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
         else:
             try:
                 async with gate:
-                    outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients)
+                    outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients,
+                                                      environment=config.environment)
             except Exception as e:  # noqa: BLE001 - a bug or an OS error in one seed never stops the others
                 outcome = SeedOutcome(seed_id=seed.seed_id, stage="harness", error=f"{type(e).__name__}: {e}", fault="harness")
             else:  # not written for a harness failure: the next run tries that seed again
