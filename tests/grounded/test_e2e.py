@@ -134,3 +134,27 @@ def test_a_changed_statement_runs_the_teacher_again(tmp_path, corpus, seed):
     assert len(first_turns) == 2
     assert "under one page" in first_turns[1]["messages"][1]["content"]
     assert "under one page" not in first_turns[0]["messages"][1]["content"]
+
+
+def test_an_interrupted_seed_resumes_from_its_last_finished_step(tmp_path, corpus, seed):
+    """The judge is down on the first run: the seed stops at admission. The second run asks no
+    model role again for the steps that finished (workspace, graph, spec, revision, the teacher's
+    run): only the judge. Planted (checkpoints never loaded): the assembler is asked again, caught."""
+    from tests.helpers.chat_server import Reply
+
+    down = policies([scripted.GOOD])
+    down["judge"] = lambda _r: Reply(status=500, error="judge is down")
+    first, store, _ = run_ground(tmp_path, corpus, seed, down, attempts=1)
+    assert first.error and first.fault == "endpoint:judge" and first.stage == "admission"
+    stages: list[str] = []
+    with ExitStack() as stack:
+        servers = {role: stack.enter_context(ChatServer(p, model=f"scripted-{role}")) for role, p in policies([scripted.GOOD]).items()}
+        roles = Roles(**{r: Endpoint(base_url=servers[r].base_url, model=f"scripted-{r}", max_retries=1)
+                         for r in ROLE_NAMES if r in servers})
+        again = asyncio.run(ground_seed(seed, Sources({"corpus": corpus}), roles, store, ImageBuilder(cache=scratch_cache(tmp_path)),
+                                        GroundSettings(attempts=1, max_turns=6), on_stage=stages.append))
+        asked = {r: len(s.requests) for r, s in servers.items()}
+    assert again.stage == "done" and again.task, again.error
+    assert asked == {"assembler": 0, "grapher": 0, "compiler": 0, "teacher": 0, "reviser": 0, "judge": 1}
+    assert stages[:4] == ["assemble (resumed)", "graph (resumed)", "spec (resumed)", "teacher (first run)"]
+    assert "revise (resumed)" in stages and stages[-1] == "admission (attempt 1/1: judge)"

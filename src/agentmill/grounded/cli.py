@@ -65,10 +65,12 @@ def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folde
 def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endpoints, seeds, [settings]."),
             store: Path = typer.Option(..., "--out", help="Store folder (resumable)."),
             files: Optional[list[Path]] = typer.Option(None, "--files", help="A folder of your own real files (repeatable)."),
-            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds.")) -> None:
+            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
+            seeds_file: Optional[Path] = typer.Option(None, "--seeds-file",
+                                                      help="Your own seeds: `ground seeds --json` output, edited.")) -> None:
     """seeds -> workspaces -> evidence graphs -> specs -> teacher runs -> revision -> admission."""
     from agentmill.grounded.report import write_report
-    from agentmill.grounded.run import GroundConfig, run_ground
+    from agentmill.grounded.run import GroundConfig, choose_seeds, run_ground
 
     try:
         cfg = GroundConfig.load(config)
@@ -77,20 +79,29 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
             update["files"] = [*cfg.files, *map(str, files)]
         if seeds:
             update["seeds"] = seeds
+        if seeds_file:
+            update["seeds_file"] = str(seeds_file.resolve())
         cfg = cfg.model_copy(update=update)
+        chosen = choose_seeds(cfg)  # a bad seeds file stops here, before anything runs
 
         from agentmill.progress import TrialProgress
 
-        with TrialProgress(cfg.seeds, what="seeds (ok = admitted)", console=err) as bar:
+        with TrialProgress(len(chosen), what="seeds (ok = admitted)", console=err) as bar:
+            def stage(seed_id, what):
+                err.print(f"seed {seed_id}: {what}", highlight=False)
+
             def done(o):
                 status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
                 err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
                 bar.advance(o.task is not None)
 
-            outcomes = asyncio.run(run_ground(cfg, store, on_done=done))
+            outcomes = asyncio.run(run_ground(cfg, store, seeds=chosen, on_done=done, on_stage=stage))
     except AgentmillError as e:
         _fail(str(e))
-    report = write_report(store)
+    try:
+        report = write_report(store)
+    except AgentmillError as e:
+        _fail(str(e))
     out.print(f"{sum(1 for o in outcomes if o.task)} of {len(outcomes)} seeds admitted; report: {report}")
 
 
@@ -101,7 +112,10 @@ def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typ
 
     if not (store / "seeds.jsonl").exists():
         _fail(f"{store}: not a ground store (no seeds.jsonl)")
-    out.print(str(write_report(store, out_file)))
+    try:
+        out.print(str(write_report(store, out_file)))
+    except AgentmillError as e:
+        _fail(str(e))
 
 
 @app.command("ratings")
