@@ -20,9 +20,14 @@ def assembler_policy():
         {"action": "search", "query": "iowa electricity net generation renewables"},
         {"action": "search", "query": "stocks msft price"},
         {"action": "search", "query": "seattle weather precipitation"},
+        # a "confuser" no reader would confuse with the core file (stock prices beside electricity): refused
         {"action": "select", "case": "Iowa's electricity generation mix in 2017",
          "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
                    {"path": f"corpus/{STOCKS}", "role": "confuser"},
+                   {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
+        {"action": "select", "case": "Iowa's electricity generation mix in 2017",
+         "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
+                   {"path": f"corpus/{STOCKS}", "role": "ambient"},
                    {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
     ]
     return _sequence(replies)
@@ -78,7 +83,7 @@ CRITERIA = [
 SPEC = {
     "statement": "Our board wants a short brief on how Iowa generated its electricity in 2017. "
                  "Total the year's net generation by source, and write a memo that gives the total and the share "
-                 "that came from renewables.",
+                 "that came from renewables, and the unit of the figures.",
     "deliverables": [{"path": "summary.csv", "format": "csv", "columns": ["source", "net_generation"]},
                      {"path": "memo.md", "format": "md", "sections": ["Summary", "Method"]}],
     "criteria": CRITERIA,

@@ -30,7 +30,7 @@ ROLE_WORDS = re.compile(r"\b(core|supporting|confuser|ambient)\b", re.IGNORECASE
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return build_corpus(tmp_path_factory.mktemp("corpus") / "corpus")
+    return build_corpus(tmp_path_factory.mktemp("corpus") / "corpus", bulk=False)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
                                           attempts=4)
     assert outcome.stage == "done", outcome.error
     # workspace: real files copied byte for byte, each with its hidden role
-    assert outcome.files == {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser",
+    assert outcome.files == {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "ambient",
                              "weather/seattle-weather-about.md": "ambient"}
     work = store / "work" / seed.seed_id
     assert (work / "workspace" / scripted.CSV).read_bytes() == (corpus / scripted.CSV).read_bytes()
@@ -78,7 +78,10 @@ def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
     assert (outcome.nodes_kept, outcome.nodes_dropped) == (6, 1)
     assert any(d.get("id") == "fplanted" and "'35991'" in d["reason"] for d in graph["dropped"])
     assert any(d.get("edge") == "fplanted->f2001fossil" for d in graph["dropped"])
-    assert {n["id"]: n["role"] for n in graph["nodes"]}["fstock"] == "confuser"
+    assert {n["id"]: n["role"] for n in graph["nodes"]}["fstock"] == "ambient"
+    # the first selection called stock prices a confuser of electricity data: sent back to the assembler
+    refused = requests["assembler"][4]["messages"][-1]["content"]
+    assert "confuser corpus/markets/stocks.csv shares no subject with the core files" in refused
     # spec: the first draft revealed a node id and a role word; it went back to the compiler
     assert len(requests["compiler"]) == 2
     assert "reveals node id 'f2017renew'" in requests["compiler"][1]["messages"][-1]["content"]

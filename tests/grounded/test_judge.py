@@ -20,7 +20,7 @@ from tests.helpers.chat_server import ChatServer
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     root = tmp_path_factory.mktemp("case")
-    corpus = build_corpus(root / "corpus")
+    corpus = build_corpus(root / "corpus", bulk=False)
     ws_dir = root / "ws"
     roles = {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser"}
     for rel in roles:
@@ -86,7 +86,7 @@ def test_removing_one_sheet_drops_only_the_criteria_citing_that_sheet(tmp_path):
 
     from agentmill.grounded.corpus import csv_to_xlsx
 
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     ws_dir = tmp_path / "ws"
     ws_dir.mkdir()
     # one workbook, two real sheets: Iowa electricity and stock prices

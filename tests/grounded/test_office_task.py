@@ -27,7 +27,7 @@ pytestmark = sandbox
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return build_corpus(tmp_path_factory.mktemp("corpus") / "corpus")
+    return build_corpus(tmp_path_factory.mktemp("corpus") / "corpus", bulk=False)
 
 
 def teach(script: str):

@@ -49,10 +49,36 @@ def seeds_cmd(k: int = typer.Option(20, "--k", help="Seeds to select (greedy by 
 
 
 @app.command("corpus")
-def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder (default: the agentmill cache).")) -> None:
+def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder (default: the agentmill cache)."),
+               stats: bool = typer.Option(False, "--stats", help="Print files per family, sources, licences, seed "
+                                          "coverage and a retrieval hit rate (built corpus only; nothing rebuilt)."),
+               sample: int = typer.Option(100, "--sample", min=1, help="--stats: seeds sampled for the hit rate."),
+               json_out: Optional[Path] = typer.Option(None, "--json", help="--stats: also write them as JSON.")) -> None:
     """Build the offline corpus of real public files from the installed data packages."""
-    from agentmill.grounded.corpus import build_corpus
+    from agentmill.grounded.corpus import STATS_NAME, build_corpus, default_corpus_dir
 
+    if stats:
+        from agentmill.grounded.corpus_report import corpus_report
+        from agentmill.grounded.seeds import candidate_seeds
+
+        path = out_dir or default_corpus_dir()
+        if not (path / STATS_NAME).exists():
+            _fail(f"{path}: no built corpus (run `agentmill ground corpus` first)")
+        built = json.loads((path / STATS_NAME).read_text())
+        report = {**built, **corpus_report(path, candidate_seeds(), sample=sample)}
+        table = Table("family", "corpus files", "seeds expecting it")
+        for fam in sorted(set(report["files_by_family"]) | set(report["seeds_by_family"])):
+            table.add_row(fam, str(report["files_by_family"].get(fam, 0)), str(report["seeds_by_family"].get(fam, 0)))
+        out.print(table)
+        out.print(f"formats: {report['by_format']}\nsources: {report['by_package']}", highlight=False)
+        for lic, n in report["by_licence"].items():
+            out.print(f"  {n:5d}  {lic}", highlight=False)
+        r = report["retrieval"]
+        out.print(f"retrieval over {r['sample']} sampled seeds (top {r['k']}): family hit rate {r['family_hit_rate']:.1%}, "
+                  f"topical hit rate {r['topical_hit_rate']:.1%}", highlight=False)
+        if json_out:
+            json_out.write_text(json.dumps(report, indent=1))
+        return
     try:
         path = build_corpus(out_dir)
     except AgentmillError as e:

@@ -10,6 +10,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 from agentmill.grounded import readers
 from agentmill.recipe.records import TaskEntry
+
 try:  # the recipe engine is being reorganised into stages; accept either home of the filter
     from agentmill.recipe.stages.task_filters.decontaminate import Params, build_index, ngrams, verdict
 except ImportError:  # pragma: no cover - the older layout
@@ -23,7 +24,8 @@ def check(task_dirs: list[Path], benchmarks: list[str], *, ngram: int = 13) -> d
     index = build_index(params)
     empty = [n for n in index.notes if n.endswith(": no tasks loaded")]
     if empty or not index.labels:  # nothing to compare against is not "clean"
-        raise AgentmillError("; ".join(empty) or f"no benchmark tasks loaded from {', '.join(benchmarks)}")
+        broken = [n for n in index.notes if "broken task skipped" in n][:3]
+        raise AgentmillError("; ".join(empty + broken) or f"no benchmark tasks loaded from {', '.join(benchmarks)}")
     found: dict[str, str] = {}
     for d in task_dirs:
         task = load_task(d)

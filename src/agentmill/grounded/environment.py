@@ -3,8 +3,9 @@
 A grounded task's deliverables are spreadsheets, documents and reports built from real office
 files, so the agent's image has what a person at that desk would script with: Python with
 openpyxl, python-docx, pandas, pypdf, reportlab, XlsxWriter and lxml; pdftotext (poppler-utils),
-xmllint (libxml2-utils) and jq. Every one is a Debian bookworm package, installed by the image's
-one `RUN apt-get install` layer: the Debian builder caches that layer by (step, base), so all
+xmllint (libxml2-utils) and jq; and tmux, the terminal the teacher (terminus) types into (a
+bare Debian image has none). Every one is a Debian bookworm package, installed by the image's one
+`RUN apt-get install` layer: the Debian builder caches that layer by (step, base), so all
 tasks of a run (and of later runs) share it; on the host builder the host's installed packages
 stand in (scripts/setup.sh installs the same list).
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentmill.errors import AgentmillError
 
 OFFICE_PACKAGES: tuple[str, ...] = (
+    "tmux",  # the terminal the terminus agent (the teacher) types into
     "python3-openpyxl",  # xlsx read/write with formulas
     "python3-docx",  # docx read/write
     "python3-pandas",  # tables (pulls numpy)
@@ -65,7 +67,7 @@ class EnvironmentConfig(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _one_way(self) -> "EnvironmentConfig":
+    def _one_way(self) -> EnvironmentConfig:
         changed = {f for f in ("base", "packages", "extra_packages") if f in self.model_fields_set}
         if self.dockerfile and changed:
             raise ValueError(f"give either dockerfile or {sorted(changed)}, not both")

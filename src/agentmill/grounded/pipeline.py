@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmill.agents.terminus import TerminusAgent
 from agentmill.errors import AgentmillError
 from agentmill.grounded.admission import Admission, AdmissionPolicy, admit
+from agentmill.grounded.ask import ModelReplyError
 from agentmill.grounded.assemble import Sources, assemble
 from agentmill.grounded.checkpoint import Checkpoints, Revision
 from agentmill.grounded.environment import EnvironmentConfig
-from agentmill.grounded.ask import ModelReplyError
 from agentmill.grounded.graph import build_graph
 from agentmill.grounded.records import Graph, Seed, Spec
 from agentmill.grounded.revise import revise
