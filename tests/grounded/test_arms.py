@@ -52,7 +52,8 @@ def test_anchored_unanchored_and_random_arms(tmp_path):
     for arm in ("anchored", "unanchored", "random"):
         trials = list((store / "arms" / arm / "trials").iterdir())
         assert len(trials) == 1 and (trials[0] / "trajectory.json").exists()
-    assert json.loads((store / "arms" / "arms.json").read_text())["k"] == 3
+    saved = json.loads((store / "arms" / "arms.json").read_text())
+    assert saved["k"] == 3 and saved["queries_by_pattern"] == {candidate_seeds()[0].pattern: 1}
     # the unanchored judge never saw anchors or verification instructions
     unanchored = [r for r in judge.requests if "(not provided)" in r["messages"][-1]["content"]]
     assert len(unanchored) == 2 and all("f2017renew" not in r["messages"][-1]["content"] for r in unanchored)

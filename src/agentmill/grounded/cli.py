@@ -192,7 +192,9 @@ def arms_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.studen
              store: Path = typer.Option(..., "--store", help="A ground store with admitted tasks."),
              k: int = typer.Option(4, "--k", min=1, help="Student rollouts per query."),
              threshold: float = typer.Option(0.95, "--threshold", help="The anchored arm keeps a query above this score."),
-             seed: int = typer.Option(0, "--seed", help="The random arm's seed.")) -> None:
+             seed: int = typer.Option(0, "--seed", help="The random arm's seed."),
+             per_pattern: Optional[int] = typer.Option(None, "--per-pattern", min=1,
+                                                       help="At most N queries per execution pattern (GraphForge: 125).")) -> None:
     """Selection arms for rejection sampling: anchored, unanchored and random picks among k rollouts."""
     from agentmill.grounded.arms import run_arms
     from agentmill.grounded.run import GroundConfig
@@ -200,10 +202,12 @@ def arms_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.studen
     try:
         cfg = GroundConfig.load(config)
         summary = asyncio.run(run_arms(store, cfg.roles, k=k, threshold=threshold, seed=seed,
-                                       max_turns=cfg.settings.max_turns,
+                                       max_turns=cfg.settings.max_turns, per_pattern=per_pattern,
                                        prompts_dir=Path(cfg.settings.prompts_dir) if cfg.settings.prompts_dir else None))
     except AgentmillError as e:
         _fail(str(e))
+    out.print("queries per pattern: " + ", ".join(f"{p} {n}" for p, n in sorted(summary["queries_by_pattern"].items())),
+              highlight=False)
     for arm, picks in summary["arms"].items():
         out.print(f"{arm}: {len(picks)} of {len(summary['pool'])} queries -> {store / 'arms' / arm}")
 
