@@ -187,3 +187,33 @@ def judge_policy():
 
 def _loose(requirement: str, deliverables: str) -> bool:
     return "Total" in deliverables or "total" in deliverables
+
+
+def careful_judge_policy():
+    """A judge that recomputes: a criterion scores 1 when its expected value is in the deliverables
+    and follows from the cited facts *as the evidence shows them* (a cited value, their sum or a
+    share of their sum, to the expected precision; text equal to a cited value)."""
+
+    def policy(request):
+        text = request["messages"][-1]["content"]
+        rubric = json.loads(_section(text, "Rubric:\n", "\n\nEvidence:"))
+        evidence = _section(text, "Evidence:\n", "\n\nDeliverables:")
+        deliverables = _section(text, "Deliverables:\n", "\n\nAnswer with")
+        shown = dict(re.findall(r"^\[([^\]]+)\] [^\n]*?= ([^\n]*)$", evidence, re.MULTILINE))
+        scores = []
+        for c in rubric["criteria"]:
+            values = [shown.get(a) for a in c["anchors"]]
+            ok = c["expected"] in deliverables and None not in values
+            if ok:
+                nums = [float(v) for v in values if re.fullmatch(r"-?\d+(\.\d+)?", v.strip())]
+                want = c["expected"].rstrip("%")
+                if re.fullmatch(r"-?\d+(\.\d+)?", want):
+                    places = len(want.split(".")[1]) if "." in want else 0
+                    derived = nums + [sum(nums)] + [100 * x / sum(nums) for x in nums if sum(nums)]
+                    ok = len(nums) == len(values) and any(f"{d:.{places}f}" == want for d in derived)
+                else:
+                    ok = any(v.strip().casefold() == want.casefold() for v in values)
+            scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "recomputed"})
+        return Reply(json.dumps({"scores": scores, "violations": [{"id": n["id"], "proven": False} for n in rubric["negatives"]]}))
+
+    return policy

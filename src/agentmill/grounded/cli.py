@@ -255,3 +255,55 @@ def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pai
     for r in sorted(ratings(outcomes, sorted(systems), anchor=anchor, anchor_rating=anchor_rating), key=lambda r: -r.rating):
         table.add_row(r.system, f"{r.rating:.1f}", f"[{r.low:.1f}, {r.high:.1f}]", str(r.comparisons))
     out.print(table)
+
+
+@app.command("sensitivity")
+def sensitivity_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.judge])."),
+                    task: Path = typer.Option(..., "--task", help="A grounded task folder (e.g. STORE/tasks/NAME)."),
+                    deliverables: Path = typer.Option(..., "--deliverables", help="A run's deliverables folder."),
+                    target: list[str] = typer.Option(..., "--target", help="A cited file, or FILE#SHEET (repeatable)."),
+                    kind: Optional[list[str]] = typer.Option(None, "--kind",
+                                                             help="remove, numbers, rows, citations (repeatable; default all)."),
+                    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the reports as JSON.")) -> None:
+    """Judge sensitivity: re-score with a cited file removed or its numbers, rows or citations corrupted."""
+    from agentmill.grounded.corruption import KINDS
+    from agentmill.grounded.run import GroundConfig
+    from agentmill.grounded.sensitivity import sensitivity
+    from agentmill.grounded.task_folder import read_graph, read_spec
+
+    kinds = kind or ["remove", *KINDS]
+    bad = [k for k in kinds if k not in ("remove", *KINDS)]
+    if bad:
+        _fail(f"--kind: unknown {bad} (known: remove, {', '.join(KINDS)})")
+    if not deliverables.is_dir():
+        _fail(f"--deliverables: {deliverables} is not a folder")
+    try:
+        cfg = GroundConfig.load(config)
+        spec, graph = read_spec(task), read_graph(task)
+    except (AgentmillError, OSError, ValueError) as e:
+        _fail(f"{e}")
+    files = {n.file for n in graph.nodes} | {f"{n.file}#{n.locator.sheet}" for n in graph.nodes if n.locator.sheet}
+    unknown = [t for t in target if t not in files]
+    if unknown:
+        _fail(f"--target: {unknown} cite no fact (cited: {', '.join(sorted(files))})")
+
+    async def go():
+        client = cfg.roles.client("judge")
+        try:
+            return [await sensitivity(spec, graph, task / "environment" / "workspace", deliverables, client, t,
+                                      kind=None if k == "remove" else k) for t in target for k in kinds]
+        finally:
+            await client.close()
+
+    try:
+        reports = asyncio.run(go())
+    except AgentmillError as e:
+        _fail(str(e))
+    table = Table("change", "cited criteria", "mean drop (cited)", "mean |change| (others)")
+    for r in reports:
+        table.add_row(r.removed if ":" in r.removed else f"remove:{r.removed}", ", ".join(r.cited) or "-",
+                      "-" if r.mean_drop_cited is None else f"{r.mean_drop_cited:.3f}",
+                      "-" if r.mean_abs_change_others is None else f"{r.mean_abs_change_others:.3f}")
+    out.print(table)
+    if json_out:
+        json_out.write_text(json.dumps([r.model_dump() for r in reports], indent=1))
