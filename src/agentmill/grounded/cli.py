@@ -172,18 +172,55 @@ def ratings_cmd(comparisons: Path = typer.Argument(..., help="JSON lines {a, b, 
 
 @app.command("decontaminate")
 def decontaminate_cmd(store: Path = typer.Argument(...),
-                      benchmark: list[Path] = typer.Option(..., "--benchmark", help="Benchmark dataset folder (repeatable).")) -> None:
-    """File-hash and 13-gram checks of admitted tasks (workspaces included) against benchmarks."""
+                      benchmark: list[Path] = typer.Option(..., "--benchmark", help="Benchmark dataset folder (repeatable)."),
+                      rank: int = typer.Option(0, "--rank", min=0, help="Also list the N most similar pairs by 13-grams (paper: 20)."),
+                      comparisons: Optional[Path] = typer.Option(None, "--comparisons",
+                                                                 help="`ground compare --out` file over the benchmark's tasks."),
+                      system: Optional[str] = typer.Option(None, "--system", help="With --comparisons: the system whose win rate "
+                                                           "is split by occupation coverage."),
+                      json_out: Optional[Path] = typer.Option(None, "--json", help="Write the analyses as JSON.")) -> None:
+    """File-hash and 13-gram checks of admitted tasks (workspaces included) against benchmarks;
+    optionally the closest pairs, occupation overlap and win rate by coverage."""
     from agentmill.grounded.contamination import check
+    from agentmill.grounded.overlap import occupation_overlap, rank_similar, win_rate_by_coverage
     from agentmill.grounded.source import load_grounded_tasks
 
+    if comparisons and not system:
+        _fail("--comparisons needs --system NAME")
+    benchmarks = [str(b) for b in benchmark]
+    analyses: dict = {}
     try:
-        found = check(load_grounded_tasks(store), [str(b) for b in benchmark])
+        tasks = load_grounded_tasks(store)
+        found = check(tasks, benchmarks)
+        if rank:
+            analyses["ranking"] = rank_similar(tasks, benchmarks, top=rank)
+            analyses["occupations"] = occupation_overlap(tasks, benchmarks)
+        if comparisons:
+            rows = [json.loads(line) for line in comparisons.read_text().splitlines() if line.strip()]
+            overlap = analyses.get("occupations") or occupation_overlap(tasks, benchmarks)
+            analyses["win_rate_by_coverage"] = win_rate_by_coverage(rows, system, set(overlap["covered"]))
     except AgentmillError as e:
         _fail(str(e))
+    except (OSError, ValueError, KeyError) as e:
+        _fail(f"{comparisons}: {type(e).__name__}: {e}")
     for task, reason in found.items():
         out.print(f"{task}: {reason}", highlight=False)
     out.print(f"{len(found)} contaminated task(s)")
+    if "ranking" in analyses:
+        table = Table("task", "benchmark task", "shared 13-grams", "similarity")
+        for r in analyses["ranking"]:
+            table.add_row(r["task"], r["benchmark"], str(r["shared"]), f"{r['similarity']:.3f}")
+        out.print(table)
+        o = analyses["occupations"]
+        share = "-" if o["covered_share"] is None else f"{o['covered_share']:.1%}"
+        out.print(f"occupations: {len(o['covered'])} of {o['with_occupation']} benchmark tasks with a known occupation "
+                  f"are covered by the generated tasks ({share})", highlight=False)
+    if "win_rate_by_coverage" in analyses:
+        for group, r in analyses["win_rate_by_coverage"].items():
+            rate = "-" if r["win_rate"] is None else f"{r['win_rate']:.1%}"
+            out.print(f"{system} win rate, {group}: {rate} over {r['comparisons']} comparisons", highlight=False)
+    if json_out:
+        json_out.write_text(json.dumps({"contaminated": found, **analyses}, indent=1))
     raise typer.Exit(1 if found else 0)
 
 
@@ -236,11 +273,12 @@ def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pai
     try:
         cfg = GroundConfig.load(config)
         tasks = {t.name: read_spec(t) for t in load_grounded_tasks(store)}
+        compared: list[str] = []
 
         async def go():
             client = cfg.roles.client("pairwise")
             try:
-                return await compare_systems(tasks, systems, client)
+                return await compare_systems(tasks, systems, client, tasks_out=compared)
             finally:
                 await client.close()
 
@@ -250,7 +288,8 @@ def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pai
     if not outcomes:
         _fail("no task was run by two systems: nothing to compare")
     if out_file:
-        out_file.write_text("".join(json.dumps({"a": a, "b": b, "winner": w}) + "\n" for a, b, w in outcomes))
+        out_file.write_text("".join(json.dumps({"a": a, "b": b, "winner": w, "task": t}) + "\n"
+                                    for (a, b, w), t in zip(outcomes, compared)))
     table = Table("system", "rating", "95% CI", "comparisons")
     for r in sorted(ratings(outcomes, sorted(systems), anchor=anchor, anchor_rating=anchor_rating), key=lambda r: -r.rating):
         table.add_row(r.system, f"{r.rating:.1f}", f"[{r.low:.1f}, {r.high:.1f}]", str(r.comparisons))
