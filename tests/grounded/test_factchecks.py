@@ -168,3 +168,44 @@ def test_circular_and_oversized_formulas_never_hang(tmp_path):
 def test_the_checker_still_runs_checks_json_without_facts(tmp_path):
     report = run(tmp_path, {"summary.csv": GOOD_CSV}, [{"path": "summary.csv", "format": "csv", "columns": ["source"]}])
     assert report["all_passed"] and json.dumps(report)
+
+
+def pdf_bytes(lines: list[str]) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    for line in lines:
+        pdf.multi_cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+PDF_SPEC = [{"path": "memo.pdf", "format": "pdf", "sections": ["Summary", "Method"],
+             "facts": [{"id": "c2:number", "kind": "number", "value": 38.8, "tol": 0.05, "percent": True, "expected": "38.8%"}]}]
+
+
+def test_pdf_deliverables_are_read_for_sections_and_facts(tmp_path):
+    good = pdf_bytes(["Summary", "Renewables gave 38.8% of 2017's generation.", "Method", "Summed the rows."])
+    assert run(tmp_path, {"memo.pdf": good}, PDF_SPEC)["all_passed"]
+    wrong = pdf_bytes(["Summary", "Renewables gave 3.5% of 2017's generation.", "Method", "Summed."])
+    assert failed(run(tmp_path, {"memo.pdf": wrong}, PDF_SPEC)) == ["memo.pdf: c2:number"]
+    fake = run(tmp_path, {"memo.pdf": "# Summary\n38.8%\n# Method\n"}, [{"path": "memo.pdf", "format": "pdf"}])
+    assert failed(fake) == ["memo.pdf: format pdf"] and "not a PDF" in fake["checks"][-1]["detail"]
+    assert "38.8%" in artifacts.render("pdf", good)
+
+
+def test_the_checker_reads_pdfs_with_the_system_python_as_in_the_sandbox(tmp_path):
+    """`python3 -I check_artifacts.py` as the verifier runs it: the office image's (here the
+    host's) python3 with Debian's python3-pypdf."""
+    import subprocess
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "memo.pdf").write_bytes(pdf_bytes(["Summary", "Renewables gave 38.8%.", "Method", "Summed."]))
+    (tmp_path / "checks.json").write_text(json.dumps(PDF_SPEC))
+    p = subprocess.run(["/usr/bin/python3", "-I", artifacts.__file__, str(tmp_path / "checks.json"), str(out),
+                        str(tmp_path / "r.json")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(Path(tmp_path / "r.json").read_text())["reward"] == 1.0, p.stdout

@@ -1,6 +1,8 @@
 """Deterministic artifact checks over deliverables, and their text for the judge. Standard library
 only: this file is also copied into each grounded task's tests/ and run by the verifier inside the
 sandbox (`python3 -I check_artifacts.py checks.json /app/output /logs/verifier/reward.json`).
+PDF deliverables are the exception: their text comes from pypdf where the interpreter has it (the
+office image's python3-pypdf; agentmill's own environment), else a PDF cannot be checked there.
 
 Deliverables are hostile input: links are refused (never followed), sizes are capped before
 reading, zip members are capped by their declared and actual size, and XML with a DOCTYPE
@@ -122,7 +124,31 @@ def docx_paragraphs(data: bytes) -> list[tuple[str, str]]:
     return out
 
 
+MAX_PDF_PAGES = 50
+
+
+def pdf_text(data: bytes) -> str:
+    """The text of a PDF's first pages (pypdf, pure Python: a parser, never a program of the PDF's)."""
+    if not data.startswith(b"%PDF-"):
+        raise BadArtifact("not a PDF (no %PDF- header)")
+    try:
+        import pypdf
+    except ImportError:
+        raise BadArtifact("no PDF reader (pypdf) in this environment") from None
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise BadArtifact("encrypted PDF")
+        return "\n".join((page.extract_text() or "") for page in reader.pages[:MAX_PDF_PAGES])
+    except BadArtifact:
+        raise
+    except Exception as e:  # noqa: BLE001 - any parser failure on hostile input is the deliverable's
+        raise BadArtifact(f"unreadable PDF ({type(e).__name__})") from None
+
+
 def headings(fmt: str, data: bytes) -> list[str]:
+    if fmt == "pdf":
+        return [ln.strip() for ln in pdf_text(data).splitlines() if ln.strip()]
     if fmt == "docx":
         paras = docx_paragraphs(data)
         return [t for s, t in paras if s.lower().startswith(("heading", "title"))] or [t for _, t in paras]
@@ -171,9 +197,11 @@ def check_deliverable(d: dict, out_dir: str) -> list[tuple[str, bool, str]]:
                 results.append((f"{name}: columns", not miss, f"missing {miss}" if miss else "ok"))
         elif fmt == "json":
             json.loads(data.decode("utf-8"))
-        elif fmt in ("md", "txt", "docx"):
-            if fmt != "docx":
+        elif fmt in ("md", "txt", "docx", "pdf"):
+            if fmt in ("md", "txt"):
                 data.decode("utf-8")
+            elif fmt == "pdf":
+                pdf_text(data)  # readable at all, sections or not
             have = {_norm(h) for h in headings(fmt, data)}
             missing = [s for s in d.get("sections", []) if _norm(s) not in have]
             if d.get("sections"):
@@ -451,6 +479,8 @@ def contents(fmt: str, data: bytes) -> tuple[str, list[tuple[float, int]]]:
         return "\n".join(texts), numbers
     if fmt == "docx":
         text = "\n".join(t for _, t in docx_paragraphs(data))
+    elif fmt == "pdf":
+        text = pdf_text(data)
     else:
         text = data.decode("utf-8")
     return text, _numbers_in_text(text)
@@ -488,6 +518,8 @@ def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
             text = "\n".join(lines)
         elif fmt == "docx":
             text = "\n".join(("# " if s.lower().startswith("heading") else "") + t for s, t in docx_paragraphs(data))
+        elif fmt == "pdf":
+            text = pdf_text(data)
         else:
             text = data.decode("utf-8", errors="replace")
     except BadArtifact as e:

@@ -104,11 +104,11 @@ class Deliverable(_Record):
     """One output file the agent must produce, with its deterministic artifact checks."""
 
     path: str  # relative to /app/output
-    format: Literal["csv", "xlsx", "docx", "md", "txt", "json"]
+    format: Literal["csv", "xlsx", "docx", "pdf", "md", "txt", "json"]
     columns: list[str] = Field(default_factory=list)  # csv/xlsx: required header cells
     sheets: list[str] = Field(default_factory=list)  # xlsx: required sheet names
     formulas: bool = False  # xlsx: at least one formula cell
-    sections: list[str] = Field(default_factory=list)  # md/docx/txt: required headings
+    sections: list[str] = Field(default_factory=list)  # md/docx/pdf/txt: required headings (pdf: lines)
 
 
 class Criterion(_Record):
