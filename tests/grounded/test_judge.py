@@ -174,3 +174,31 @@ def test_sensitivity_command_reports_each_change(case, tmp_path):
     assert all(r["mean_drop_cited"] == 1.0 and r["mean_abs_change_others"] == 0.0 for r in reports)
     assert res.output.count("1.000") == 4  # the printed table: one row per change
     assert bad.exit_code == 2 and "cite no fact" in bad.output
+
+
+def test_an_unusual_but_valid_judge_reply_is_taken_and_an_invalid_one_is_not(case):
+    """A judge that adds an overall score and a summary, writes null reasons and gives a score as
+    text is answered once; a reply scoring an unknown criterion or out of [0, 1] still goes back."""
+    import json
+
+    spec, graph, ws_dir, out = case
+    talkative = {"overall": 0.93, "summary": "fine", "scores": [{"id": "c1", "score": "1", "reason": None, "confidence": "high"},
+                                                                  {"id": "c2", "score": 1.0, "reason": None},
+                                                                  {"id": "c3", "score": 0.5}],
+                 "violations": [{"id": "x1", "proven": False, "evidence": None}]}
+    bad = {"scores": [{"id": "c1", "score": 1.5}, {"id": "c2", "score": 1}, {"id": "c3", "score": 1}]}
+    from tests.helpers.chat_server import Reply, queue
+
+    with ChatServer(queue(Reply(json.dumps(talkative)))) as srv:
+        async def go():
+            c = ModelClient(base_url=srv.base_url, model="judge", max_retries=0)
+            try:
+                return await judge(spec, graph, ws_dir, out, c)
+            finally:
+                await c.close()
+        verdict = asyncio.run(go())
+        assert len(srv.requests) == 1
+    assert {s.id: s.score for s in verdict.scores} == {"c1": 1.0, "c2": 1.0, "c3": 0.5} and verdict.scores[0].reason == ""
+    with ChatServer(queue(Reply(json.dumps(bad)), Reply(json.dumps(talkative)))) as srv:
+        asyncio.run(go())
+        assert len(srv.requests) == 2 and "less than or equal to 1" in srv.requests[1]["messages"][-1]["content"]
