@@ -22,7 +22,7 @@ runner = CliRunner()
 @sandbox
 def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     policies = {"assembler": scripted.assembler_policy(), "grapher": _const(scripted.GRAPH),
                 "compiler": scripted.compiler_policy(leak_first=False), "teacher": scripted.teacher_policy([scripted.GOOD]),
                 "reviser": scripted.reviser_policy(), "judge": scripted.judge_policy()}
@@ -63,7 +63,7 @@ def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     bench = tmp_path / "bench"
     (bench / "b1" / "tests").mkdir(parents=True)
     (bench / "b1" / "instruction.md").write_text("Reverse a linked list in C and print it.")
-    (bench / "b1" / "task.toml").write_text("")
+    (bench / "b1" / "task.toml").write_text('[metadata]\nsource = "bench"\n')  # an empty one is a broken task
     (bench / "b1" / "tests" / "test.sh").write_text("true\n")
     res = runner.invoke(app, ["ground", "decontaminate", str(store), "--benchmark", str(bench)])
     assert res.exit_code == 0 and "0 contaminated" in res.output, res.output

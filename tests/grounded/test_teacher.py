@@ -23,7 +23,7 @@ pytestmark = sandbox
 
 
 def test_timeout_still_collects_and_links_are_not_followed(tmp_path):
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     ws_dir = tmp_path / "ws"
     (ws_dir / scripted.CSV).parent.mkdir(parents=True)
     shutil.copyfile(corpus / scripted.CSV, ws_dir / scripted.CSV)
