@@ -50,6 +50,15 @@ def _synth_app() -> typer.Typer:  # failure-driven synthesis: its commands live 
 app.add_typer(_synth_app(), name="synth")
 
 
+def _sources_app() -> typer.Typer:  # task-source generators: their commands live in agentmill.sources.cli
+    from agentmill.sources.cli import app as sources
+
+    return sources
+
+
+app.add_typer(_sources_app(), name="sources")
+
+
 def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
     from agentmill.envs.cli import env_app, import_app
 

@@ -1,0 +1,79 @@
+"""`agentmill sources ...`: run one generator and write ordinary task folders (out/tasks) and a
+report (out/report.json) of what was kept and what was dropped, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from agentmill.errors import AgentmillError
+from agentmill.sources.folders import SourceReport
+
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                  help="Generate task folders from public sources (functions, repo-bugs, ...).")
+console = Console(stderr=True)
+out_console = Console()
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(1)
+
+
+def _summary(report: SourceReport, out: Path) -> None:
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.reasons.items())) or "none"
+    out_console.print(f"{report.kind}: {len(report.kept)} tasks kept of {report.candidates} candidates in "
+                      f"{report.seconds:.0f} s ({report.tasks_per_minute:.1f} tasks/min); dropped: {reasons}", highlight=False)
+    for p in report.extra.get("projects", []):
+        out_console.print(f"  {p['project']}: {p['kept']} tasks, {p['tried']} mutants tried, {p['valid']} valid, "
+                          f"{p['seconds']} s ({p['tasks_per_minute']} tasks/min)", highlight=False)
+    out_console.print(f"tasks: {out / 'tasks'}\nreport: {out / 'report.json'}", highlight=False)
+
+
+@app.command("functions")
+def functions_cmd(
+    table: Path = typer.Argument(..., help="A .jsonl or .parquet table: one function contract per row."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
+    column: list[str] = typer.Option([], "--column", help="FIELD=COLUMN: read a field from another column "
+                                     "(fields: id, statement, signature, tests, solution). Repeatable."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N rows."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
+) -> None:
+    """One task per row (write the function in /app/solution.py), checked oracle 1 / nop 0."""
+    from agentmill.sources.functions import generate
+
+    try:
+        columns = dict(c.split("=", 1) for c in column)
+    except ValueError:
+        _fail("--column takes FIELD=COLUMN")
+    try:
+        report = generate(table, out, columns=columns, limit=limit, concurrency=concurrency)
+    except AgentmillError as e:
+        _fail(str(e))
+    _summary(report, out)
+
+
+@app.command("repo-bugs")
+def repo_bugs_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
+    pypi: list[str] = typer.Option([], "--pypi", help="A pinned PyPI project NAME==VERSION (its sdist). Repeatable."),
+    repo: list[Path] = typer.Option([], "--repo", help="A local git checkout of a Python project. Repeatable."),
+    max_tasks: int = typer.Option(10, "--max", min=1, help="Tasks per project (at most)."),
+    seed: int = typer.Option(0, "--seed", help="Which mutations are tried first."),
+    tries: Optional[int] = typer.Option(None, "--tries", min=1, help="Mutants run per project (default 12 x --max)."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
+) -> None:
+    """Issue-resolution tasks: plausible bugs planted in a real project, found by its own tests."""
+    from agentmill.sources.repo_bugs import generate
+
+    if not pypi and not repo:
+        _fail("give --pypi NAME==VERSION or --repo DIR")
+    try:
+        report = generate(out, pypi=pypi, repos=repo, max_tasks=max_tasks, seed=seed, max_tries=tries,
+                          concurrency=concurrency)
+    except AgentmillError as e:
+        _fail(str(e))
+    _summary(report, out)
