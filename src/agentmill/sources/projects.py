@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tomllib
 import zipfile
@@ -30,22 +29,51 @@ class Project:
 
 
 def from_pypi(pin: str, work: Path) -> Project:
-    """`pip download --no-binary :all: --no-deps NAME==VERSION`: the source distribution, unpacked."""
+    """`pip download --no-binary :all: --no-deps NAME==VERSION`: the source distribution, unpacked.
+
+    pip prepares an sdist's metadata by running its build backend (the project's setup.py): project
+    code, so the download runs in a sandbox with the network, like an image build step."""
     if not PIN.match(pin):
         raise AgentmillError(f"--pypi {pin!r}: give a pinned NAME==VERSION (for example toolz==0.12.1)")
     dl = work / "download"
     dl.mkdir(parents=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                           "--disable-pip-version-check", pin, "-d", str(dl)], capture_output=True, text=True)
-    archives = sorted(dl.iterdir())
-    if proc.returncode != 0 or len(archives) != 1:
-        raise AgentmillError(f"pip download {pin}: no source distribution ({(proc.stderr or proc.stdout).strip()[-400:]})")
+    from agentmill.sources.folders import run_sync
+
+    res = run_sync(_sandboxed_download(pin, dl))
+    archives = sorted(p for p in dl.iterdir() if p.is_file() and not p.is_symlink())
+    if res.returncode != 0 or len(archives) != 1:
+        raise AgentmillError(f"pip download {pin}: no source distribution ({res.output.strip()[-400:]})")
     unpacked = work / "unpacked"
     _unpack(archives[0], unpacked)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     root = tops[0] if len(tops) == 1 else unpacked
     deps = _sdist_requirements(root)
     return _classify(Project(label=pin.replace("==", "-"), root=root, dependencies=deps))
+
+
+async def _sandboxed_download(pin: str, dest: Path):
+    from agentmill.paths import ensure_traversable, scratch_temp
+    from agentmill.sandbox.protocol import SandboxSpec
+    from agentmill.sandbox.registry import create_sandbox
+
+    scratch = scratch_temp("pip-download")
+    out = scratch / "out"
+    (scratch / "rootfs").mkdir()
+    out.mkdir()
+    ensure_traversable(out)
+    spec = SandboxSpec(rootfs=scratch / "rootfs", rw_mounts={"/dl": out}, workdir="/tmp", network=True,
+                       env={"HOME": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "PIP_NO_CACHE_DIR": "1",
+                            "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    try:
+        async with create_sandbox(spec) as sb:
+            res = await sb.exec(["/usr/bin/python3", "-m", "pip", "download", "-q", "--no-binary", ":all:",
+                                 "--no-deps", pin, "-d", "/dl"], timeout=600)
+        for f in out.iterdir():
+            if f.is_file() and not f.is_symlink():
+                shutil.copyfile(f, dest / f.name)
+        return res
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def from_repo(repo: Path, work: Path) -> Project:
