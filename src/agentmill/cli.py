@@ -136,7 +136,7 @@ def check(
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
             results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
-                                              on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+                                              on_done=lambda r: progress.advance(ok=r.verdict in {"ok", "no_verifier"})))
         except AgentmillError as e:
             _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
@@ -145,7 +145,7 @@ def check(
     for r in sorted(results, key=lambda r: r.task.name):
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
-        color = "green" if r.verdict == "ok" else "red"
+        color = {"ok": "green", "no_verifier": "yellow"}.get(r.verdict, "red")
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
                       Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
@@ -155,7 +155,7 @@ def check(
     out.print(check_summary(rows), highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
-    raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
+    raise typer.Exit(0 if all(r["verdict"] in {"ok", "no_verifier"} for r in rows) else 1)
 
 
 def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None, workers: int | None = None):

@@ -23,6 +23,7 @@ from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
     "ok": "oracle passes, nop fails",
+    "no_verifier": "no verifier: the task has [verifier] kind = \"none\" (an unverified task; nothing to check)",
     "vacuous": "the untouched state already passes",
     "unsolvable": "the reference solution does not pass",
     "no_solution": "the task has no reference solution",
@@ -38,11 +39,13 @@ VERDICTS = {
 class CheckResult:
     task: Task
     oracle: TrialResult | None
-    nop: TrialResult
+    nop: TrialResult | None  # None: an unverified task, not run
     audit: ToolAudit | None = None  # tool tasks: lints and mutants
 
     @property
     def verdict(self) -> str:
+        if not self.task.verified:
+            return "no_verifier"
         nop = self.nop
         if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
             return "needs_container"
@@ -97,6 +100,8 @@ class CheckResult:
 
     def _image(self) -> dict:
         """Debian-built images say which base and layers the task used (images/build.py's note)."""
+        if self.nop is None:
+            return {}
         line = next((n for n in self.nop.notes if n.startswith("image ") and "Debian layers" in n), None)
         return {"image": line} if line else {}
 
@@ -122,6 +127,11 @@ async def check_tasks(
             return await audit_tool_task(task, builder=builder)
 
     async def one(task: Task) -> CheckResult:
+        if not task.verified:  # said so, not failed: there is nothing to check
+            result = CheckResult(task, None, None)
+            if on_done:
+                on_done(result)
+            return result
         oracle_run = trial(task, OracleAgent()) if task.solution_script else None
         if oracle_run is None:
             result = CheckResult(task, None, await trial(task, NopAgent()))

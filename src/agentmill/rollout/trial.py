@@ -128,6 +128,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
+        if not task.verified:  # nothing to score: reward null
+            result.outcome = agent_outcome or Outcome.UNVERIFIED
+            return result
         if task.kind == "tools":  # SQL state, judge and tool-call verifiers; the answer comes from the steps
             verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
         else:

@@ -22,6 +22,9 @@ class Outcome(str, Enum):
     # the task itself is broken: its environment does not build, its gym or seed fails to set up.
     # Not the agent's fault and not the machinery's: `--retry infra` does not rerun it
     TASK_ERROR = "task_error"
+    # the task has no verifier (`[verifier] kind = "none"`): the agent finished, nothing scored it
+    # (reward null); SFT exports keep it, RL exports refuse it
+    UNVERIFIED = "unverified"
 
     @property
     def is_infra(self) -> bool:
