@@ -121,3 +121,18 @@ def test_trace_filters_apply_to_unverified_traces_and_rl_refuses_them(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (tmp_path / "rl.jsonl").read_text().splitlines()]
     assert [row["extra_info"]["task"] for row in rows] == ["verified"]
+
+
+def test_the_cli_and_a_recipe_source(tmp_path, monkeypatch, declared_source_kinds):
+    from agentmill.recipe.schema import load_recipe
+    from agentmill.recipe.stages.sources import load_sources
+
+    r = agentmill("sources", "stackexchange", str(POSTS), "--out", str(tmp_path / "cli"), "--tag", "sed", "--tag", "jq")
+    assert r.returncode == 0, r.stderr
+    assert "2 tasks kept of 2 candidates" in r.stdout and "tag_mismatch 3" in r.stdout
+    monkeypatch.setenv("AGENTMILL_CACHE", str(tmp_path / "cache"))
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'[[sources]]\nname = "su"\nkind = "stackexchange"\npath = "{POSTS}"\n'
+                      'params = { tags = ["sed"], min_score = 1 }\n')
+    tasks, _ = load_sources(load_recipe(recipe)[0])
+    assert [t.name for t in tasks] == ["su/se-2-replace-a-word-in-place-in-many-files"]

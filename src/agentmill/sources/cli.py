@@ -15,7 +15,7 @@ from agentmill.sources.folders import SourceReport
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="Generate task folders from public sources (functions, repo-bugs, ...).")
 console = Console(stderr=True)
-out_console = Console()
+out_console = Console(soft_wrap=True)  # summary lines stay whole (tests and scripts read them)
 
 
 def _fail(message: str) -> None:
@@ -73,6 +73,48 @@ def repo_bugs_cmd(
         _fail("give --pypi NAME==VERSION or --repo DIR")
     try:
         report = generate(out, pypi=pypi, repos=repo, max_tasks=max_tasks, seed=seed, max_tries=tries,
+                          concurrency=concurrency)
+    except AgentmillError as e:
+        _fail(str(e))
+    _summary(report, out)
+
+
+@app.command("stackexchange")
+def stackexchange_cmd(
+    posts: Path = typer.Argument(..., help="A StackExchange data dump's Posts.xml."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
+    tag: list[str] = typer.Option([], "--tag", help="Only questions with this tag (repeatable: any of them)."),
+    min_score: int = typer.Option(0, "--min-score", help="Only questions scored at least this."),
+    any_answer: bool = typer.Option(False, "--any-question", help="Also questions without an accepted answer."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N tasks."),
+) -> None:
+    """One unverified task per question (verifier kind none: SFT data; RL exports refuse them)."""
+    from agentmill.sources.stackexchange import generate
+
+    try:
+        report = generate(posts, out, tags=tag, min_score=min_score, accepted=not any_answer, limit=limit)
+    except AgentmillError as e:
+        _fail(str(e))
+    _summary(report, out)
+
+
+@app.command("generate")
+def generate_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
+    topic: list[str] = typer.Option([], "--topic", help="A seed topic (repeatable)."),
+    topics: Optional[Path] = typer.Option(None, "--topics", help="A file of seed topics, one per line."),
+    model: str = typer.Option(..., "--model", help="The teacher's model name at the endpoint."),
+    base_url: str = typer.Option(..., "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
+    per_topic: int = typer.Option(1, "--per-topic", min=1, help="Tasks asked for per topic."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
+) -> None:
+    """Whole tasks written by a teacher; admitted only if they build, oracle passes, nop fails, and new."""
+    from agentmill.sources.generate import generate, read_topics
+
+    try:
+        seeds = list(topic) + (read_topics(topics) if topics else [])
+        report = generate(seeds, out, base_url=base_url, model=model, api_key_env=api_key_env, per_topic=per_topic,
                           concurrency=concurrency)
     except AgentmillError as e:
         _fail(str(e))
