@@ -211,3 +211,20 @@ def test_a_project_without_tests_or_a_pin_is_one_clear_error(tmp_path):
     subprocess.run(["git", "-C", str(bare), "add", "."], check=True)
     with pytest.raises(AgentmillError, match="no test suite"):
         generate(tmp_path / "o2", repos=[bare])
+
+
+@sandbox
+def test_a_recipe_source_of_kind_repo_bugs(tmp_path, monkeypatch, declared_source_kinds):
+    from agentmill.recipe.schema import load_recipe
+    from agentmill.recipe.stages.sources import load_sources
+    from tests.conftest import scratch_cache
+
+    monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
+    make_repo(tmp_path / "textkit")
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('[[sources]]\nname = "bugs"\nkind = "repo_bugs"\npath = "textkit"\nparams = { max = 1, seed = 3 }\n')
+    tasks, report = load_sources(load_recipe(recipe)[0])
+    assert len(tasks) == 1 and tasks[0].name.startswith("bugs/textkit-")
+    recipe.write_text('[[sources]]\nname = "bugs"\nkind = "repo_bugs"\nparams = { pypi = "toolz" }\n')
+    with pytest.raises(AgentmillError, match="pinned NAME==VERSION"):
+        load_sources(load_recipe(recipe)[0])
