@@ -98,3 +98,15 @@ def test_a_recipe_mixes_a_functions_source_generated_once_and_cached(tmp_path, m
     recipe.write_text('[[sources]]\nname = "fn"\nkind = "functions"\npath = "contracts.jsonl"\nparams = { colums = {} }\n')
     with pytest.raises(AgentmillError, match="unknown option.*colums"):
         load_sources(load_recipe(recipe)[0])
+
+
+@sandbox
+@pytest.mark.parametrize("trick", ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
+                                   "import unittest\nraise unittest.SkipTest('later')\n"])
+def test_a_solution_that_ends_or_skips_the_test_run_gets_nothing(tmp_path, builder, trick):
+    """planted attack: the solution module ends pytest with status 0 (or skips the module) at import."""
+    generate(FIXTURE, tmp_path / "out", builder=builder, limit=1)
+    [task_dir] = list((tmp_path / "out" / "tasks").iterdir())
+    (task_dir / "solution" / "solve.sh").write_text(f"#!/bin/bash\ncat > /app/solution.py <<'EOF'\n{trick}EOF\n")
+    [result] = asyncio.run(check_tasks(load_dataset(task_dir.parent).tasks, builder=builder))
+    assert result.oracle.reward == 0.0, result.oracle.verifier_stdout

@@ -26,12 +26,14 @@ REQUIRED = ("statement", "signature", "tests", "solution")
 VERSION = "1"  # bump when the task layout changes: cached outputs are regenerated
 
 TEST_SH = """#!/bin/bash
-# Verifier: the row's own unit tests against /app/solution.py; reward 1 only if every test passes.
+# Verifier: the row's own unit tests against /app/solution.py; reward 1 only if every test ran and passed.
 mkdir -p /logs/verifier
+rm -f /logs/verifier/outcomes.json
 cd /app
-PYTHONPATH="/app${PYTHONPATH:+:$PYTHONPATH}" pytest -q /tests/test_solution.py
-if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+PYTHONPATH="/app${PYTHONPATH:+:$PYTHONPATH}" pytest -q -p no:cacheprovider /tests/test_solution.py
+/usr/bin/python3 -I /tests/grade_all.py $? /logs/verifier/outcomes.json /logs/verifier/reward.txt
 """
+FILES = Path(__file__).with_name("verifier_files")  # the outcome recorder (conftest.py) and the grader
 
 INSTRUCTION = """{statement}
 
@@ -86,7 +88,8 @@ def task_for_row(dest: Path, row: dict[str, Any]) -> Path:
         instruction=INSTRUCTION.format(statement=row["statement"].strip(), signature=row["signature"].strip()),
         config=config,
         test_sh=TEST_SH,
-        test_files={"test_solution.py": row["tests"]},
+        test_files={"test_solution.py": row["tests"], "pytest.ini": "[pytest]\n",
+                    **{name: (FILES / name).read_text(encoding="utf-8") for name in ("conftest.py", "grade_all.py")}},
         solve_sh="#!/bin/bash\nset -euo pipefail\n" + heredoc("/app/solution.py", row["solution"]),
         dockerfile="FROM python:3.11-slim\nWORKDIR /app\n",
     )

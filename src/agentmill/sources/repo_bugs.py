@@ -36,7 +36,7 @@ from agentmill.tasks.io import write_task
 from agentmill.tasks.model import AgentSection, EnvironmentSection, TaskConfig, VerifierSection
 
 VERSION = "1"
-FILES = Path(__file__).with_name("repo_bugs_files")
+FILES = Path(__file__).with_name("verifier_files")
 MAX_BROKEN = 0.5  # a mutant failing more than this share of the passing tests is a crash, not a bug report
 
 
