@@ -69,6 +69,8 @@ class Source(_Strict):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
         if self.kind not in source_kinds():
             raise ValueError(f"source '{self.name}': unknown kind {self.kind!r} (known: {', '.join(source_kinds())})")
+        if self.kind == PLAIN and self.params:
+            raise ValueError(f"source '{self.name}': params are a generator kind's options; kind \"{PLAIN}\" takes none")
         if self.kind != PLAIN and self.path is None and not self.params:
             raise ValueError(f"source '{self.name}': kind = \"{self.kind}\" needs path = the producer's output folder")
         return self
