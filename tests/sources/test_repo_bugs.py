@@ -228,3 +228,41 @@ def test_a_recipe_source_of_kind_repo_bugs(tmp_path, monkeypatch, declared_sourc
     recipe.write_text('[[sources]]\nname = "bugs"\nkind = "repo_bugs"\nparams = { pypi = "toolz" }\n')
     with pytest.raises(AgentmillError, match="pinned NAME==VERSION"):
         load_sources(load_recipe(recipe)[0])
+
+
+@sandbox
+def test_a_teacher_rewrites_the_issue_unless_it_gives_the_bug_away(tmp_path, builder):
+    from tests.helpers.chat_server import ChatServer, Reply
+
+    def teacher(request):
+        shown = request["messages"][1]["content"]
+        if "clamp" in shown:  # a leaky issue: names the file -> the template stays
+            return Reply(content="The bug is in textkit/__init__.py, the comparison is wrong.")
+        return Reply(content="Since upgrading, some results are wrong; see the failing test. "
+                             "Please fix the library so the test suite passes again (the tests must not be changed).")
+
+    repo = make_repo(tmp_path / "textkit")
+    with ChatServer(teacher) as server:
+        report = generate(tmp_path / "out", repos=[repo], max_tasks=3, seed=3, builder=builder,
+                          teacher={"name": "teacher", "base_url": server.base_url})
+    assert len(server.requests) == 3
+    for r in server.requests:  # the teacher saw the symptom, never the patch
+        assert "@@" not in r["messages"][1]["content"] and "fails" in r["messages"][1]["content"]
+    ds = load_dataset(tmp_path / "out" / "tasks")
+    by_teacher = [t for t in ds.tasks if t.instruction.startswith("Since upgrading")]
+    kept = report.extra["template_kept"]
+    assert len(by_teacher) + len(kept) == 3 and by_teacher and kept
+    assert all("names the changed file textkit/__init__.py" == why for why in kept.values())
+    assert all(not t.instruction.startswith("Since upgrading") for t in ds.tasks if t.name in kept)
+
+
+def test_a_teachers_issue_that_names_the_file_or_quotes_the_change_is_refused():
+    from agentmill.sources.issue_writer import leaks
+
+    patch = ("--- a/textkit/__init__.py\n+++ b/textkit/__init__.py\n@@ -5,7 +5,7 @@\n"
+             "-    if x <= lo:\n+    if x < lo:\n")
+    assert leaks("Look at textkit/__init__.py please", patch) == "names the changed file textkit/__init__.py"
+    assert leaks("in __init__.py something is off", patch).startswith("names the changed file")
+    assert leaks("the code says `if x <= lo:` which is wrong", patch).startswith("quotes a changed line")
+    assert leaks("see line 12", patch) == "shows a diff or a line number"
+    assert leaks("clamp(-1, 0, 10) returns -1 instead of 0", patch) is None

@@ -65,6 +65,9 @@ def repo_bugs_cmd(
     seed: int = typer.Option(0, "--seed", help="Which mutations are tried first."),
     tries: Optional[int] = typer.Option(None, "--tries", min=1, help="Mutants run per project (default 12 x --max)."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
+    model: Optional[str] = typer.Option(None, "--model", help="A teacher that rewrites the issue texts (optional)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="The teacher's OpenAI-compatible endpoint."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
 ) -> None:
     """Issue-resolution tasks: plausible bugs planted in a real project, found by its own tests."""
     from agentmill.sources.repo_bugs import generate
@@ -72,8 +75,11 @@ def repo_bugs_cmd(
     if not pypi and not repo:
         _fail("give --pypi NAME==VERSION or --repo DIR")
     try:
+        if bool(model) != bool(base_url):
+            _fail("--model and --base-url go together (the teacher that writes the issues)")
+        teacher = {"name": model, "base_url": base_url, "api_key_env": api_key_env} if model else None
         report = generate(out, pypi=pypi, repos=repo, max_tasks=max_tasks, seed=seed, max_tries=tries,
-                          concurrency=concurrency)
+                          concurrency=concurrency, teacher=teacher)
     except AgentmillError as e:
         _fail(str(e))
     _summary(report, out)

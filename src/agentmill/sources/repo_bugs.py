@@ -192,8 +192,10 @@ async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: 
 
 
 def generate(out: Path, *, pypi: list[str] = (), repos: list[Path] = (), max_tasks: int = 10, seed: int = 0,
-             max_tries: int | None = None, concurrency: int = 4, builder=None) -> SourceReport:
-    """Mine every project, then admit the candidates with `check`; per-project throughput in the report."""
+             max_tries: int | None = None, concurrency: int = 4, builder=None,
+             teacher: dict[str, Any] | None = None) -> SourceReport:
+    """Mine every project, then admit the candidates with `check`; per-project throughput in the report.
+    `teacher` ({name, base_url, api_key_env}): the issue texts are rewritten by that model (issue_writer.py)."""
     if not pypi and not repos:
         raise AgentmillError("repo_bugs: give --pypi NAME==VERSION or --repo DIR")
     fresh_output(out)
@@ -204,6 +206,8 @@ def generate(out: Path, *, pypi: list[str] = (), repos: list[Path] = (), max_tas
         with tempfile.TemporaryDirectory(prefix="repo-bugs-src-") as tmp:
             project = from_pypi(pin, Path(tmp)) if where == "pypi" else from_repo(Path(pin), Path(tmp))
             projects.append(run_sync(mine(project, out, report, max_tasks=max_tasks, seed=seed, max_tries=max_tries)))
+    if teacher:
+        report.extra["template_kept"] = run_sync(_teacher_issues(out, teacher))
     t_check = time.monotonic()
     run_sync(admit(out, report, concurrency=concurrency, builder=builder,
                    why={"unsolvable": "revert_fails", "vacuous": "bug_not_seen"}))
@@ -219,6 +223,18 @@ def generate(out: Path, *, pypi: list[str] = (), repos: list[Path] = (), max_tas
     report.write(out)
     mark_done(out)
     return report
+
+
+async def _teacher_issues(out: Path, teacher: dict[str, Any]) -> dict[str, str]:
+    from agentmill.models.client import ModelClient
+    from agentmill.sources.issue_writer import rewrite_issues
+
+    client = ModelClient.from_env(base_url=teacher["base_url"], model=teacher["name"],
+                                  api_key_env=teacher.get("api_key_env"), max_retries=2)
+    try:
+        return await rewrite_issues(sorted((out / "candidates").iterdir()), client)
+    finally:
+        await client.close()
 
 
 def repo_bugs_tasks_dir(path: Path | str | None, params: dict[str, Any] | None = None) -> Path:
