@@ -244,11 +244,15 @@ def repo_bugs_tasks_dir(path: Path | str | None, params: dict[str, Any] | None =
     pypi = params.pop("pypi", [])
     pypi = [pypi] if isinstance(pypi, str) else list(pypi)
     max_tasks, seed = int(params.pop("max", 10)), int(params.pop("seed", 0))
+    teacher = params.pop("model", None)  # { name, base_url, api_key_env }: the issue writer
     if params:
-        raise AgentmillError(f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} (known: pypi, max, seed)")
+        raise AgentmillError(f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} (known: pypi, max, seed, model)")
+    if teacher is not None and not (isinstance(teacher, dict) and teacher.get("name") and teacher.get("base_url")):
+        raise AgentmillError("repo_bugs source: params.model needs name and base_url (the teacher that writes the issues)")
     repos = [Path(path)] if path else []
-    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed])] + [hash_tree(r) for r in repos]
+    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed, teacher and teacher["name"]])] + \
+        [hash_tree(r) for r in repos]  # the teacher by name, not by its URL (it moves)
     out = cached_output("repo_bugs", *identity)
     if not is_done(out):
-        generate(out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed)
+        generate(out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher)
     return out / "tasks"
