@@ -165,7 +165,9 @@ async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: 
             original = (project.root / rel).read_text(encoding="utf-8", errors="replace")
             buggy = m.apply(original)
             key = hashlib.sha256(f"{rel}\0{buggy}".encode()).hexdigest()
-            if key in seen or not still_parses(buggy):
+            if key in seen or not still_parses(buggy):  # the same patch as an earlier mutant: not run again
+                why = "duplicate" if key in seen else "does_not_parse"
+                stats["reasons"][why] = stats["reasons"].get(why, 0) + 1
                 continue
             seen.add(key)
             stats["tried"] += 1
