@@ -41,13 +41,29 @@ def test_rows_become_checked_tasks_and_bad_references_are_dropped(tmp_path, buil
     assert all(r.oracle.reward == 1.0 and r.nop.reward == 0.0 for r in results)
 
 
+@pytest.fixture(scope="module")
+def clamp_task(tmp_path_factory):
+    """One admitted task (the fixture's first row), generated once for the tests that attack it."""
+    from agentmill.images import ImageBuilder
+
+    out = tmp_path_factory.mktemp("fn") / "out"
+    generate(FIXTURE, out, builder=ImageBuilder(), limit=1)
+    [task_dir] = list((out / "tasks").iterdir())
+    return task_dir
+
+
+def oracle_with(task_dir, tmp_path, solution_py: str, builder):
+    """The task, copied, with a solve.sh that writes `solution_py` as /app/solution.py."""
+    copy = tmp_path / "tasks" / task_dir.name
+    shutil.copytree(task_dir, copy)
+    (copy / "solution" / "solve.sh").write_text(f"#!/bin/bash\ncat > /app/solution.py <<'EOF'\n{solution_py}EOF\n")
+    [result] = asyncio.run(check_tasks(load_dataset(copy.parent).tasks, builder=builder))
+    return result
+
+
 @sandbox
-def test_a_wrong_solution_gets_reward_zero(tmp_path, builder):
-    generate(FIXTURE, tmp_path / "out", builder=builder, limit=1)
-    [task_dir] = list((tmp_path / "out" / "tasks").iterdir())
-    (task_dir / "solution" / "solve.sh").write_text(
-        "#!/bin/bash\nprintf 'def clamp(x, lo, hi):\\n    return x\\n' > /app/solution.py\n")
-    [result] = asyncio.run(check_tasks(load_dataset(task_dir.parent).tasks, builder=builder))
+def test_a_wrong_solution_gets_reward_zero(clamp_task, tmp_path, builder):
+    result = oracle_with(clamp_task, tmp_path, "def clamp(x, lo, hi):\n    return x\n", builder)
     assert result.oracle.reward == 0.0 and result.verdict == "unsolvable"
 
 
@@ -103,10 +119,7 @@ def test_a_recipe_mixes_a_functions_source_generated_once_and_cached(tmp_path, m
 @sandbox
 @pytest.mark.parametrize("trick", ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
                                    "import unittest\nraise unittest.SkipTest('later')\n"])
-def test_a_solution_that_ends_or_skips_the_test_run_gets_nothing(tmp_path, builder, trick):
+def test_a_solution_that_ends_or_skips_the_test_run_gets_nothing(clamp_task, tmp_path, builder, trick):
     """planted attack: the solution module ends pytest with status 0 (or skips the module) at import."""
-    generate(FIXTURE, tmp_path / "out", builder=builder, limit=1)
-    [task_dir] = list((tmp_path / "out" / "tasks").iterdir())
-    (task_dir / "solution" / "solve.sh").write_text(f"#!/bin/bash\ncat > /app/solution.py <<'EOF'\n{trick}EOF\n")
-    [result] = asyncio.run(check_tasks(load_dataset(task_dir.parent).tasks, builder=builder))
+    result = oracle_with(clamp_task, tmp_path, trick, builder)
     assert result.oracle.reward == 0.0, result.oracle.verifier_stdout
