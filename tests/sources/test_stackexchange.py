@@ -90,6 +90,8 @@ def test_unverified_tasks_roll_out_check_and_export_with_reward_null(se_tasks, t
     results = [json.loads(p.read_text()) for p in run.glob("trials/*/result.json")]
     assert len(results) == 2 and {(x["outcome"], x["reward"]) for x in results} == {("unverified", None)}
     assert all(x["timings"]["verifier"] == 0.0 and x["verifier_stdout"] == "" for x in results)
+    shown = r.stdout + r.stderr
+    assert "unverified: 2" in shown and "0 errors" in shown and "pass@1" not in shown  # not scored as failures
 
     r = agentmill("export", str(run), "--format", "trl", "--out", str(tmp_path / "sft.jsonl"), "--min-turns", "0")
     assert r.returncode == 0, r.stderr

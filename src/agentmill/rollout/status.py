@@ -50,7 +50,8 @@ def summarize(run_dir: Path) -> dict:
     attempted = [r for r in done if r["outcome"] not in INFRA]
     by_task: dict[str, list[dict]] = defaultdict(list)
     for r in attempted:
-        by_task[r["task"]].append(r)
+        if r["outcome"] != Outcome.UNVERIFIED.value:  # a task with no verifier has no pass@k
+            by_task[r["task"]].append(r)
     rewards = [r["reward"] for r in done if r["reward"] is not None]
     summary: dict = {
         "run_dir": str(run_dir),
