@@ -59,6 +59,15 @@ def _synth_app() -> typer.Typer:  # failure-driven synthesis: its commands live 
 app.add_typer(_synth_app(), name="synth")
 
 
+def _sources_app() -> typer.Typer:  # task-source generators: their commands live in agentmill.sources.cli
+    from agentmill.sources.cli import app as sources
+
+    return sources
+
+
+app.add_typer(_sources_app(), name="sources")
+
+
 def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
     from agentmill.envs.cli import env_app, import_app
 
@@ -145,7 +154,7 @@ def check(
     for r in sorted(results, key=lambda r: r.task.name):
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
-        color = "green" if r.verdict == "ok" else "yellow" if r.verdict == "needs_judge" else "red"
+        color = {"ok": "green", "needs_judge": "yellow", "no_verifier": "yellow"}.get(r.verdict, "red")
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
                       Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
@@ -155,7 +164,7 @@ def check(
     out.print(check_summary(rows), highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
-    # needs_judge is no failure of the task: its deterministic part was audited; the judged part waits for a judge
+    # needs_judge and no_verifier are no failure of the task: what can be audited was audited
     raise typer.Exit(0 if all(r["verdict"] in CHECK_PASSES for r in rows) else 1)
 
 

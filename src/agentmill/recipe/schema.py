@@ -58,14 +58,20 @@ class Source(_Strict):
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
     score: float | None = None  # ranking score for top-N mixing
+    # a generator kind's options (agentmill/sources/: functions' columns, repo_bugs' pypi, ...)
+    params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_place(self):
-        if (self.path is None) == (not self.sample):
+        if self.path is not None and self.sample:
+            raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
+        if self.path is None and not self.sample and not (self.kind != PLAIN and self.params):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
         if self.kind not in source_kinds():
             raise ValueError(f"source '{self.name}': unknown kind {self.kind!r} (known: {', '.join(source_kinds())})")
-        if self.kind != PLAIN and self.path is None:
+        if self.kind == PLAIN and self.params:
+            raise ValueError(f"source '{self.name}': params are a generator kind's options; kind \"{PLAIN}\" takes none")
+        if self.kind != PLAIN and self.path is None and not self.params:
             raise ValueError(f"source '{self.name}': kind = \"{self.kind}\" needs path = the producer's output folder")
         return self
 

@@ -25,6 +25,7 @@ from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
     "ok": "oracle passes, nop fails",
+    "no_verifier": "no verifier: the task has [verifier] kind = \"none\" (an unverified task; nothing to check)",
     "vacuous": "the untouched state already passes",
     "unsolvable": "the reference solution does not pass",
     "no_solution": "the task has no reference solution",
@@ -37,18 +38,20 @@ VERDICTS = {
     **LINT_VERDICTS,
     "weak_verifier": "a wrong end state (a mutant of the oracle's) passes every verifier",
 }
-CHECK_PASSES = frozenset({"ok", "needs_judge"})  # verdicts that do not fail `agentmill check`
+CHECK_PASSES = frozenset({"ok", "needs_judge", "no_verifier"})  # verdicts that do not fail `agentmill check`
 
 
 @dataclass
 class CheckResult:
     task: Task
     oracle: TrialResult | None
-    nop: TrialResult
+    nop: TrialResult | None  # None: an unverified task, not run
     audit: ToolAudit | None = None  # tool tasks: lints and mutants
 
     @property
     def verdict(self) -> str:
+        if not self.task.verified:
+            return "no_verifier"
         nop = self.nop
         if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
             return "needs_container"
@@ -113,6 +116,8 @@ class CheckResult:
 
     def _image(self) -> dict:
         """Debian-built images say which base and layers the task used (images/build.py's note)."""
+        if self.nop is None:
+            return {}
         line = next((n for n in self.nop.notes if n.startswith("image ") and "Debian layers" in n), None)
         return {"image": line} if line else {}
 
@@ -138,6 +143,11 @@ async def check_tasks(
             return await behaviour_for(task).audit(task, builder)
 
     async def one(task: Task) -> CheckResult:
+        if not task.verified:  # said so, not failed: there is nothing to check
+            result = CheckResult(task, None, None)
+            if on_done:
+                on_done(result)
+            return result
         oracle_run = trial(task, OracleAgent()) if task.solution_script else None
         if oracle_run is None:
             result = CheckResult(task, None, await trial(task, NopAgent()))

@@ -56,7 +56,8 @@ def summarize(run_dir: Path) -> dict:
     unjudged = sum(r["outcome"] == Outcome.UNJUDGED.value for r in done)
     by_task: dict[str, list[dict]] = defaultdict(list)
     for r in attempted:
-        by_task[r["task"]].append(r)
+        if r["outcome"] != Outcome.UNVERIFIED.value:  # a task with no verifier has no pass@k
+            by_task[r["task"]].append(r)
     rewards = [r["reward"] for r in done if r["reward"] is not None]
     summary: dict = {
         "run_dir": str(run_dir),

@@ -134,6 +134,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
+        if not task.verified:  # nothing to score: reward null
+            result.outcome = agent_outcome or Outcome.UNVERIFIED
+            return result
         verdict = await kind_trial.verify(task, image, rootfs, scratch, limits, agent_result.steps)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards

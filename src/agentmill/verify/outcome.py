@@ -26,6 +26,9 @@ class Outcome(str, Enum):
     # (no judge configured: a tool task's response_check, a grounded task's rubric). Never a pass:
     # no reward, left out of pass@k, exports and RL by default; rerun once a judge is set
     UNJUDGED = "unjudged"
+    # the task has no verifier (`[verifier] kind = "none"`): the agent finished, nothing scored it
+    # (reward null); SFT exports keep it, RL exports refuse it
+    UNVERIFIED = "unverified"
 
     @property
     def is_infra(self) -> bool:
