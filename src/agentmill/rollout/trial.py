@@ -30,7 +30,8 @@ from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
 from agentmill.verify.judged import judged_step_for
 from agentmill.verify.test_script import verify
-from agentmill.envs.state import ToolEnvError, prepare_tool_state
+from agentmill.envs.state import ToolEnvError
+from agentmill.envs.tool_host import attach, start_tool_host
 from agentmill.verify.sql_state import verify_tool_task
 
 
@@ -48,6 +49,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
+    tool_host = None
     try:
         t = time.monotonic()
         try:
@@ -71,11 +73,23 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent.needs_solution and task.solution_sources:
             ro["/solution"] = await asyncio.to_thread(stage, task.solution_sources, scratch / "solution")
         spec = image.spec(rootfs, limits=limits, ro_mounts=ro, rw_mounts={"/logs/agent": scratch / "agent-logs"})
+        tools_rootfs = None
+        if task.kind == "tools":  # the trial's databases, built in the tool host's own sandbox before the agent
+            try:
+                tools_rootfs = await asyncio.to_thread(image.instantiate, scratch / "tools-rootfs")
+                tool_host = await start_tool_host(task, image, tools_rootfs, limits)
+            except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+                result.exception = f"tool environment: {_brief(e)}"
+                if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
+                    result.outcome = Outcome.TASK_ERROR
+                return result
         agent_outcome = None
         t = time.monotonic()
         early: SandboxStart | None = None
         try:
             sandbox = _agent_sandbox(task, agent, spec)
+            if tool_host is not None:
+                attach(sandbox, tool_host)
             if runs_early(task, agent):  # its first model call overlaps the start (rollout/early.py)
                 early = SandboxStart(key=start_key(image.key, spec), ready=asyncio.ensure_future(sandbox.start()))
             else:
@@ -84,15 +98,6 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
-            try:
-                await prepare_tool_state(task, sandbox)
-            except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
-                await sandbox.stop()
-                result.exception = f"tool environment: {_brief(e)}"
-                if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
-                    result.outcome = Outcome.TASK_ERROR
-                return result
         t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
             if early is None:
@@ -124,12 +129,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         finally:
             timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
+            if tool_host is not None:
+                await tool_host.stop()
 
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
         if task.kind == "tools":  # SQL state, judge and tool-call verifiers; the answer comes from the steps
-            verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
+            verdict = await verify_tool_task(task, image, tools_rootfs, scratch, limits, agent_result.steps)
         else:
             verdict = await verify(task, image, rootfs, scratch, limits)
             judged = judged_step_for(task)  # e.g. grounded tasks: the rubric judge over the deliverables
@@ -147,6 +154,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         result.outcome, result.exception = Outcome.SANDBOX_ERROR, f"harness error: {_brief(e)}"
         return result
     finally:
+        if tool_host is not None:
+            await tool_host.stop()  # idempotent; here for the paths that return before the agent ran
         timings.total = time.monotonic() - started
         # the lowest-priority threads: trials still running go first (loop_priority.removal_threads)
         await asyncio.get_running_loop().run_in_executor(removal_threads(), shutil.rmtree, scratch, True)

@@ -385,13 +385,30 @@ def call(tools, spec, req):
         return {"is_error": True, "content": f"tool '{name}' crashed without a result"}
 
 
+def log_call(spec, req, reply):
+    """One line per call the agent made (name, error or not, rows written), appended by the tool host
+    itself: tool_execution verifiers count these, never what an agent says it called."""
+    path = spec.get("call_log")
+    if not path:
+        return
+    line = {"name": str(req.get("name"))[:200], "is_error": bool(reply.get("is_error")),
+            "changes": int(reply.get("changes") or 0)}
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def handle(tools, spec, req):
     op = req.get("op")
     if op == "list":
         return {"tools": [schema for _, schema, _ in tools.values()],
                 "gyms": {n: g for n, (_, _, g) in tools.items()}}
     if op == "call":
-        return call(tools, spec, req)
+        reply = call(tools, spec, req)
+        log_call(spec, req, reply)
+        return reply
     if op == "ping":
         return {"pid": os.getpid()}
     return {"is_error": True, "content": f"unknown op {op!r}"}
