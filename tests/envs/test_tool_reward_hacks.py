@@ -26,7 +26,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tasks" / "
 
 
 class PolicyAgent(ScriptedAgentBase):
-    """Makes the given tool calls (and first runs `shell` in its own sandbox), recording each as a step."""
+    """Makes the given tool calls (then runs `shell` in its own sandbox), recording each as a step."""
 
     name = "policy"
     version = "1"
@@ -35,9 +35,6 @@ class PolicyAgent(ScriptedAgentBase):
         self.calls, self.shell, self.claimed = calls, shell, list(claimed)
 
     async def run(self, task, sandbox, result: AgentResult) -> None:
-        if self.shell:
-            run = await sandbox.exec(["/bin/sh", "-c", self.shell], timeout=60)
-            result.metadata["shell"] = {"rc": run.returncode, "output": run.output[-500:]}
         errors = result.metadata.setdefault("errors", [])
         async with open_tool_session(task, sandbox) as session:
             for tool, args in self.calls:
@@ -49,6 +46,9 @@ class PolicyAgent(ScriptedAgentBase):
                 result.steps.append(step)
                 if out.is_error:
                     errors.append(tool)
+        if self.shell:  # after the calls: the state exists wherever the tools keep it
+            run = await sandbox.exec(["/bin/sh", "-c", self.shell], timeout=60)
+            result.metadata["shell"] = {"rc": run.returncode, "output": run.output[-500:]}
         for tool in self.claimed:  # calls the agent says it made and never did
             result.steps.append(Step(step_id=result.next_id(), source="agent",
                                      tool_calls=[ToolCall(tool_call_id="x", function_name=tool, arguments={})]))
@@ -115,18 +115,27 @@ def test_collateral_on_a_task_local_gym_too(tmp_path):
 LOOKED_UP = [{"name": "looked_up_ticket", "verifier_type": "tool_execution",
               "validation_config": {"selected_tools": ["get_ticket"], "minimum_tool_calls": 1}}]
 
+ANY_CALL = [{"name": "looked_up_ticket", "verifier_type": "tool_execution",
+             "validation_config": {"selected_tools": [], "minimum_tool_calls": 1}}]
+
 
 @pytest.mark.parametrize("attack", ["failing_call", "unknown_tool", "claimed_only", "restricted_tool"])
 def test_a_look_up_that_did_not_happen_does_not_count(tmp_path, attack):
     extra = 'restricted_tools = ["get_ticket"]' if attack == "restricted_tool" else ""
-    task = load_task(make_tool_task(tmp_path / "t", verifiers=LOOKED_UP, toml_extra=extra,
+    task = load_task(make_tool_task(tmp_path / "t", verifiers=ANY_CALL if attack == "unknown_tool" else LOOKED_UP, toml_extra=extra,
                                     calls=[{"tool": "list_tickets", "arguments": {}}]))
     agent = {"failing_call": PolicyAgent([("get_ticket", {"ticket_id": 99})]),
-             "unknown_tool": PolicyAgent([("get_ticket_details", {"ticket_id": 1}), ("list_tickets", {})]),
+             "unknown_tool": PolicyAgent([("get_ticket_details", {"ticket_id": 1})]),
              "claimed_only": PolicyAgent([("list_tickets", {})], claimed=["get_ticket"]),
              "restricted_tool": PolicyAgent([("get_ticket", {"ticket_id": 1})])}[attack]
     result, _ = trial(task, agent)
     assert result.outcome is Outcome.FAILED and result.rewards["looked_up_ticket"] == 0.0
+
+
+def test_one_successful_call_of_any_tool_counts(tmp_path):
+    task = load_task(make_tool_task(tmp_path / "t", verifiers=ANY_CALL, calls=[{"tool": "list_tickets", "arguments": {}}]))
+    result, _ = trial(task, PolicyAgent([("get_ticket_details", {}), ("list_tickets", {})]))
+    assert result.outcome is Outcome.PASSED and result.rewards["looked_up_ticket"] == 1.0
 
 
 def test_a_successful_look_up_counts(tmp_path):
