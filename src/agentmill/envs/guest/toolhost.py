@@ -562,6 +562,10 @@ def main(argv):
             reply = handle(load_all(spec), spec, json.loads(sys.stdin.read()))
         elif mode == "query":
             reply = query(spec, json.loads(sys.stdin.read()))
+        elif mode == "query-dirs":  # {"dirs": [...], "queries": [...]}: the same queries on each state
+            req = json.loads(sys.stdin.read())
+            reply = {"results": {d: query({**spec, "gyms": [{**g, "db": os.path.join(d, g["name"] + ".sqlite")}
+                                                            for g in spec["gyms"]]}, req)["results"] for d in req["dirs"]}}
         elif mode == "replay":  # {"calls": [{tool, arguments}]} in order, one result each
             tools = load_all(spec)
             calls = json.loads(sys.stdin.read())["calls"]
