@@ -160,7 +160,7 @@ def candidates(db, table, col, current):
     held = [r[0] for r in db.execute(
         f'SELECT "{col}", COUNT(*) AS n FROM "{table}" WHERE "{col}" IS NOT NULL GROUP BY 1 ORDER BY n DESC LIMIT 50')]
     domain = check_values(db, table, col) + parent_values(db, table, col)
-    out = domain + (held if len(held) <= _ENUM_LIKE or not domain else []) + held[:3]
+    out = domain + (held if len(held) <= _ENUM_LIKE else held[:3])
     if isinstance(current, str):
         out += shifted(current)
     if isinstance(current, bool) or current is None:
