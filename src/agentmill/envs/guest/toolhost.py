@@ -492,6 +492,12 @@ def prepare(bundle_path, spec_path, ready, force):
         spec = json.load(f)
     reply = init(spec, use_base=True)
     reply["tools"] = len(load_all(spec))  # a tools.py that breaks the contract fails here, before any agent
+    import shutil
+
+    for gym in spec["gyms"]:  # the untouched state, kept for the verifier's 'nothing else changed'
+        untouched = os.path.join(os.path.dirname(os.path.dirname(gym["db"])), "untouched", gym["name"] + ".sqlite")
+        os.makedirs(os.path.dirname(untouched), exist_ok=True)
+        shutil.copyfile(gym["db"], untouched)
     open(ready, "w").close()
     return reply
 
