@@ -180,6 +180,20 @@ def candidates(db, table, col, current):
     return unique[:_PER_FIELD]
 
 
+def column_default(db, table, col):
+    """The column's declared DEFAULT as a value (a literal only), else a marker no value equals."""
+    for row in db.execute(f'PRAGMA table_info("{table}")'):
+        if row[1] == col and row[4] is not None:
+            text = row[4].strip()
+            if text.startswith("'") and text.endswith("'"):
+                return text[1:-1].replace("''", "'")
+            try:
+                return float(text) if "." in text else int(text)
+            except ValueError:
+                break
+    return object()
+
+
 def chosen(req, value):
     """Whether a reference call chose this value (an argument, or text an argument carries)."""
     values = req.setdefault("_chosen", [json.loads(v) for v in req.get("argument_values", [])])
@@ -208,6 +222,8 @@ def field_mutants(req, d, out_dir, limit):
                     side_effect = not new_row and not chosen(req, value)
                     db = sqlite3.connect(os.path.join(req["final"], f"{gym}.sqlite"))
                     options = candidates(db, table, col, value)
+                    if new_row:  # a new row's column default is an optional argument left out: another path, not a wrong state
+                        options = [o for o in options if o != column_default(db, table, col)]
                     db.close()
                     for option in options:
                         target = os.path.join(out_dir, f"m{len(made)}-field")
