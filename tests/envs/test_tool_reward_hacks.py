@@ -19,7 +19,6 @@ from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
 from agentmill.verify.outcome import Outcome
-
 from tests.envs.helpers import make_tool_task
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tasks" / "sample_tools"

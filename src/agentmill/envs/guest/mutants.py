@@ -120,10 +120,10 @@ def check_values(db, table, col):
     sql = row[0] if row and row[0] else ""
     name = r'["`\[]?' + re.escape(col) + r'["`\]]?'
     out = []
-    for m in re.finditer(name + r"\s+IN\s*\(([^)]*)\)", sql, re.I):
+    for m in re.finditer(name + r"\s+IN\s*\(([^)]*)\)", sql, re.IGNORECASE):
         for lit in re.findall(r"'((?:[^']|'')*)'|(-?\d+(?:\.\d+)?)", m.group(1)):
             out.append(lit[0].replace("''", "'") if lit[0] or not lit[1] else (float(lit[1]) if "." in lit[1] else int(lit[1])))
-    for m in re.finditer(name + r"\s+BETWEEN\s+(-?\d+)\s+AND\s+(-?\d+)", sql, re.I):
+    for m in re.finditer(name + r"\s+BETWEEN\s+(-?\d+)\s+AND\s+(-?\d+)", sql, re.IGNORECASE):
         lo, hi = int(m.group(1)), int(m.group(2))
         if hi - lo <= 20:
             out += list(range(lo, hi + 1))
@@ -288,7 +288,7 @@ def _copy_row(path, table, entry):
     """Insert a copy of the first new row, its key left to the database (or made unique)."""
     key, row = entry["inserted"][0]
     cols = [c for c in row if c not in entry["key"] or len(entry["key"]) > 1 or entry["key"] == ["rowid"]]
-    values = dict((c, row[c]) for c in cols if c != "rowid")
+    values = {c: row[c] for c in cols if c != "rowid"}
     db = sqlite3.connect(path)
     try:
         for attempt in range(2):
