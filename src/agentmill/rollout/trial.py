@@ -65,7 +65,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             return result
         limits = task_limits(task)
         behaviour = behaviour_for(task)
-        try:  # the kind's own part, before the agent's sandbox (tool tasks: their databases)
+        try:  # the kind's own part, before the agent's sandbox (tool tasks: a tool host with their databases)
             kind_trial = await behaviour.begin(task, image, scratch, limits)
         except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
             result.exception = f"{task.kind} environment: {_brief(e)}"
@@ -130,6 +130,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         finally:
             timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
+            await kind_trial.stop()  # the kind's own processes end with the agent, before verification
 
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome

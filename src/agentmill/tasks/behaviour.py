@@ -43,7 +43,7 @@ class KindTrial:
         return await judged(task, verdict) if judged is not None else verdict
 
     async def stop(self) -> None:
-        """After verification, and on every early return (idempotent)."""
+        """When the agent has finished (before verification), and on every early return: idempotent."""
 
 
 class KindBehaviour:

@@ -27,6 +27,8 @@ from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
 from agentmill.tasks.tool_spec import (DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier)
 from agentmill.traces.atif import Step
+from agentmill.verify import state_diff
+from agentmill.verify.call_log import read_calls
 from agentmill.verify.judge import NEEDS_JUDGE, Judge, JudgeError, default_judge
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
@@ -234,6 +236,18 @@ def outcome_of(checks: list[Check], reward: float | None) -> tuple[Outcome, str 
 # -- the trial's verifier ----------------------------------------------------------------------------
 
 
+async def _state_checks(task: Task, sb: Sandbox, spec_path: str) -> tuple[list[dict], Check | None, list[str]]:
+    """The verifiers' query results, the default 'nothing else changed' check (verify/state_diff.py;
+    None without reference calls) and the successful calls the tool host recorded."""
+    results = await run_queries(sb, spec_path, queries_of(task))
+    unchanged = None
+    if state_diff.applies(task):
+        reply = await state_diff.diff_states(task, sb, {"final": f"{TOOLS_ROOT}/db"})
+        passed, details = state_diff.verdict(reply["violations"]["final"])
+        unchanged = Check(state_diff.NAME, state_diff.VERIFIER_TYPE, passed, details=details)
+    return results, unchanged, await read_calls(require_spec(task), sb)
+
+
 def _host_folders(task: Task, scratch: Path) -> tuple[Path, Path]:
     """The verifier's logs folder and staged tests: file-system work, so one hop off the event loop."""
     logs = scratch / "verifier-logs"
@@ -257,13 +271,15 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
                 return VerifierResult(Outcome.VERIFIER_ERROR, error=f"no tool state under {TOOLS_ROOT}: the "
                                       "environment was never prepared", seconds=time.monotonic() - started)
             spec_path = await stage_query_runner(task, sb)
-            results = await asyncio.wait_for(run_queries(sb, spec_path, queries_of(task)),
-                                             task.config.verifier.timeout_sec)
+            results, unchanged, called = await asyncio.wait_for(_state_checks(task, sb, spec_path),
+                                                                 task.config.verifier.timeout_sec)
     except (SandboxError, ToolEnvError, asyncio.TimeoutError) as e:
         outcome = (Outcome.VERIFIER_TIMEOUT if isinstance(e, asyncio.TimeoutError) else
                    Outcome.SANDBOX_ERROR if isinstance(e, SandboxError) else Outcome.VERIFIER_ERROR)
         return VerifierResult(outcome, error=str(e) or "verifier timed out", seconds=time.monotonic() - started)
-    checks = await evaluate(task, results, TrialView.from_steps(steps), judge)
+    view = TrialView.from_steps(steps)
+    view.tools_called = called  # the tool host's record of successful calls, not the agent's account
+    checks = await evaluate(task, results, view, judge) + ([unchanged] if unchanged else [])
     reward, rewards = rewards_of(checks)
     outcome, error = outcome_of(checks, reward)
     report = json.dumps({"reward": reward, "verifiers": [c.to_json() for c in checks]}, indent=1, default=str)
