@@ -29,6 +29,7 @@ from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
 from agentmill.verify.judged import judged_step_for
+from agentmill.verify.test_deps import prepare as prepare_test_deps
 from agentmill.verify.test_script import verify
 from agentmill.envs.state import ToolEnvError, prepare_tool_state
 from agentmill.verify.sql_state import verify_tool_task
@@ -58,8 +59,10 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except AgentmillError as e:
             result.exception = str(e)
             return result
+        # The packages the test scripts install, resolved now with the network, as a build step is
+        deps_notes = (await asyncio.to_thread(prepare_test_deps, task))[1] if task.kind != "tools" else []
         timings.environment = time.monotonic() - t
-        result.notes += image.notes
+        result.notes += image.notes + deps_notes
         try:
             rootfs = await asyncio.to_thread(image.instantiate, scratch / "rootfs")  # cp -a: off the event loop
         except (OSError, subprocess.CalledProcessError) as e:
