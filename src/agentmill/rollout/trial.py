@@ -40,6 +40,9 @@ def task_limits(task: Task) -> Limits:
     return Limits(memory_mb=env.memory_mb, cpus=env.cpus, storage_mb=env.storage_mb)
 
 
+BUILD_FAILED_NOTE = "the environment did not build (a step of the task's Dockerfile failed)"
+
+
 @trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
 async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
     started = time.monotonic()
@@ -54,7 +57,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         try:
             image = await builder.get(task)
         except ImageBuildError as e:  # a step of the task's own Dockerfile failed
-            result.outcome, result.exception = Outcome.TASK_ERROR, str(e)
+            result.outcome, result.exception, result.build_log = Outcome.TASK_ERROR, str(e), e.log[-8000:]
+            result.notes.append(BUILD_FAILED_NOTE)
             return result
         except AgentmillError as e:
             result.exception = str(e)
