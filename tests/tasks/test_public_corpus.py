@@ -1,0 +1,81 @@
+"""Issue 31's classes of public task, each run through `agentmill check` as a user runs it (a real
+subprocess, real builds, real sandboxes): test dependencies installed by run-tests.sh, a test
+dependency that does not exist, a Dockerfile that adds a user (a real Debian image, merged-/usr),
+COPY from the build context and from the task root. Trials run over overlays, as big images do:
+an untouched overlay is the image's own, never tamper evidence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentmill.agents import NopAgent, OracleAgent
+from agentmill.images import ImageBuilder
+from agentmill.images.trial_fs import overlay_available
+from agentmill.rollout.trial import run_trial
+from agentmill.tasks import load_task, write_task
+from agentmill.verify.outcome import Outcome
+from tests.conftest import sandbox, scratch_cache
+from tests.tasks.public_corpus import write_corpus
+
+pytestmark = [sandbox, pytest.mark.skipif(not overlay_available(), reason="fuse-overlayfs not usable")]
+
+
+def _debian_builder() -> str | None:
+    from agentmill.images.userns import BuilderUnavailable, build_identity
+
+    try:
+        build_identity()
+    except BuilderUnavailable as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.skipif(_debian_builder() is not None, reason="the Debian image builder is unavailable")
+def test_the_corpus_through_agentmill_check(tmp_path):
+    expected = write_corpus(tmp_path / "corpus")
+    out, trials = tmp_path / "check.json", tmp_path / "trials"
+    run = subprocess.run([sys.executable, "-m", "agentmill.cli", "check", str(tmp_path / "corpus"), "--json", str(out),
+                          "--trials", str(trials), "-c", "3"], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "AGENTMILL_OVERLAY": "1", "AGENTMILL_IMAGES": "auto"})
+    rows = {row["task"]: row for row in json.loads(out.read_text())}
+    assert {t: r["verdict"] for t, r in rows.items()} == expected, run.stdout[-4000:] + run.stderr[-2000:]
+    assert f"trial records (result.json, verifier/stdout.txt): {trials}" in " ".join(run.stdout.split())
+    for row in rows.values():  # no false tamper evidence over an untouched overlay (merged-/usr root links)
+        assert "tamper" not in row["nop"], row
+    venv = rows["legacy-venv-deps"]
+    assert "2 passed" in venv["oracle"]["verifier_tail"]  # the pinned versions, imported in the script's venv
+    kept = Path(venv["oracle"]["trial_dir"])
+    assert json.loads((kept / "result.json").read_text())["outcome"] == "passed"
+    assert "2 passed" in (kept / "verifier" / "stdout.txt").read_text()
+    missing = rows["legacy-deps-unresolvable"]
+    assert "agentmill-no-such-package-31==1.0" in missing["reason"]
+    assert "No module named 'agentmill_no_such_package_31'" in missing["reason"]  # the oracle's own cause
+    assert "not found" in missing["oracle"]["verifier_tail"] or "could not be resolved" in missing["oracle"]["verifier_tail"]
+    outside = rows["harbor-copy-task-root"]
+    assert "it is at the task root" in outside["reason"] and "Harbor builds with environment/" in outside["reason"]
+    adduser = rows["harbor-adduser"]
+    assert "Debian layers" in adduser.get("image", "")  # a real image from Debian's archive (merged-/usr)
+
+
+def test_an_agent_that_removes_bin_over_an_overlay_is_caught(tmp_path):
+    # The attack twin of the corpus's clean overlays: `rm /bin` leaves a whiteout in the upper; the
+    # verifier restores the image's link and withholds the reward (planted: whiteouts ignored, caught).
+    root = write_task(tmp_path / "rm-bin", instruction="Write hello into /app/out.txt.",
+                      test_sh="#!/usr/bin/bash\nif grep -qx hello /app/out.txt; then echo 1 > /logs/verifier/reward.txt; "
+                              "else echo 0 > /logs/verifier/reward.txt; fi\n",
+                      solve_sh="echo hello > /app/out.txt\nrm /bin /sbin\n")
+    task = load_task(root)
+    builder = ImageBuilder(cache=scratch_cache(tmp_path), overlay=True)
+    result = asyncio.run(run_trial(task, OracleAgent(), builder))
+    kinds = {(e.kind.value, e.path) for e in result.tamper}
+    assert {("root_layout", "/bin"), ("root_layout", "/sbin")} <= kinds, (result.tamper, result.verifier_stderr[-1000:])
+    assert result.outcome is Outcome.FAILED and result.reward == 0.0
+    nop = asyncio.run(run_trial(task, NopAgent(), builder))  # the honest twin: nothing touched, nothing found
+    assert nop.tamper == [] and nop.outcome is Outcome.FAILED
