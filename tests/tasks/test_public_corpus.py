@@ -79,3 +79,21 @@ def test_an_agent_that_removes_bin_over_an_overlay_is_caught(tmp_path):
     assert result.outcome is Outcome.FAILED and result.reward == 0.0
     nop = asyncio.run(run_trial(task, NopAgent(), builder))  # the honest twin: nothing touched, nothing found
     assert nop.tamper == [] and nop.outcome is Outcome.FAILED
+
+
+def test_a_venv_the_agent_prepared_is_replaced_by_the_scripts_own(tmp_path):
+    # The test script activates `.tbench-testing` and then runs `uv run pytest`: an agent that made
+    # that venv first, with its own bin/uv that exits 0 (Terminal-Bench's verdict is the exit
+    # status), would pass without the work. `uv venv` replaces it, as uv does (planted: no --clear,
+    # caught); the honest twin is the corpus's legacy-venv-deps.
+    from tests.tasks.public_corpus import TB_RUN_TESTS, TOML_TEST, tb_task
+
+    cheat = ("#!/bin/bash\nmkdir -p /app/.tbench-testing/bin\n"
+             "printf '#!/bin/bash\\nexit 0\\n' > /app/.tbench-testing/bin/uv\nchmod +x /app/.tbench-testing/bin/uv\n")
+    root = tb_task(tmp_path, "planted-venv", instruction="Write /app/config.toml.",
+                   dockerfile="FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n",
+                   solution=cheat, test_outputs=TOML_TEST,
+                   run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0"))
+    result = asyncio.run(run_trial(load_task(root), OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))
+    assert result.outcome is Outcome.FAILED and result.reward == 0.0, (result.outcome, result.verifier_stdout[-1500:])
+    assert "config.toml" in result.verifier_stdout  # the real tests ran, and failed
