@@ -53,3 +53,26 @@ def test_resolution_honours_versions_and_says_what_it_could_not(tmp_path):
                              root=tmp_path / "layers")
     assert again.path == deps.path  # keyed by what was asked, in any order: built once
     assert json.loads((deps.path / "result.json").read_text())["installed"] == deps.installed
+
+
+def test_an_unreachable_index_is_tried_again_later_not_probed_package_by_package(tmp_path, monkeypatch):
+    # A real pip against an index on a closed local port: one attempt, every package unresolved
+    # with the reason, and the layer is rebuilt once RETRY_AFTER has passed.
+    import socket
+
+    from agentmill.verify import test_deps
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{port}/simple")
+    monkeypatch.setenv("PIP_NO_INDEX", "")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    deps = ensure_test_deps(["tomli-w==1.0.0", "six"], Path(sys.executable), root=tmp_path / "layers")
+    assert deps.installed == [] and set(deps.unresolved) == {"tomli-w==1.0.0", "six"}
+    assert all("could not be reached" in why for why in deps.unresolved.values())
+    assert test_deps._fresh(deps.path)
+    monkeypatch.setattr(test_deps, "RETRY_AFTER", 0.0)
+    assert not test_deps._fresh(deps.path)  # the next trial tries the index again

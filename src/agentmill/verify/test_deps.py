@@ -37,6 +37,10 @@ MOUNT = "/.agentmill/testdeps"
 SITE = f"{MOUNT}/site"  # on the verifier's PYTHONPATH
 LAYOUT = "1"  # bump when the layer's layout or the resolution rules change
 UNRESOLVED_NOTE = "test dependencies unresolved"  # the trial note `check` reads (rollout/check.py)
+RETRY_AFTER = 600.0  # seconds: a layer made while the index was unreachable is tried again after this
+# What pip prints when the index cannot be reached at all: no package is probed one by one then.
+_UNREACHABLE = ("NewConnectionError", "Temporary failure in name resolution", "Network is unreachable",
+                "Could not fetch URL", "Max retries exceeded", "ConnectTimeoutError", "ProxyError")
 
 # A requirement as scripts write it: name, extras, one or more version clauses.
 _REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?((===?|~=|!=|<=?|>=?)[A-Za-z0-9.*+!_-]+"
@@ -201,25 +205,36 @@ def ensure_test_deps(packages: list[str], python: Path, *, root: Path | None = N
         return None
     root = root or cache_dir() / "testdeps"
     dest = root / layer_key(packages, str(python))
-    if (dest / "result.json").exists():
+    if _fresh(dest):
         return _load(dest)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{dest.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (dest / "result.json").exists():
+        if _fresh(dest):
             return _load(dest)
         tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         started = time.monotonic()
-        installed, unresolved, notes = _resolve(packages, python, tmp / "site")
+        installed, unresolved, notes, transient = _resolve(packages, python, tmp / "site")
         (tmp / "unresolved").write_text("".join(f"{k}\t{v}\n" for k, v in unresolved.items()))
         (tmp / "result.json").write_text(json.dumps({"installed": installed, "unresolved": unresolved, "notes": notes,
-                                                     "seconds": round(time.monotonic() - started, 3)}, indent=2))
+                                                     "seconds": round(time.monotonic() - started, 3),
+                                                     "transient": transient}, indent=2))
         subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return _load(dest)
+
+
+def _fresh(dest: Path) -> bool:
+    """A built layer, unless it records an unreachable index and is older than RETRY_AFTER."""
+    meta = dest / "result.json"
+    if not meta.exists():
+        return False
+    if json.loads(meta.read_text()).get("transient"):
+        return time.time() - meta.stat().st_mtime < RETRY_AFTER
+    return True
 
 
 def _load(dest: Path) -> TestDeps:
@@ -229,16 +244,21 @@ def _load(dest: Path) -> TestDeps:
 
 def _pip(python: Path, target: Path, specs: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-input",
-                           "--only-binary", ":all:", "--target", str(target), *specs],
+                           "--retries", "2", "--timeout", "30", "--only-binary", ":all:", "--target", str(target), *specs],
                           capture_output=True, text=True, timeout=900, env={k: v for k, v in os.environ.items()
                                if k not in ("PIP_NO_INDEX", "PIP_TARGET", "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_PREFIX")})
 
 
-def _resolve(packages: list[str], python: Path, site: Path) -> tuple[list[str], dict[str, str], list[str]]:
+def _resolve(packages: list[str], python: Path, site: Path) -> tuple[list[str], dict[str, str], list[str], bool]:
     """Install all together; if that fails, find which ones fail alone, replace a missing version
-    by the newest, and install what is left."""
-    if _pip(python, site, packages).returncode == 0:
-        return list(packages), {}, []
+    by the newest, and install what is left. The last value: the index could not be reached (the
+    result is kept a while, then tried again)."""
+    together = _pip(python, site, packages)
+    if together.returncode == 0:
+        return list(packages), {}, [], False
+    if any(s in (together.stderr or "") + (together.stdout or "") for s in _UNREACHABLE):
+        why = f"the package index could not be reached: {_last_line(together)}"
+        return [], {spec: why for spec in packages}, [], True
     chosen, unresolved, notes = [], {}, []
     for spec in packages:
         probe = site.with_name(site.name + ".probe")
@@ -261,7 +281,7 @@ def _resolve(packages: list[str], python: Path, site: Path) -> tuple[list[str], 
             unresolved.update({s: f"conflicts with the others: {_last_line(together)}" for s in chosen})
             chosen = []
             shutil.rmtree(site, ignore_errors=True)
-    return chosen, unresolved, notes
+    return chosen, unresolved, notes, False
 
 
 def _last_line(run: subprocess.CompletedProcess) -> str:
