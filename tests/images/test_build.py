@@ -243,3 +243,16 @@ def test_one_builder_serves_several_event_loops(tmp_path):
 
     first, second = asyncio.run(together()), asyncio.run(together())
     assert len({image.key for image in first + second}) == 1
+
+
+def test_astrals_uv_installer_in_a_run_step_installs_the_asked_uv(tmp_path):
+    # `curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh` in a Dockerfile: where astral.sh is
+    # unreachable (here: only PyPI, Debian's archive and npm are), the same uv release comes from
+    # PyPI's uv wheel and the image says so (planted: no curl shim, caught: uv not found).
+    df = ("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\n"
+          "RUN curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nENV PATH=\"/root/.local/bin:$PATH\"\n"
+          "RUN uv --version > /app/uv-version && . $HOME/.local/bin/env && uvx --version >> /app/uv-version\n")
+    _, _, image = build(tmp_path, df)
+    assert (image.rootfs / "app/uv-version").read_text() == "uv 0.7.13\nuvx 0.7.13\n"
+    noted = [n for n in image.notes if "astral.sh is unreachable" in n]
+    assert noted == [] or "uv 0.7.13 was installed from PyPI's uv wheel" in noted[0]
