@@ -256,3 +256,12 @@ def test_astrals_uv_installer_in_a_run_step_installs_the_asked_uv(tmp_path):
     assert (image.rootfs / "app/uv-version").read_text() == "uv 0.7.13\nuvx 0.7.13\n"
     noted = [n for n in image.notes if "astral.sh is unreachable" in n]
     assert noted == [] or "uv 0.7.13 was installed from PyPI's uv wheel" in noted[0]
+
+
+def test_a_failed_steps_reason_is_its_last_words_not_curls_progress_meter():
+    from agentmill.images.errors import last_words
+
+    meter = ("  % Total    % Received % Xferd  Average Speed\n\r  0     0    0     0    0     0      0      0 "
+             "--:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: huggingface.co\n")
+    assert last_words(meter) == "curl: (6) Could not resolve host: huggingface.co"
+    assert last_words("E: Unable to locate package nope\n  100  2.5k\n") == "E: Unable to locate package nope"

@@ -30,7 +30,7 @@ from agentmill.images.base import base_defaults, check_base
 from agentmill.images.context import build_context, missing_source
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
 from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildError, NetworkFetchError,
-                                     TransientNeedsContainer)
+                                     TransientNeedsContainer, last_words)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
@@ -507,7 +507,7 @@ class _Build:
         if result.timed_out:
             raise ImageBuildError(f"{where}: build timed out", output[-4000:])
         if result.returncode != 0:
-            tail = output.strip().splitlines()[-1] if output.strip() else ""
+            tail = last_words(output)
             if _ETC_WRITE.search(output):
                 raise NeedsContainerError(f"{where}: RUN writes into /etc, the host's read-only tree here ({tail[:200]})")
             if network:  # the whole build runs again (ImageBuilder._host_build), never this step in place

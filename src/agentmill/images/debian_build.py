@@ -25,7 +25,8 @@ from agentmill.errors import NeedsContainerError
 from agentmill.images.context import build_context, missing_source
 from agentmill.images.debian import MIRROR, BaseChoice, choose_base
 from agentmill.images.dockerfile import Instruction, parse_env, split_flags, substitute
-from agentmill.images.errors import NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer
+from agentmill.images.errors import (NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer,
+                                     last_words)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.layers import LayerError, LayerStore, build_base
 from agentmill.images.userns import DEBIAN_PATH, BuildIdentity, run_in_rootfs, step_ca_env
@@ -188,7 +189,7 @@ class DebianBuild:
                 if network and delays:
                     await asyncio.sleep(delays.pop(0))  # from the parent's pristine copy again
                     continue
-                tail = output.strip().splitlines()[-1][:300] if output.strip() else ""
+                tail = last_words(output)[:300]
                 if network:
                     raise NetworkFetchError(f"{where}: RUN's network fetch failed {len(self.builder.retry_delays) + 1} "
                                             f"times; the host may be unreachable ({tail[:200]})") from None
