@@ -1,7 +1,8 @@
 """A corpus of tasks written as public Terminal-Bench and Harbor tasks are written, one per class
 that `agentmill check` used to call not ok (issue 31): a legacy task whose run-tests.sh makes a venv
 and installs a non-pytest dependency at a pinned version, one whose test dependency does not exist,
-a Dockerfile that adds a user, a COPY from the build context and one from outside it (the task root).
+a Dockerfile that adds a user, a COPY from the build context and one from outside it (the task root),
+and a solution that needs the network.
 """
 
 from __future__ import annotations
@@ -89,5 +90,11 @@ def write_corpus(root: Path) -> dict[str, str]:
                          dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nCOPY data/x.csv /app/x.csv\n")
     (outside / "data").mkdir()
     (outside / "data" / "x.csv").write_text("a,b\nx,1\ny,2\nz,3\n")
-    return {"legacy-venv-deps": "ok", "legacy-deps-unresolvable": "test_deps_unresolved", "harbor-adduser": "ok",
+    # A solution that needs the network at run time (pip install, a download): the agent gets none
+    # here (issue 31 part 2 is not implemented), so the oracle fails and check says why.
+    write_task(root / "harbor-solution-needs-network", instruction="Save PyPI's simple index page of six as /app/six.html.",
+               test_sh="#!/bin/bash\nif grep -q six /app/six.html; then echo 1 > /logs/verifier/reward.txt; "
+                       "else echo 0 > /logs/verifier/reward.txt; fi\n",
+               solve_sh="curl -fsS https://pypi.org/simple/six/ -o /app/six.html\n")
+    return {"harbor-solution-needs-network": "unsolvable", "legacy-venv-deps": "ok", "legacy-deps-unresolvable": "test_deps_unresolved", "harbor-adduser": "ok",
             "harbor-copy-context": "ok", "harbor-copy-task-root": "build_failed"}

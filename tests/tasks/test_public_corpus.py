@@ -60,6 +60,9 @@ def test_the_corpus_through_agentmill_check(tmp_path):
     assert "not found" in missing["oracle"]["verifier_tail"] or "could not be resolved" in missing["oracle"]["verifier_tail"]
     outside = rows["harbor-copy-task-root"]
     assert "it is at the task root" in outside["reason"] and "Harbor builds with environment/" in outside["reason"]
+    offline = rows["harbor-solution-needs-network"]  # no agent network: the solution's own error is the cause
+    assert "the solution exited 6 (curl: (6) Could not resolve host: pypi.org)" in offline["reason"], offline["reason"]
+    assert offline["oracle"]["solution"]["exit_code"] == 6
     adduser = rows["harbor-adduser"]
     assert "Debian layers" in adduser.get("image", "")  # a real image from Debian's archive (merged-/usr)
 

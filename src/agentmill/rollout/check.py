@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.agents import NopAgent, OracleAgent
+from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
 from agentmill.paths import sweep_scratch
-from agentmill.rollout.explain import cause, keep_trial, tail, verifier_output
+from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.trial import BUILD_FAILED_NOTE, run_trial
 from agentmill.rollout.runner import require_toolkit
@@ -97,7 +98,7 @@ class CheckResult:
             note = next(n for n in self.oracle.notes if n.startswith(UNRESOLVED_NOTE))
             return f"{note}; oracle: {cause(self.oracle)}"
         if verdict in ("unsolvable", "broken") and self.oracle is not None and self.oracle.outcome is not Outcome.PASSED:
-            return f"oracle: {cause(self.oracle)}"  # the oracle's own failure, never the nop's exception
+            return f"oracle: {solution_failure(self.oracle)}{cause(self.oracle)}"  # its own failure, never the nop's
         if verdict in ("vacuous", "broken") and self.nop.outcome is Outcome.PASSED:
             return VERDICTS["vacuous"]
         for trial in (self.oracle, self.nop):
@@ -115,6 +116,9 @@ class CheckResult:
                 row["tamper"] = [e.model_dump(mode="json") for e in t.tamper]
             if t.build_log:
                 row["build_log_tail"] = tail(t.build_log)
+            if "solution_exit_code" in t.agent_metadata:
+                row["solution"] = {"exit_code": t.agent_metadata["solution_exit_code"],
+                                   "output_tail": t.agent_metadata.get("output_tail", "")}
             if folder:
                 row["trial_dir"] = folder
             return row
@@ -147,7 +151,12 @@ async def check_tasks(
 
     async def trial(task: Task, agent) -> TrialResult:
         async with gate:
-            return await run_trial(task, agent, builder)
+            said = AgentResult()
+            result = await run_trial(task, agent, builder, agent_result=said)
+            result.agent_metadata = said.metadata  # the solution's exit code
+            if said.steps and said.steps[-1].observation is not None:  # what the solution printed
+                result.agent_metadata["output_tail"] = tail(said.steps[-1].observation.results[0].content, 15)
+            return result
 
     async def audit(task: Task) -> ToolAudit:
         async with gate:

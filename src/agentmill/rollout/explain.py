@@ -51,6 +51,18 @@ def cause(trial: TrialResult) -> str:
         else "the test script printed nothing"
 
 
+def solution_failure(trial: TrialResult) -> str:
+    """'the solution exited 1 (curl: (6) Could not resolve host: astral.sh); tests: ' when the
+    reference solution itself failed (a solution that needs the network, say), else ''."""
+    code = trial.agent_metadata.get("solution_exit_code")
+    if code in (None, 0):
+        return ""
+    lines = [line.strip() for line in str(trial.agent_metadata.get("output_tail", "")).splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.search(line)]
+    said = _short((errors or lines or [""])[-1], 120)
+    return f"the solution exited {code}" + (f" ({said})" if said else "") + "; tests: "
+
+
 def _short(line: str, width: int = 160) -> str:
     line = re.sub(r"\s+", " ", line.strip())
     return line if len(line) <= width else line[: width - 1] + "…"
