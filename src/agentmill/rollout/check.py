@@ -155,7 +155,7 @@ async def check_tasks(
             result = await run_trial(task, agent, builder, agent_result=said)
             result.agent_metadata = said.metadata  # the solution's exit code
             if said.steps and said.steps[-1].observation is not None:  # what the solution printed
-                result.agent_metadata["output_tail"] = tail(said.steps[-1].observation.results[0].content, 15)
+                result.agent_metadata["output_tail"] = tail(said.steps[-1].observation.results[0].content, 40)
             return result
 
     async def audit(task: Task) -> ToolAudit:

@@ -16,6 +16,8 @@ from agentmill.atomic import write_json_atomic
 from agentmill.rollout.result import TrialResult
 
 TAIL_LINES = 30
+_OFFLINE = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
+                      r"Failed to establish a new connection|Could not connect to")
 _NOISE = re.compile(r"^unknown argument ignored: lazytime$")  # fuse-overlayfs's own start-up line
 _PYTEST_LINE = re.compile(r"^(FAILED|ERROR) \S+|^E\s{2,}\S")
 _ERROR_LINE = re.compile(r"(\b[A-Z]\w*(Error|Exception)\b:?|\berror\b:|No such file or directory|command not found|"
@@ -58,8 +60,9 @@ def solution_failure(trial: TrialResult) -> str:
     if code in (None, 0):
         return ""
     lines = [line.strip() for line in str(trial.agent_metadata.get("output_tail", "")).splitlines() if line.strip()]
+    offline = [line for line in lines if _OFFLINE.search(line)]  # the root cause when there is one
     errors = [line for line in lines if _ERROR_LINE.search(line)]
-    said = _short((errors or lines or [""])[-1], 120)
+    said = _short(offline[0] if offline else (errors or lines or [""])[-1], 120)
     return f"the solution exited {code}" + (f" ({said})" if said else "") + "; tests: "
 
 
