@@ -154,8 +154,9 @@ async def check_tasks(
             said = AgentResult()
             result = await run_trial(task, agent, builder, agent_result=said)
             result.agent_metadata = said.metadata  # the solution's exit code
-            if said.steps and said.steps[-1].observation is not None:  # what the solution printed
-                result.agent_metadata["output_tail"] = tail(said.steps[-1].observation.results[0].content, 40)
+            seen = said.steps[-1].observation if said.steps else None
+            if "solution_exit_code" in said.metadata and seen is not None and seen.results:  # what the solution printed
+                result.agent_metadata["output_tail"] = tail(str(seen.results[0].content), 40)
             return result
 
     async def audit(task: Task) -> ToolAudit:
