@@ -72,6 +72,14 @@ def write_corpus(root: Path) -> dict[str, str]:
     tb_task(root, "legacy-deps-unresolvable", instruction="Write /app/config.toml with name = \"mill\" and size = 3.",
             dockerfile=tb_df, solution=TOML_SOLUTION, test_outputs="import agentmill_no_such_package_31\n" + TOML_TEST,
             run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0 agentmill-no-such-package-31==1.0"))
+    # `pip install` into the image's own Python, then `python -m pytest` without a venv: pip answers
+    # "already satisfied" offline and the image's python imports the layer's packages.
+    tb_task(root, "legacy-pip-install", instruction="Write /app/config.toml with name = \"mill\" and size = 3.",
+            dockerfile=tb_df, solution=TOML_SOLUTION,
+            test_outputs=TOML_TEST.replace('    assert os.environ.get("VIRTUAL_ENV", "").endswith(".tbench-testing")'
+                                           '  # the script\'s venv is real and active\n', ''),
+            run_tests="#!/bin/bash\npip install pytest==8.4.1 tomli-w==1.0.0 || exit 1\n"
+                      "cd /app && python -m pytest $TEST_DIR/test_outputs.py -rA\n")
     check_user = ("#!/bin/bash\nif id appuser && getent group appuser "
                   "&& grep -qx done /app/data/out.txt; then echo 1 > /logs/verifier/reward.txt; "
                   "else echo 0 > /logs/verifier/reward.txt; fi\n")
@@ -96,5 +104,5 @@ def write_corpus(root: Path) -> dict[str, str]:
                test_sh="#!/bin/bash\nif grep -q six /app/six.html; then echo 1 > /logs/verifier/reward.txt; "
                        "else echo 0 > /logs/verifier/reward.txt; fi\n",
                solve_sh="curl -fsS https://pypi.org/simple/six/ -o /app/six.html\n")
-    return {"harbor-solution-needs-network": "unsolvable", "legacy-venv-deps": "ok", "legacy-deps-unresolvable": "test_deps_unresolved", "harbor-adduser": "ok",
+    return {"harbor-solution-needs-network": "unsolvable", "legacy-venv-deps": "ok", "legacy-pip-install": "ok", "legacy-deps-unresolvable": "test_deps_unresolved", "harbor-adduser": "ok",
             "harbor-copy-context": "ok", "harbor-copy-task-root": "build_failed"}

@@ -54,6 +54,7 @@ def test_the_corpus_through_agentmill_check(tmp_path):
     kept = Path(venv["oracle"]["trial_dir"])
     assert json.loads((kept / "result.json").read_text())["outcome"] == "passed"
     assert "2 passed" in (kept / "verifier" / "stdout.txt").read_text()
+    assert "2 passed" in rows["legacy-pip-install"]["oracle"]["verifier_tail"]  # pip offline, the image's python
     missing = rows["legacy-deps-unresolvable"]
     assert "agentmill-no-such-package-31==1.0" in missing["reason"]
     assert "No module named 'agentmill_no_such_package_31'" in missing["reason"]  # the oracle's own cause
