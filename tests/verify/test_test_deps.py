@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from agentmill.tasks import load_task, write_task
-from agentmill.verify.test_deps import Requests, _scan, ensure_test_deps, requested
+from agentmill.verify.test_deps import ensure_test_deps
+from agentmill.verify.test_deps_scan import Requests, _scan, requested
 
 
 def scan(text: str, test_dirs: list[Path] | None = None) -> Requests:
