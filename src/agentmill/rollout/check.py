@@ -15,13 +15,7 @@ from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
 from agentmill.paths import sweep_scratch
-from agentmill.rollout.explain import (
-    cause,
-    keep_trial,
-    solution_failure,
-    tail,
-    verifier_output,
-)
+from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import BUILD_FAILED_NOTE, run_trial
