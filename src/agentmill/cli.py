@@ -135,6 +135,8 @@ def check(
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Trials run at once."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write per-task results as JSON here."),
+    trials: Optional[Path] = typer.Option(None, "--trials", help="Keep each trial's record (result.json, the "
+                                          "verifier's output) here; default: a new folder in the temp folder."),
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
@@ -142,9 +144,13 @@ def check(
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task, sample_tools)
+    if trials is None:
+        import tempfile
+
+        trials = Path(tempfile.mkdtemp(prefix="agentmill-check-"))
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
-            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
+            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency, keep=trials,
                                               on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
         except AgentmillError as e:
             _fail(str(e))
@@ -162,6 +168,7 @@ def check(
         table.add_row(row["task"], "-", "-", "[red]broken[/red]", Text(row["reason"][:200]))
     out.print(table)
     out.print(check_summary(rows), highlight=False)
+    out.print(f"trial records (result.json, verifier/stdout.txt): {trials}/<task>/<agent>", highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
     # needs_judge and no_verifier are no failure of the task: what can be audited was audited
