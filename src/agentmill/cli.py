@@ -202,13 +202,15 @@ def rollout(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trial store shared across run folders: finished trials with the same identity are taken from it, not run again. Default: .trial-store beside --out."),
+    no_store: bool = typer.Option(False, "--no-store", help="Run every trial here, taking none from the trial store and keeping none in it."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
     from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
-    from agentmill.rollout.commands import execute_rollout, infra_exit, report_line
+    from agentmill.rollout.commands import default_store, execute_rollout, infra_exit, report_line
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import unique_tasks
 
@@ -249,7 +251,8 @@ def rollout(
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
                                  retry_infra=retry == "infra", console=console, executor=runner,
-                                 check_endpoint=not no_preflight)
+                                 check_endpoint=not no_preflight,
+                                 store=None if no_store else (store or default_store(out)))
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
