@@ -24,6 +24,14 @@ sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run
 app.add_typer(sandbox_app, name="sandbox")
 
 
+@app.callback()
+def _everything(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                            help="More detail on stderr: -v what each step does, -vv debug.")) -> None:
+    from agentmill.logs import configure
+
+    configure(verbose)
+
+
 def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in agentmill.grounded.cli
     from agentmill.grounded.cli import app as ground
 
@@ -473,6 +481,7 @@ def diff_cmd(
 def ablate(
     matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for every variant's run and the results."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache to share, e.g. an earlier `agentmill run --cache DIR` (default: OUT/cache): stages a variant shares with it are reused."),
 ) -> None:
     """Build every variant's dataset, run the evaluation command per variant, and print the table."""
     from agentmill.recipe.ablate import run_ablation
@@ -487,7 +496,7 @@ def ablate(
         return recipe
 
     def build(name: str, data: dict, variant_dir: Path) -> Path:
-        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=out_dir / "cache",
+        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=cache or out_dir / "cache",
                             say=lambda m: console.print(f"[{name}] {m}", highlight=False), where=f"{matrix} variant '{name}'")
         asyncio.run(pipeline.run())
         return variant_dir / "exports"

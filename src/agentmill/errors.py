@@ -1,4 +1,16 @@
-"""Errors that name the file (or field) and the problem in one line."""
+"""Errors that name the file (or field) and the problem in one line, and say whose fault they are.
+
+The error model: every failure a user sees is an AgentmillError, and its class says whose it is.
+- the user's: a bad option, recipe key or name (AgentmillError itself; registry.UnknownNameError,
+  registry.DuplicateNameError);
+- the task's: TaskError (a malformed task folder), NeedsContainerError (its environment cannot be
+  built here), images.errors.ImageBuildError (its Dockerfile failed): trials end `task_error`;
+- the harness's: SandboxError and its kinds (SandboxStartError, GuestError): trials end `sandbox_error`
+  unless the agent's own commands caused it;
+- the endpoint's: models.client.EndpointError after its retries: trials end `infra_error`;
+- the agent's own failures are not raised past the trial: they end `agent_error`, `agent_timeout`,
+  `context_exceeded` with the exception text kept.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +40,15 @@ class NeedsContainerError(AgentmillError):
 
 class SandboxError(AgentmillError):
     """The sandbox could not start, broke, or was lost."""
+
+
+class GuestError(SandboxError):
+    """The guest exec server answered a request with a failure; `kind` is the protocol's name for it
+    ("not_found", "bad_request", "os_error", "error"), so callers never parse the message."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 class SandboxStartError(SandboxError):

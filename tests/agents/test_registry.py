@@ -57,7 +57,7 @@ def test_settings_reach_the_agents_that_take_them():
 
 
 def test_unknown_and_model_less_agents_are_clear_errors():
-    with pytest.raises(ValueError, match=r"unknown agent 'nope' \(known: .*terminus"):
+    with pytest.raises(ValueError, match=r"unknown agent 'nope'; did you mean 'nop'\? \(known: .*terminus"):
         agent_class("nope")
     with pytest.raises(AgentmillError, match="terminus agent needs a model"):
         make_agent("terminus")

@@ -179,13 +179,13 @@ def test_two_trials_have_independent_databases(helpdesk):
 def test_without_a_control_dir_each_call_is_one_exec(helpdesk):
     """Sandboxes that cannot host a socket still run tools inside the sandbox."""
 
-    class NoSocket:
+    class NoSocket:  # declares no control folder: the capability, not the attribute, decides
+        capabilities = frozenset()
+
         def __init__(self, inner):
             self.inner = inner
 
         def __getattr__(self, name):
-            if name == "control_dir":
-                raise AttributeError(name)
             return getattr(self.inner, name)
 
     async def go():

@@ -192,4 +192,4 @@ def test_a_tools_py_that_breaks_the_contract_fails_before_the_agent(tmp_path):
     tools.write_text(tools.read_text() + "\n\ndef bad(db, when: object) -> str:\n    \"\"\"Odd type.\"\"\"\n")
     result = run(run_trial(load_task(task_dir), OracleAgent(), ImageBuilder()))
     assert result.outcome is Outcome.TASK_ERROR
-    assert "tool environment" in result.exception and "bad: parameter 'when': unsupported type hint" in result.exception
+    assert "tools environment" in result.exception and "bad: parameter 'when': unsupported type hint" in result.exception

@@ -67,7 +67,7 @@ def plan_keys(text: str) -> dict[str, str]:
 
 def test_stages_come_from_the_registry_and_keys_follow_the_flow():
     assert {"sources", "augment", "mix", "rollout", "trace_filters", "export", "starts", "dedupe", "askllm",
-            "response_length", "decontaminate"} <= set(STAGES)
+            "response_length", "decontaminate"} <= set(STAGES.names())
     base = plan_keys(NOP_RECIPE)
     assert list(base) == ["sources", "filter0-dedupe", "mix", "rollout", "trace_filters", "export-trl", "export-rl"]
     # a later setting changes only its own key and those downstream of it

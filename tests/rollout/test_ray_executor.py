@@ -482,7 +482,7 @@ def test_a_recipe_runs_its_rollout_on_ray_and_the_executor_is_not_identity(clust
 def test_without_ray_installed_the_executor_names_the_extra(monkeypatch):
     from agentmill.rollout import executor as registry
 
-    monkeypatch.delitem(registry.EXECUTORS, "ray")
+    registry.EXECUTORS.unregister("ray")  # back to its lazy target, imported on the next lookup
     monkeypatch.setitem(sys.modules, "agentmill.rollout.executors.ray", None)  # as if `import ray` failed
     with pytest.raises(ValueError, match=r"executor 'ray' needs the 'ray' extra: pip install 'agentmill\[ray\]'"):
         make_executor("ray", concurrency=1)

@@ -69,7 +69,7 @@ def test_cancelling_the_executor_cancels_every_job():
 
 def test_executors_are_chosen_by_name():
     assert isinstance(make_executor("local", concurrency=2), LocalExecutor)
-    assert all(issubclass(cls, Executor) for cls in EXECUTORS.values())
+    assert all(issubclass(cls, Executor) for cls in EXECUTORS.all().values())
     with pytest.raises(ValueError, match="unknown executor 'slurm' \\(known: local, processes, ray\\)"):
         make_executor("slurm", concurrency=2)
     with pytest.raises(ValueError):

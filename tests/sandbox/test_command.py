@@ -151,9 +151,12 @@ def test_a_one_command_sandbox_is_as_isolated_as_a_started_one():
 def test_a_backend_without_the_one_command_mode_runs_it_through_its_guest():
     """run_command's fallback: any registered backend works, with the same result and at_exit."""
     from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.protocol import Capability
     from agentmill.sandbox.registry import sandbox_backend, unregister_backend
 
     class GuestOnly:  # a backend that only starts guest-served sandboxes
+        capabilities = frozenset({Capability.CONTROL_DIR, Capability.GUEST_SOCKET})
+
         def __init__(self, spec, *, name=None):
             self._inner = BwrapSandbox(spec, name=name)
 

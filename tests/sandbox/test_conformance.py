@@ -36,7 +36,7 @@ def test_registry_default_and_errors(monkeypatch):
     monkeypatch.delenv("AGENTMILL_SANDBOX", raising=False)
     assert get_backend() is BwrapSandbox
     monkeypatch.setenv("AGENTMILL_SANDBOX", "no-such-backend")
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'no-such-backend' .*AGENTMILL_SANDBOX.*registered: .*bwrap"):
+    with pytest.raises(SandboxError, match="unknown sandbox backend 'no-such-backend'.*known: .*bwrap.*from AGENTMILL_SANDBOX"):
         get_backend()
     with pytest.raises(ValueError, match="already registered"):
         sandbox_backend("bwrap")(type("Other", (BwrapSandbox,), {}))
@@ -77,7 +77,22 @@ class _SharedRoot(BwrapSandbox):
         super().__init__(spec, name=name)
 
 
-@pytest.mark.parametrize("defect, check", [(_Networked, "no_network"), (_NoKill, "cleanup"), (_SharedRoot, "isolation")])
+class _Undeclared(BwrapSandbox):
+    """Offers the one-command mode and the rest, but declares nothing: callers would never use them."""
+
+    capabilities = frozenset()
+
+
+class _Overclaimed(BwrapSandbox):
+    """Declares a guest socket it does not have: a terminal would connect to nothing."""
+
+    @property
+    def guest_socket(self):
+        return None
+
+
+@pytest.mark.parametrize("defect, check", [(_Networked, "no_network"), (_NoKill, "cleanup"), (_SharedRoot, "isolation"),
+                                           (_Undeclared, "capabilities"), (_Overclaimed, "capabilities")])
 def test_conformance_catches_planted_defect(defect, check):
     name = f"planted-{check}"
     sandbox_backend(name)(defect)

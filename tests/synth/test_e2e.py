@@ -56,14 +56,15 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     assert ("lint", 1, "ok") in bad and fail("positive", "reference_error") in bad and bad[-1] == ("ballot", 1, "ok")
     # an entity that does not exist -> structural lint, before any sandboxed replay
     ghost = _gates(store, "card-ghost")
-    assert ghost[0] == fail("lint", "missing_entity") and ghost[-1] == ("ballot", 1, "ok")
+    assert ghost[2] == fail("lint", "missing_entity") and ghost[-1] == ("ballot", 1, "ok")
     # too easy: the target solves 3/3 -> ballot, repair keeps it easy, rejected after the bounded retries
     easy = _gates(store, "card-easy")
     assert easy.count(fail("ballot", "too_easy")) == 2
     # a generator reply that does not parse: a failed attempt with a diagnosis, then a fresh generation
     garbage = _gates(store, "card-garbage")
-    assert garbage == [fail("parse", "unparseable"), ("lint", 1, "ok"), ("semantic", 1, "ok"), ("positive", 1, "ok"),
-                       ("negative", 1, "ok"), ("ballot", 1, "ok")]
+    assert garbage == [fail("parse", "unparseable"), ("novelty", 1, "ok"), ("contamination", 1, "ok"), ("lint", 1, "ok"),
+                       ("semantic", 1, "ok"), ("positive", 1, "ok"), ("completeness", 1, "ok"), ("negative", 1, "ok"),
+                       ("ballot", 1, "ok")]
 
     # diagnoses: the critic's where it made sense, the gate's own hint where its reply was prose
     diag = {r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"]) for r in store.rows(

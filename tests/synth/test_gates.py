@@ -136,3 +136,29 @@ def test_critic_reply_that_is_not_a_diagnosis_falls_back_to_the_gate(tmp_path):
     assert (critic.category, critic.components, critic.by) == ("bad_reference", ["calls"], "critic")
     for d in (invented, bad_component):
         assert (d.category, d.components, d.by) == ("weak_verifier", ["verifiers"], "gate")
+
+
+@pytest.mark.parametrize("min_score", [6.0, 7.5])
+def test_semantic_min_score_decides_just_below_and_just_above(tmp_path, min_score):
+    """A realistic verdict with no arbitrary constraint passes only when its score reaches the threshold;
+    and the judge reads the whole candidate: entities, reference answer and verifiers as well."""
+    scores = [min_score - 0.01, min_score, min_score + 0.01]
+    replies = iter(Reply(json.dumps({"realistic": True, "arbitrary_constraints": [], "score": s, "reason": "ok"}))
+                   for s in scores)
+    with ChatServer(lambda r: next(replies)) as server:
+        config = _config(server.base_url)
+        config.synth.semantic_min_score = min_score
+
+        async def go():
+            client = ModelClient(base_url=server.base_url, model="judge", max_retries=0)
+            ctx = _ctx(tmp_path, config, clients={"judge": client})
+            return [await SemanticCheck().run(ctx) for _ in scores]
+
+        below, at, above = asyncio.run(go())
+        sent = server.requests[0]["messages"][1]["content"]
+    assert (below.passed, below.code, below.details["score"]) == (False, "unrealistic", min_score - 0.01)
+    assert at.passed and above.passed
+    good = FINAL["good"]
+    for part in ("Verifiers:", good["verifiers"][1]["validation_config"]["query"], "entities", good["answer"],
+                 '"column": "id"'):
+        assert part in sent, part

@@ -44,7 +44,8 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
         gates = [(g["gate"], g["passed"]) for g in store.rows(
             "SELECT g.gate, g.passed FROM gate_results g JOIN attempts a USING (attempt_id) WHERE a.candidate_id = ?",
             (v["candidate_id"],))]
-        assert gates == [(g, 1) for g in ("lint", "semantic", "positive", "negative", "ballot")]
+        assert gates == [(g, 1) for g in ("novelty", "contamination", "lint", "semantic", "positive",
+                                                       "completeness", "negative", "ballot")]
     # what the generator endpoint received for a variant: the multiply prompt, the card and the sample to vary
     multiply = [r for r in servers["generator"].requests if "variant" in r["messages"][0]["content"]]
     assert len(multiply) == 2

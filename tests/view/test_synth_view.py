@@ -100,14 +100,12 @@ def test_the_viewer_finds_the_synth_source_by_entry_point_without_importing_synt
 
 
 def test_a_broken_plug_in_source_is_skipped_with_a_warning(tmp_path, monkeypatch, capsys):
-    from importlib.metadata import EntryPoint
-
+    from agentmill.registry import Registry
     from agentmill.view import source as registry
 
-    broken = EntryPoint(name="broken", value="agentmill.no_such_module:opener", group=registry.GROUP)
-    real = EntryPoint(name="synth", value="agentmill.synth.view_source:open_synth_store", group=registry.GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [broken, real])
-    monkeypatch.setattr(registry, "_PLUGINS", None)
+    plugins = Registry("viewer source", builtins={"broken": "agentmill.no_such_module:opener",
+                                                  "synth": "agentmill.synth.view_source:open_synth_store"})
+    monkeypatch.setattr(registry, "VIEW_SOURCES", plugins)
     assert open_source(hostile_store(tmp_path / "out")).kind == "synth"
     err = capsys.readouterr().err
     assert "source 'broken' (agentmill.no_such_module:opener) cannot be loaded, skipped: ModuleNotFoundError" in err

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from agentmill.agents.base import AgentResult, ScriptedAgentBase
-from agentmill.agents.tool_replay import replay_reference
-from agentmill.envs import open_tool_session
 from agentmill.sandbox.protocol import Sandbox
+from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
 from agentmill.traces.redact import scrub
@@ -21,9 +20,7 @@ class OracleAgent(ScriptedAgentBase):
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         if task.solution_script is None:
             raise RuntimeError(f"{task.path}: no solution to run")
-        if task.kind == "tools":  # replay solution/calls.json through the task's sandboxed tools
-            async with open_tool_session(task, sandbox) as session:
-                await replay_reference(task, session, result)
+        if await behaviour_for(task).oracle(task, sandbox, result):  # the kind's own way (tool calls)
             return
         command = f"bash /solution/{task.solution_script}"
         # The trajectory shows the script itself, so oracle traces are demonstrations an agent

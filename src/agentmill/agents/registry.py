@@ -12,13 +12,11 @@ Bundled agents are imported on first lookup, so listing names costs no imports.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import threading
-from importlib.metadata import entry_points
 from typing import Any
 
 from agentmill.errors import AgentmillError
+from agentmill.registry import Registry, UnknownNameError
 
 # name -> "module:Class", imported when first asked for
 BUILTIN: dict[str, str] = {
@@ -30,54 +28,35 @@ BUILTIN: dict[str, str] = {
 ENTRY_POINT_GROUP = "agentmill.agents"
 RENDERINGS = ("text", "tool_calls")
 
-_registered: dict[str, type] = {}
-_lazy: dict[str, str] = dict(BUILTIN)
-_plugins_loaded = False
-_lock = threading.Lock()
+UnknownAgentError = UnknownNameError  # the registries' one error for a name nobody registered
 
 
-class UnknownAgentError(AgentmillError, ValueError):
-    pass
+def _checked(name: str, cls: type) -> None:
+    _validate(cls)
+    if cls.name != name:
+        raise AgentmillError(f"{cls.__module__}.{cls.__qualname__}: registered as '{name}' but its class says name = {cls.name!r}")
+
+
+AGENTS: Registry[type] = Registry("agent", group=ENTRY_POINT_GROUP, builtins=BUILTIN, check=_checked)
 
 
 def register(cls: type) -> type:
     """Register an agent class (usable as a decorator). A second class under the same name is refused."""
     _validate(cls)
-    with _lock:
-        existing = _registered.get(cls.name)
-        if existing is not None and existing is not cls:
-            raise AgentmillError(f"agent '{cls.name}' is already registered ({existing.__module__}.{existing.__qualname__})")
-        _registered[cls.name] = cls
-        _lazy.pop(cls.name, None)
-    return cls
+    return AGENTS.register(cls.name, cls)
 
 
 def unregister(name: str) -> None:
     """Forget a registered agent (tests register throwaway agents)."""
-    with _lock:
-        _registered.pop(name, None)
-        if name in BUILTIN:
-            _lazy[name] = BUILTIN[name]
+    AGENTS.unregister(name)
 
 
 def agent_names() -> tuple[str, ...]:
-    _load_plugins()
-    return tuple(sorted(set(_registered) | set(_lazy)))
+    return tuple(AGENTS.names())
 
 
 def agent_class(name: str) -> type:
-    _load_plugins()
-    cls = _registered.get(name)
-    if cls is not None:
-        return cls
-    target = _lazy.get(name)
-    if target is None:
-        raise UnknownAgentError(f"unknown agent '{name}' (known: {', '.join(agent_names())})")
-    module, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module), attr)
-    if getattr(cls, "name", None) != name:
-        raise AgentmillError(f"{target}: registered as '{name}' but its class says name = {getattr(cls, 'name', None)!r}")
-    return register(cls)
+    return AGENTS.get(name)
 
 
 def model_agent_names() -> tuple[str, ...]:
@@ -140,15 +119,3 @@ def _validate(cls: type) -> None:
         raise AgentmillError(f"{where}: `rendering` must be one of {', '.join(RENDERINGS)}")
     if not callable(getattr(cls, "run", None)):
         raise AgentmillError(f"{where}: an agent needs an async `run(task, sandbox, result)`")
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    with _lock:
-        if _plugins_loaded:
-            return
-        _plugins_loaded = True
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            _lazy.setdefault(ep.name, ep.value)

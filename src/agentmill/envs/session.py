@@ -26,7 +26,7 @@ from typing import Any
 from agentmill.envs.state import (HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, ToolEnvError, guest_json,
                                   prepare_tool_state, require_spec, tool_schemas)
 from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.protocol import Capability, Sandbox
 from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.tasks.model import Task
 
@@ -78,7 +78,7 @@ class ToolSession:
 
     async def start(self) -> None:
         """Start the tool host (it loads and introspects the tools) and learn the tools from it."""
-        ctl = getattr(self.sandbox, "control_dir", None)
+        ctl = self.sandbox.control_dir if Capability.CONTROL_DIR in self.sandbox.capabilities else None
         if ctl is None:  # one exec per call
             self._expose(await tool_schemas(self.task, self.sandbox))
             return
@@ -100,7 +100,7 @@ class ToolSession:
             await asyncio.sleep(0.002)
         # Pinned now, connected through the pin from here on: the name sits in a folder the agent
         # can write, and a link swapped in later must not take the host's requests elsewhere.
-        self._socket_fd = pin_socket(path, getattr(self.sandbox, "uid", None))
+        self._socket_fd = pin_socket(path, self.sandbox.uid)
         if self._socket_fd is None:
             raise ToolEnvError(f"{self.task.path}: the tool host's {name} is not a socket it made")
         self._socket_name = path

@@ -11,6 +11,7 @@ endpoint did.
 from __future__ import annotations
 
 import asyncio
+import logging
 import itertools
 import json
 import os
@@ -26,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmill import defaults
 from agentmill.errors import AgentmillError
 from agentmill.models.reasoning import split_reasoning
+
+log = logging.getLogger(__name__)
 
 
 class SamplingParams(BaseModel):
@@ -246,6 +249,7 @@ class ModelClient:
                 self.stats.retries += 1
                 if delay is None:
                     delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                log.info("%s: %s; retry %d of %d in %.1fs", self.base_url, error, attempt, self.max_retries, delay)
                 await asyncio.sleep(min(delay, self.backoff_max))
 
     def _reply(self, resp: dict[str, Any], latency: float, attempts: int) -> ChatReply:

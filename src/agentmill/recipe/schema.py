@@ -86,6 +86,9 @@ class TaskFilter(_Strict):
     kind: str  # a registered task filter: response_length, askllm, decontaminate, starts, dedupe, ...
     params: dict[str, Any] = Field(default_factory=dict)
     model: ModelSpec | None = None
+    sources: list[str] = Field(default_factory=list)  # only these sources' tasks (empty: every source)
+    per_source: bool = False  # run over each source's tasks separately (a top-k cut keeps k per source)
+    placement: Literal["before_mix", "after_mix"] = "before_mix"  # before the mix, or over the mixed set
 
     @field_validator("kind")
     @classmethod
@@ -140,6 +143,8 @@ class Export(_Strict):
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
     allow_empty: bool = False  # zero rows stops the run unless this is set
+    # The matched token-budget control: two variants exported at one budget train on equal tokens.
+    token_budget: int | None = Field(None, ge=1)  # at most this many training tokens: a seeded sample of the traces
 
 
 class Recipe(_Strict):
@@ -154,6 +159,15 @@ class Recipe(_Strict):
     exports: list[Export] = Field(default_factory=lambda: [Export(format="trl", file="trl.jsonl")])
 
     base_dir: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _filters_name_known_sources(self) -> "Recipe":
+        names = {s.name for s in self.sources}
+        for i, f in enumerate(self.task_filters):
+            for name in f.sources:
+                if name not in names:
+                    raise ValueError(f"task_filters.{i}.sources: no source named {name!r} (sources: {', '.join(sorted(names))})")
+        return self
 
     @field_validator("sources")
     @classmethod

@@ -2,39 +2,33 @@
 producer, whose tasks live somewhere inside it (`kind = "grounded"`: an `agentmill ground` store;
 `kind = "synth"`: an `agentmill synth run` output folder).
 
-Producers register through the `agentmill.task_sources` entry-point group (name = the kind, value =
-a function from the output folder to its folder of task folders, raising AgentmillError when the
-folder is not one), so recipes import none of them and a plug-in package can add its own.
+The bundled producers are built in (imported only when a recipe names them); a plug-in package adds
+its own through the `agentmill.task_sources` entry-point group (name = the kind, value = a function
+from the output folder to its folder of task folders, raising AgentmillError when it is not one).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
-from agentmill.errors import AgentmillError
+from agentmill.registry import Registry
 
 PLAIN = "harbor"  # a folder of task folders, read as it is
-GROUP = "agentmill.task_sources"
 
-
-@functools.cache  # read once: installed packages do not change under a running process
-def _producers() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+# kind -> a function from the producer's output folder to its folder of task folders (raising
+# AgentmillError when the folder is not one). Plug-ins declare `agentmill.task_sources`.
+SOURCE_KINDS: Registry[Callable[[Path], Path]] = Registry(
+    "source kind", group="agentmill.task_sources",
+    builtins={"grounded": "agentmill.grounded.source:grounded_tasks_dir",
+              "synth": "agentmill.synth.source:synth_tasks_dir"})
+SOURCE_KINDS.register(PLAIN, lambda path: path)
 
 
 def source_kinds() -> list[str]:
-    return sorted({PLAIN, *_producers()})
+    return SOURCE_KINDS.names()
 
 
 def tasks_folder(kind: str, path: Path) -> Path:
     """Where the tasks of a source of this kind live (one clear error when `path` is not one)."""
-    if kind == PLAIN:
-        return path
-    found = _producers().get(kind)
-    if found is None:
-        raise AgentmillError(f"unknown source kind {kind!r} (known: {', '.join(source_kinds())})")
-    resolve: Callable[[Path], Path] = found.load()
-    return resolve(path)
+    return SOURCE_KINDS.get(kind)(path)

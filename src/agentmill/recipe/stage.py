@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentmill.errors import AgentmillError
+from agentmill.registry import Registry, UnknownNameError
 from agentmill.recipe.cache import stage_key
 from agentmill.recipe.records import Drop, StageReport
 
@@ -93,32 +94,33 @@ class Stage(ABC):
         return None
 
 
-STAGES: dict[str, type[Stage]] = {}
+# Stages (and task filters, which are stages of kind "task_filter") by name. The bundled ones register
+# themselves when their modules are imported, which the package face (`agentmill/recipe/__init__.py`)
+# does; plug-ins declare `agentmill.stages`.
+STAGES: Registry[type[Stage]] = Registry("stage", group="agentmill.stages")
 
 
 def register_stage(cls: type[Stage]) -> type[Stage]:
     """Class decorator: make a stage available to recipes by its `name`."""
     name = getattr(cls, "name", None)
     if not name:
-        raise TypeError(f"{cls.__name__}: a stage needs a name")
-    if name in STAGES and STAGES[name] is not cls:
-        raise TypeError(f"stage name {name!r} is taken by {STAGES[name].__name__}")
-    STAGES[name] = cls
-    return cls
+        raise AgentmillError(f"{cls.__name__}: a stage needs a name")
+    return STAGES.register(name, cls)
 
 
 def registered() -> dict[str, type[Stage]]:
-    """Every registered stage. The bundled ones register themselves when their modules are imported,
-    which the package face (`agentmill/recipe/__init__.py`) does, so they are here before any caller."""
-    return STAGES
+    """Every registered stage, plug-ins included."""
+    return STAGES.all()
 
 
 def stage_class(name: str, *, where: str, kind: str | None = None) -> type[Stage]:
     """The registered stage called `name` (of `kind` if given), or an error naming the recipe key."""
-    known = sorted(n for n, c in STAGES.items() if kind is None or c.kind == kind)
-    cls = STAGES.get(name)
+    stages = registered()
+    known = sorted(n for n, c in stages.items() if kind is None or c.kind == kind)
+    cls = stages.get(name)
     if cls is None or (kind is not None and cls.kind != kind):
-        raise AgentmillError(f"{where}: unknown {(kind or 'stage').replace('_', ' ')} {name!r} (known: {', '.join(known)})")
+        what = (kind or "stage").replace("_", " ")
+        raise UnknownNameError(f"{where}: " + STAGES.unknown_message(name, known=known, what=what))
     return cls
 
 

@@ -16,8 +16,9 @@ from agentmill.paths import sweep_scratch
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import run_trial
+from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.model import Task
-from agentmill.verify.mutation import ToolAudit, audit_tool_task
+from agentmill.verify.mutation import ToolAudit
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.tool_lints import LINT_VERDICTS
 
@@ -119,7 +120,7 @@ async def check_tasks(
 
     async def audit(task: Task) -> ToolAudit:
         async with gate:
-            return await audit_tool_task(task, builder=builder)
+            return await behaviour_for(task).audit(task, builder)
 
     async def one(task: Task) -> CheckResult:
         oracle_run = trial(task, OracleAgent()) if task.solution_script else None
@@ -128,7 +129,7 @@ async def check_tasks(
         else:
             oracle, nop = await asyncio.gather(oracle_run, trial(task, NopAgent()))
             result = CheckResult(task, oracle, nop)
-        if task.kind == "tools":  # lints and negative verification by mutation
+        if behaviour_for(task).audits:  # e.g. tool tasks: lints and negative verification by mutation
             result.audit = await audit(task)
         if on_done:
             on_done(result)

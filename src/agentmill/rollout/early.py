@@ -17,6 +17,7 @@ from typing import Any
 from agentmill.agents.base import Agent, AgentResult, SandboxStart
 from agentmill.rollout.result import Timings
 from agentmill.sandbox.protocol import SandboxSpec
+from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.model import Task
 
@@ -30,9 +31,9 @@ class StartFailed(Exception):
 
 
 def runs_early(task: Task, agent: Agent) -> bool:
-    """Whether the agent has `run_early`. Tool tasks never: their state is built in the started
-    sandbox before the agent begins."""
-    return task.kind != "tools" and getattr(agent, "run_early", None) is not None
+    """Whether the agent has `run_early`. Never for a kind whose state is built in the started
+    sandbox before the agent begins (tool tasks)."""
+    return not behaviour_for(task).prepared_before_agent and getattr(agent, "run_early", None) is not None
 
 
 def start_key(image_key: str, spec: SandboxSpec) -> str:

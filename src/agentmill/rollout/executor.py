@@ -5,7 +5,7 @@ The runner hands an executor its jobs and three callables, split by where they m
 sandbox is (run the trial; it never raises for a job's own failure, it returns a typed result), and
 `after(job, result)` back in the driver (write the trial folder, mark it done). `LocalExecutor`
 runs all three in this process's event loop, bounded by a semaphore. An executor that spreads the
-`work` over machines (Ray) implements the same `map` and registers in `EXECUTORS`; the runner does
+`work` over machines (Ray) implements the same `map` and is named in `EXECUTORS`; the runner does
 not change. Such an executor pickles `work` and the jobs to send them, and, for a job its own
 machinery could not run (a node that kept dying), records `work.failure(job, message)` instead.
 """
@@ -13,12 +13,12 @@ machinery could not run (a node that kept dying), records `work.failure(job, mes
 from __future__ import annotations
 
 import asyncio
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar, TypeVar
 
 from agentmill.errors import AgentmillError
+from agentmill.registry import Registry
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -66,27 +66,23 @@ def unrunnable(executor: str, work, job, message: str):
     return failure(job, message)
 
 
-EXECUTORS: dict[str, Callable[..., Executor]] = {LocalExecutor.name: LocalExecutor}
-# Executors whose module is imported only when chosen (and registers itself), with the extra their
-# engine needs (None: nothing beyond agentmill).
-OPTIONAL_EXECUTORS = {"ray": ("agentmill.rollout.executors.ray", "ray"),
-                      "processes": ("agentmill.rollout.executors.processes", None)}
+# Executors by name. Local is here; the others are imported only when chosen (and need the extra
+# named in EXTRAS); plug-ins declare `agentmill.executors`.
+EXECUTORS: Registry[Callable[..., Executor]] = Registry(
+    "executor", group="agentmill.executors",
+    builtins={"processes": "agentmill.rollout.executors.processes:ProcessExecutor",
+              "ray": "agentmill.rollout.executors.ray:RayExecutor"})
+EXECUTORS.register(LocalExecutor.name, LocalExecutor)
+EXTRAS = {"ray": "ray"}  # executor -> the extra its engine needs
 
 
 def make_executor(name: str = "local", *, concurrency: int, **options) -> Executor:
     """An executor by name; `options` go to its constructor (e.g. Ray's `address`, the processes'
     `workers`)."""
-    if name not in EXECUTORS and name in OPTIONAL_EXECUTORS:
-        module, extra = OPTIONAL_EXECUTORS[name]
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            if extra is None:
-                raise
-            raise ValueError(f"executor '{name}' needs the '{extra}' extra: pip install 'agentmill[{extra}]' ({e})") from None
     try:
-        factory = EXECUTORS[name]
-    except KeyError:
-        known = sorted({*EXECUTORS, *OPTIONAL_EXECUTORS})
-        raise ValueError(f"unknown executor '{name}' (known: {', '.join(known)})") from None
+        factory = EXECUTORS.get(name)
+    except ImportError as e:
+        if name not in EXTRAS:
+            raise
+        raise ValueError(f"executor '{name}' needs the '{EXTRAS[name]}' extra: pip install 'agentmill[{EXTRAS[name]}]' ({e})") from None
     return factory(concurrency=concurrency, **options)

@@ -28,10 +28,7 @@ from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
-from agentmill.verify.judged import judged_step_for
-from agentmill.verify.test_script import verify
-from agentmill.envs.state import ToolEnvError, prepare_tool_state
-from agentmill.verify.sql_state import verify_tool_task
+from agentmill.tasks.behaviour import KindTrial, behaviour_for
 
 
 def task_limits(task: Task) -> Limits:
@@ -48,6 +45,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
+    kind_trial: KindTrial | None = None  # the task kind's part of the trial (tasks/behaviour.py)
     try:
         t = time.monotonic()
         try:
@@ -66,6 +64,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             result.exception = f"could not copy the environment for the trial: {_brief(e)}"
             return result
         limits = task_limits(task)
+        behaviour = behaviour_for(task)
+        try:  # the kind's own part, before the agent's sandbox (tool tasks: their databases)
+            kind_trial = await behaviour.begin(task, image, scratch, limits)
+        except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+            result.exception = f"{task.kind} environment: {_brief(e)}"
+            if isinstance(e, behaviour.task_faults):  # e.g. the gym, its tools or the seed failed
+                result.outcome = Outcome.TASK_ERROR
+            return result
 
         ro = {}
         if agent.needs_solution and task.solution_sources:
@@ -76,6 +82,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         early: SandboxStart | None = None
         try:
             sandbox = _agent_sandbox(task, agent, spec)
+            kind_trial.attach(sandbox)
             if runs_early(task, agent):  # its first model call overlaps the start (rollout/early.py)
                 early = SandboxStart(key=start_key(image.key, spec), ready=asyncio.ensure_future(sandbox.start()))
             else:
@@ -84,15 +91,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        if task.kind == "tools":  # the trial's own databases, built inside its sandbox before the agent
-            try:
-                await prepare_tool_state(task, sandbox)
-            except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
-                await sandbox.stop()
-                result.exception = f"tool environment: {_brief(e)}"
-                if isinstance(e, ToolEnvError):  # the gym, its tools or the seed failed: the task's fault
-                    result.outcome = Outcome.TASK_ERROR
-                return result
+        try:  # the kind's own state in the started sandbox, before the agent
+            await kind_trial.prepare(sandbox)
+        except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+            await sandbox.stop()
+            result.exception = f"{task.kind} environment: {_brief(e)}"
+            if isinstance(e, behaviour.task_faults):  # e.g. the gym, its tools or the seed failed
+                result.outcome = Outcome.TASK_ERROR
+            return result
         t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
             if early is None:
@@ -128,13 +134,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
-        if task.kind == "tools":  # SQL state, judge and tool-call verifiers; the answer comes from the steps
-            verdict = await verify_tool_task(task, image, rootfs, scratch, limits, agent_result.steps)
-        else:
-            verdict = await verify(task, image, rootfs, scratch, limits)
-            judged = judged_step_for(task)  # e.g. grounded tasks: the rubric judge over the deliverables
-            if judged is not None:
-                verdict = await judged(task, verdict)
+        verdict = await kind_trial.verify(task, image, rootfs, scratch, limits, agent_result.steps)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
@@ -147,16 +147,18 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         result.outcome, result.exception = Outcome.SANDBOX_ERROR, f"harness error: {_brief(e)}"
         return result
     finally:
+        if kind_trial is not None:
+            await kind_trial.stop()
         timings.total = time.monotonic() - started
         # the lowest-priority threads: trials still running go first (loop_priority.removal_threads)
         await asyncio.get_running_loop().run_in_executor(removal_threads(), shutil.rmtree, scratch, True)
 
 
 def _agent_sandbox(task: Task, agent: Agent, spec):
-    """A one-command agent on a terminal task gets a sandbox that is its command's whole life
-    (sandbox/command.py); every other agent, and every tool task (its state is built first), a
+    """A one-command agent gets a sandbox that is its command's whole life (sandbox/command.py), unless
+    the task's kind builds state in the started sandbox first (tool tasks); every other agent a
     started one."""
-    if task.kind != "tools" and getattr(agent, "runs_one_command", False):
+    if not behaviour_for(task).prepared_before_agent and getattr(agent, "runs_one_command", False):
         return OneCommandSandbox(spec)
     return create_sandbox(spec)
 

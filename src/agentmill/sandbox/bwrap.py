@@ -21,14 +21,14 @@ import uuid
 from pathlib import Path
 
 from agentmill.child_processes import spawn
-from agentmill.errors import SandboxError
+from agentmill.errors import GuestError, SandboxError
 from agentmill.loops import PerLoop
 from agentmill.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
 from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
 from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values
 from agentmill.sandbox.protocol import Limits
-from agentmill.sandbox.protocol import ExecResult, SandboxSpec
+from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.sandbox.uids import TEMPLATE_UID, UidLease, lease_uid
@@ -191,6 +191,8 @@ def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_
 @sandbox_backend("bwrap")
 class BwrapSandbox:
     """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
+
+    capabilities = frozenset({Capability.ONE_COMMAND, Capability.CONTROL_DIR, Capability.GUEST_SOCKET})
 
     def __init__(self, spec: SandboxSpec, *, name: str | None = None):
         self.spec = spec
@@ -443,7 +445,7 @@ class BwrapSandbox:
             raise SandboxError(f"sandbox guest closed the connection ({status}) {self._stderr_text()}".strip())
         reply = json.loads(line)
         if not reply.pop("ok"):
-            raise SandboxError(reply["error"])
+            raise GuestError(reply["error"], reply.get("kind", "error"))
         return reply
 
     async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
@@ -467,8 +469,8 @@ class BwrapSandbox:
         """Read through the guest, so symlinks resolve inside the sandbox, never on the host."""
         try:
             reply = await self._rpc({"op": "read", "path": path, "max_bytes": max_bytes}, 30)
-        except SandboxError as e:
-            if "FileNotFoundError" in str(e):
+        except GuestError as e:
+            if e.kind == "not_found":
                 raise FileNotFoundError(path) from None
             raise
         return base64.b64decode(reply["data"])

@@ -27,7 +27,7 @@ from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError, SandboxStartError
 from agentmill.sandbox.bwrap import START_TIMEOUT
-from agentmill.sandbox.protocol import ExecResult, SandboxSpec
+from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 
 # $1 the linger in seconds, then the command. The glob counts /proc's pids without a fork: bwrap's
@@ -61,7 +61,7 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     SandboxStartError when the sandbox failed to start; a timeout kills the sandbox and sets
     `timed_out`. `at_exit` is awaited once the command has exited, while leftovers may still run."""
     sb = create_sandbox(spec, backend=backend)
-    if not hasattr(sb, "start_command"):  # a backend without the one-command mode: its guest runs it
+    if Capability.ONE_COMMAND not in sb.capabilities:  # a backend without the one-command mode: its guest runs it
         return await _through_guest(sb, argv, timeout=timeout, env=env, cwd=cwd, max_output=max_output, at_exit=at_exit)
     full_env = sb.base_env()
     full_env.update(env or {})
@@ -186,6 +186,8 @@ class OneCommandSandbox:
     gone when it returns. For agents whose run is at most one command (the oracle's solution, the
     nop's nothing): the trial hands them this instead of a guest-served sandbox. Any other use is
     a SandboxError that says so."""
+
+    capabilities: frozenset[str] = frozenset()
 
     def __init__(self, spec: SandboxSpec, *, backend: str | None = None):
         self.spec, self._backend, self._used = spec, backend, False

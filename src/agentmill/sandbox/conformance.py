@@ -18,7 +18,7 @@ from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError
 from agentmill.paths import scratch_temp
-from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec
+from agentmill.sandbox.protocol import Capability, Limits, Sandbox, SandboxSpec
 
 Factory = Callable[[SandboxSpec], Sandbox]
 Check = Callable[[Factory], Awaitable[None]]
@@ -250,6 +250,26 @@ async def check_system_read_only(factory: Factory) -> None:
                           "touch /app/ok && echo workspace-writable")
         _expect("WROTE" not in r.stdout, f"system directories must be read-only: {r.stdout.strip()}")
         _expect("workspace-writable" in r.stdout, "the workspace must be writable")
+
+
+@_check
+async def check_capabilities(factory: Factory) -> None:
+    """A backend declares exactly what it offers beyond the core (protocol.Capability): each declared
+    capability's members work on a started sandbox, and no undeclared one is there to be probed."""
+    async with _running(factory) as sb:
+        declared = sb.capabilities
+        _expect(isinstance(declared, frozenset) and declared <= set(Capability.MEMBERS),
+                f"capabilities must be a frozenset of {sorted(Capability.MEMBERS)}, got {declared!r}")
+        for capability, members in Capability.MEMBERS.items():
+            present = [m for m in members if callable(getattr(type(sb), m, None)) or getattr(sb, m, None) is not None]
+            if capability in declared:
+                _expect(len(present) == len(members), f"declares {capability} but lacks {sorted(set(members) - set(present))}")
+            else:
+                _expect(not present, f"offers {present} but does not declare {capability}")
+        if Capability.CONTROL_DIR in declared:
+            _expect(Path(sb.control_dir).is_dir() and isinstance(sb.uid, int), "control_dir must be a folder, uid an int")
+        if Capability.GUEST_SOCKET in declared:
+            _expect(Path(sb.guest_socket).exists(), "guest_socket must lead to the running guest")
 
 
 async def run_check(name: str, factory: Factory) -> None:

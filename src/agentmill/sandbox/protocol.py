@@ -53,12 +53,32 @@ class ExecResult:
         return self.stdout + self.stderr
 
 
+class Capability:
+    """What a backend may offer beyond the protocol's core, declared in its `capabilities`; callers ask
+    `Capability.X in sandbox.capabilities` and never probe attributes. The conformance suite checks each
+    backend's declaration against what it really has (sandbox/conformance.py)."""
+
+    # start_command(argv, env, cwd, *, stdin=fd): the command is the sandbox's first process, its exit
+    # ends the sandbox (sandbox/command.py); without it one command runs through the guest.
+    ONE_COMMAND = "one_command"
+    # control_dir (a host folder the guest sees at its control path) and uid (the sandbox's host uid): a
+    # guest service such as the tool host serves a unix socket there (envs/session.py); without it, one
+    # exec per tool call.
+    CONTROL_DIR = "control_dir"
+    # guest_socket: the guest's exec socket as pinned at start, for a terminal's control channel
+    # (sandbox/tmux.py); without it, the terminal is driven by execs.
+    GUEST_SOCKET = "guest_socket"
+
+    MEMBERS = {ONE_COMMAND: ("start_command",), CONTROL_DIR: ("control_dir", "uid"), GUEST_SOCKET: ("guest_socket",)}
+
+
 @runtime_checkable
 class Sandbox(Protocol):
     """What callers may rely on. A backend is registered with `@sandbox_backend(name)` and must
     pass `sandbox/conformance.py`: exec, files, timeouts, limits, no network, cleanup, isolation."""
 
     spec: SandboxSpec
+    capabilities: frozenset[str]  # of Capability's names; empty: the core protocol only
 
     async def start(self) -> None: ...
 

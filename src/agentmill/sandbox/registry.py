@@ -15,6 +15,7 @@ import os
 from typing import Callable, TypeVar
 
 from agentmill.errors import SandboxError
+from agentmill.registry import Registry, UnknownNameError
 from agentmill.sandbox.protocol import Sandbox, SandboxSpec
 
 DEFAULT_BACKEND = "bwrap"
@@ -23,38 +24,31 @@ ENV_VAR = "AGENTMILL_SANDBOX"
 BackendType = Callable[..., Sandbox]  # called as backend(spec, name=...)
 T = TypeVar("T")
 
-_BACKENDS: dict[str, BackendType] = {}
+# Backends register themselves on import; plug-in packages may declare `agentmill.sandbox_backends`.
+BACKENDS: Registry[BackendType] = Registry("sandbox backend", group="agentmill.sandbox_backends")
 
 
 def sandbox_backend(name: str) -> Callable[[T], T]:
     """Class decorator: `@sandbox_backend("bwrap") class BwrapSandbox: ...`."""
-
-    def register(cls: T) -> T:
-        existing = _BACKENDS.get(name)
-        if existing is not None and existing is not cls:
-            raise ValueError(f"sandbox backend '{name}' is already registered by {existing!r}")
-        _BACKENDS[name] = cls  # type: ignore[assignment]
-        return cls
-
-    return register
+    return BACKENDS.decorator(name)  # type: ignore[return-value]
 
 
 def unregister_backend(name: str) -> None:
     """For tests that register a throwaway backend."""
-    _BACKENDS.pop(name, None)
+    BACKENDS.unregister(name)
 
 
 def backend_names() -> list[str]:
-    return sorted(_BACKENDS)
+    return BACKENDS.names()
 
 
 def get_backend(name: str | None = None) -> BackendType:
     chosen = name or os.environ.get(ENV_VAR) or DEFAULT_BACKEND
     try:
-        return _BACKENDS[chosen]
-    except KeyError:
-        source = "" if name else f" (from {ENV_VAR})" if os.environ.get(ENV_VAR) else ""
-        raise SandboxError(f"unknown sandbox backend '{chosen}'{source}; registered: {', '.join(sorted(_BACKENDS))}") from None
+        return BACKENDS.get(chosen)
+    except UnknownNameError as e:
+        source = f" (from {ENV_VAR})" if not name and os.environ.get(ENV_VAR) else ""
+        raise SandboxError(f"{e}{source}") from None
 
 
 def create_sandbox(spec: SandboxSpec, *, name: str | None = None, backend: str | None = None) -> Sandbox:

@@ -16,7 +16,7 @@ import shlex
 from typing import Sequence
 
 from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.protocol import Capability, Sandbox
 from agentmill.sandbox.tmux_channel import CLIENT_FLAGS, ChannelLost, NotSendable, TmuxChannel, TmuxCommandError
 
 SOCKET = "/tmp/.agentmill-tmux"
@@ -98,7 +98,7 @@ class TmuxSession:
         'channel': attached; 'session': the session is made but the client was refused (detached);
         'unknown': it failed, anything may have run; 'none': no channel here (nothing ran)."""
         # the guest's socket as the backend pinned it at start (bwrap: /proc/self/fd/N), never by name
-        guest = getattr(self.sandbox, "guest_socket", None)
+        guest = self.sandbox.guest_socket if Capability.GUEST_SOCKET in self.sandbox.capabilities else None
         if guest is None:
             self.channel_note = "this sandbox backend has no guest socket"
             return "none"

@@ -26,6 +26,7 @@ from agentmill.models.client import ModelClient
 from agentmill.synth.candidate import (COMPONENTS, Candidate, CandidateBody, CandidateParseError, candidate_schema,
                                         parse_body, write_task_folder)
 from agentmill.synth.config import SynthConfig
+from agentmill.synth.dedupe import novelty_at_acceptance
 from agentmill.synth.critic import Diagnosis, ask_critic, gate_diagnosis, read_diagnosis, repair
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
 from agentmill.synth.llm import ask_json, dumps
@@ -105,7 +106,8 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
         return [GateResult(gate="lint", passed=False, code="task_format", message=str(e)[:800],
                            category="bad_task_composition", components=["verifiers", "calls"])]
     ctx = GateContext(candidate=cand, task=task, task_dir=task_dir, work_dir=work, builder=env.builder,
-                      clients=env.clients, settings=env.config, prompts=env.config.synth.prompts, card_view=card_view)
+                      clients=env.clients, settings=env.config, prompts=env.config.synth.prompts, card_view=card_view,
+                      accepted=env.store.accepted)
     results = []
     for gate in env.gates:
         started = time.monotonic()
@@ -175,6 +177,9 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
         attempt = store.add_attempt(candidate_id, n, origin, body.model_dump_json(), raw, None)
         attempt_dir = work / f"a{n}"
         results = await run_gates(env, cand, attempt_dir, card_view)
+        if results[-1].passed:  # no await from here to the commit: a sample another worker just accepted counts
+            late = novelty_at_acceptance(cand, store.accepted(), env.config.synth.duplicate_threshold)
+            results += [late] if late is not None else []
         for r in results:
             store.add_gate(attempt, r)
         failed = results[-1] if not results[-1].passed else None

@@ -1,7 +1,8 @@
 """A synthesised tool task before it is accepted: the generator's output, one schema.
 
 A candidate is (system spec, user prompt, seed state SQL over the gym, reference calls, verifiers)
-plus the existing records it is about (`entities`, checked to exist by the structural lint). It is
+plus the existing records it is about (`entities`, checked to exist by the structural lint) and any
+other valid tool paths (`alternatives`, which the verifiers must accept too: gates/completeness.py). It is
 written as a tool-task folder (tasks/tool_task.py's format) for every gate that runs it, and for
 the accepted output, so `agentmill check`, rollouts and recipes read it as any other task.
 """
@@ -20,7 +21,7 @@ from agentmill.errors import AgentmillError
 
 Kind = Literal["target", "multiply"]
 # what a repair may change, one name per part of the candidate
-COMPONENTS = ("system", "prompt", "seed_sql", "calls", "answer", "verifiers", "entities")
+COMPONENTS = ("system", "prompt", "seed_sql", "calls", "answer", "verifiers", "entities", "alternatives")
 
 
 class CandidateParseError(AgentmillError):
@@ -50,6 +51,8 @@ class CandidateBody(BaseModel):
     answer: str | None = None
     verifiers: list[dict[str, Any]] = Field(min_length=1, description="EnterpriseOps-Gym verifier objects")
     entities: list[EntityRef] = Field(default_factory=list, description="existing records the task is about")
+    alternatives: list[list[CallSpec]] = Field(default_factory=list, description="other valid call sequences that "
+                                               "solve the task (another tool path); the verifiers must accept each")
 
 
 class Candidate(BaseModel):

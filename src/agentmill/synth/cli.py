@@ -135,3 +135,53 @@ def report_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth outp
         err.print(f"report: {write_report(out, dest)}", highlight=False)
     except AgentmillError as e:
         _fail(str(e))
+
+
+@app.command("export")
+def export_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+               fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor"),
+               dest: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
+               reasoning: str = typer.Option("think", "--reasoning", help="think | drop"),
+               filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
+               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5)."),
+               max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this."),
+               tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="for --max-tokens"),
+               allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when nothing is kept.")) -> None:
+    """SFT rows: the accepted samples' verified solver trajectories, filtered as `agentmill export` does."""
+    from agentmill.synth.sft_export import export_synth
+    from agentmill.traces.filters import FilterSpec
+
+    try:
+        spec = (FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()).merged(min_turns=min_turns,
+                                                                                             max_tokens=max_tokens)
+        report, notes = export_synth(out, fmt, dest, spec=spec, reasoning=reasoning, tokenizer=tokenizer,
+                                     allow_empty=allow_empty)
+    except (AgentmillError, ValueError) as e:
+        _fail(str(e).splitlines()[-1] if isinstance(e, ValueError) else str(e))
+    for note in notes:
+        err.print(f"note: {note}", highlight=False)
+    for step in report.funnel:
+        err.print(f"  {step.name:<22} kept {step.kept}  dropped {step.dropped}", highlight=False)
+    err.print(f"{report.rows} rows -> {report.path}", highlight=False)
+
+
+@app.command("decontaminate")
+def decontaminate_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth output folder."),
+                      benchmark: list[Path] = typer.Option(..., "--benchmark", "-b",
+                                                           help="An evaluation task folder (repeatable)."),
+                      ngram: int = typer.Option(13, "--ngram", help="Shared word n-gram length that counts as overlap.")) -> None:
+    """Check accepted tasks against evaluation folders (the recipe's decontamination filter); exit 1 on overlap."""
+    from agentmill.synth.decontam import REPORT, check_output
+    from agentmill.synth.store import SynthStore
+
+    try:
+        SynthStore.open_existing(out).close()
+        report = check_output(out, [str(b) for b in benchmark], ngram)
+    except AgentmillError as e:
+        _fail(str(e))
+    for name, reason in sorted(report["overlaps"].items()):
+        err.print(f"overlap: {name}: {reason}", highlight=False, markup=False)
+    err.print(f"{len(report['overlaps'])} of {report['checked']} accepted tasks overlap "
+              f"{report['benchmark_tasks']} evaluation tasks -> {out / REPORT}", highlight=False)
+    if report["overlaps"]:
+        raise typer.Exit(1)

@@ -110,6 +110,10 @@ class SynthSettings(_Strict):
     cards: Path | None = Field(None, description="JSONL of capability cards (else [diagnosis] writes them)")
     prompts: Path | None = Field(None, description="a folder overriding the bundled prompt files")
     semantic_min_score: float = Field(6.0, ge=0, le=10)
+    benchmarks: list[Path] = Field(default_factory=list, description="evaluation task folders no sample may overlap "
+                                   "(the diagnosis tasks always count)")
+    duplicate_threshold: float = Field(0.85, gt=0, le=1, description="request/state/calls similarity (Jaccard of word "
+                                       "3-grams) at which a candidate repeats an accepted sample")
     outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
     outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
 
@@ -144,6 +148,7 @@ def _resolve(cfg: SynthConfig, base: Path) -> SynthConfig:
         return None if p is None else (p if p.is_absolute() else (base / p).resolve())
 
     cfg.synth.cards, cfg.synth.prompts, cfg.env.gym_dir = fix(cfg.synth.cards), fix(cfg.synth.prompts), fix(cfg.env.gym_dir)
+    cfg.synth.benchmarks = [fix(p) for p in cfg.synth.benchmarks]
     if cfg.diagnosis is not None:
         d = cfg.diagnosis
         d.tasks, d.target_run, d.teacher_run = fix(d.tasks), fix(d.target_run), fix(d.teacher_run)
@@ -164,4 +169,8 @@ def load_config(path: Path) -> SynthConfig:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise AgentmillError(f"{path}: field '{field}': {err['msg']}") from None
-    return _resolve(cfg, path.parent.resolve())
+    cfg = _resolve(cfg, path.parent.resolve())
+    for bench in cfg.synth.benchmarks:
+        if not bench.exists():
+            raise AgentmillError(f"{path}: field 'synth.benchmarks': {bench}: no such folder")
+    return cfg

@@ -7,7 +7,8 @@ Deterministic rules, so a run is reproducible:
   accepted / target: cards ahead of the others slow down, cards behind speed up;
 - a card with at least `flag_after_failures` finished boxes and no acceptance is flagged and paused
   (multiplier 0): its budget goes to cards that can still be served;
-- a diagnosis category behind at least half of the diagnoses since the last review is systematic.
+- a diagnosis category behind at least half of the diagnoses since the last review is systematic;
+- repetition and missing capability dimensions (coverage.py) are reported and turned into guidance.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from agentmill.synth.coverage import coverage, guidance
 from agentmill.synth.scheduler import Scheduler
 from agentmill.synth.store import SynthStore
 
@@ -69,9 +71,11 @@ def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int, *, at_
         lines.append("Insert every record the task is about in seed_sql and list it under entities.")
     if "capability_mismatch" in systematic:
         lines.append("Make the workflow need every step of the card; the target solves the current ones.")
+    cov = coverage(store)
+    lines += guidance(cov)
     review = {"after_boxes": boxes, "progress": {k: round(v, 3) for k, v in progress.items()}, "multipliers": weights,
               "over_represented": over, "gaps": gaps, "flagged": flagged, "diagnoses": dict(counts),
-              "systematic": systematic, "guidance": " ".join(lines),
+              "systematic": systematic, "guidance": " ".join(lines), **cov,
               "diagnoses_upto": recent[-1]["id"] if recent else since}
     store.add_meta_review(boxes, review)
     return review

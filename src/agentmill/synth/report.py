@@ -15,7 +15,8 @@ from agentmill.atomic import write_text_atomic
 from agentmill.recipe.report import STYLE, bar_chart, esc
 from agentmill.synth.store import SynthStore
 
-GATE_ORDER = ["generate", "parse", "lint", "semantic", "positive", "negative", "ballot"]
+GATE_ORDER = ["generate", "parse", "novelty", "contamination", "lint", "semantic", "positive", "completeness", "negative",
+              "ballot", "accept"]
 
 
 def funnel(store: SynthStore) -> list[dict]:
@@ -31,7 +32,7 @@ def funnel(store: SynthStore) -> list[dict]:
     gates = GATE_ORDER + sorted({r["gate"] for r in rows} - set(GATE_ORDER))
     for g in gates:
         mine = [r for r in rows if r["gate"] == g]
-        if not mine and g in ("generate", "parse"):  # rows only when a generator reply failed
+        if not mine and g in ("generate", "parse", "accept"):  # rows only when a reply failed / a late repeat
             continue
         out.append({"gate": g, "entered": sum(r["n"] for r in mine), "passed": sum(r["n"] for r in mine if r["passed"]),
                     "failed": {r["code"]: r["n"] for r in mine if not r["passed"]}})
@@ -93,9 +94,10 @@ def render(store: SynthStore) -> str:
                  + _table(["gate", "runs", "seconds", "mean seconds"],
                           [[g["gate"], g["n"], f"{g['s']:.2f}", f"{g['s'] / g['n']:.2f}"] for g in gate_time]) + "</section>")
     reviews = store.rows("SELECT after_boxes, review FROM meta_reviews ORDER BY n")
-    parts.append("<section><h2>Meta-reviews</h2>" + _table(["after boxes", "flagged", "systematic", "guidance"],
+    parts.append("<section><h2>Meta-reviews</h2>" + _table(["after boxes", "flagged", "systematic", "repeats", "guidance"],
                  [[r["after_boxes"], ", ".join(json.loads(r["review"])["flagged"]) or "-",
-                   ", ".join(json.loads(r["review"])["systematic"]) or "-", json.loads(r["review"])["guidance"] or "-"]
+                   ", ".join(json.loads(r["review"])["systematic"]) or "-",
+                   sum(json.loads(r["review"]).get("repeats", {}).values()), json.loads(r["review"])["guidance"] or "-"]
                   for r in reviews]) + "</section>")
     problems = [p for p in (store.get_meta("card_problems") or "").splitlines() if p]
     if problems:

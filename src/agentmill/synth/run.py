@@ -17,6 +17,7 @@ from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet
 from agentmill.synth.clients import open_role_clients
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
 from agentmill.synth.config import SynthConfig
+from agentmill.synth.decontam import eval_sets
 from agentmill.synth.gates import default_gates
 from agentmill.synth.meta_review import review_if_due
 from agentmill.synth.output import materialize
@@ -99,7 +100,7 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
     if environment is None:
         environment = await describe_environment(config.env, builder, store.out / "work")
         store.set_meta("environment", environment)
-    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled),
+    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled, eval_sets(config)),
                  builder=builder, environment=environment, on_event=on_event)
     accepted = store.accepted_counts()
     scheduler = Scheduler([CardQuota(card_id=c["card_id"], target_count=c["target_count"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 import tomli_w
@@ -127,7 +128,7 @@ def write_task(
     return root
 
 
-def _write_files(base: Path, files: dict[str, str | bytes], executable: set[str] = frozenset()) -> None:
+def _write_files(base: Path, files: dict[str, str | bytes], executable: Collection[str] = frozenset()) -> None:
     for rel, content in files.items():
         path = base / rel
         path.parent.mkdir(parents=True, exist_ok=True)

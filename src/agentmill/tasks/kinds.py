@@ -1,7 +1,7 @@
 """Task kinds: adding one is one module plus one `register_kind(...)` call.
 
-A kind says whether a folder is one of its tasks (`detect`) and reads it into the one Task record
-(`load`). `load_task` asks each kind in registration order, the fallbacks (plain Harbor and
+A kind says whether a folder is one of its tasks (`detect`), reads it into the one Task record
+(`load`) and names its behaviour in a trial (`behaviour`: prepare, verify, oracle, audit). `load_task` asks each kind in registration order, the fallbacks (plain Harbor and
 Terminal-Bench folders, which claim any task.toml/task.yaml) last; the first that claims it wins.
 This registry imports no loader: `builtin_kinds.py` registers the bundled kinds, and the package face
 (`agentmill/tasks/__init__.py`) imports it, so they are registered before any caller asks.
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentmill.registry import Registry
 from agentmill.tasks.model import Task
 
 
@@ -23,26 +24,26 @@ class TaskKind:
     detect: Callable[[Path], bool]
     load: Callable[[Path], Task]
     fallback: bool = False  # asked after every specific kind
+    # What the kind does in a trial: a "module:attr" naming a KindBehaviour (rollout/behaviours/), imported
+    # when a trial first needs it (tasks sit below rollout); None behaves as a terminal task.
+    behaviour: str | None = None
 
 
-_KINDS: dict[str, TaskKind] = {}
+# Registered in order: `task_kinds()` asks the specific kinds first, the fallbacks last.
+KINDS: Registry[TaskKind] = Registry("task kind", group="agentmill.task_kinds")
 
 
 def register_kind(kind: TaskKind) -> TaskKind:
-    existing = _KINDS.get(kind.name)
-    if existing is not None and existing != kind:
-        raise ValueError(f"task kind '{kind.name}' is already registered")
-    _KINDS[kind.name] = kind
-    return kind
+    return KINDS.register(kind.name, kind)
 
 
 def unregister_kind(name: str) -> None:
     """For tests that register a throwaway kind."""
-    _KINDS.pop(name, None)
+    KINDS.unregister(name)
 
 
 def task_kinds() -> list[TaskKind]:
-    kinds = list(_KINDS.values())
+    kinds = list(KINDS.all().values())
     return [k for k in kinds if not k.fallback] + [k for k in kinds if k.fallback]
 
 

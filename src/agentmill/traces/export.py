@@ -59,6 +59,21 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasonin
     return report
 
 
+def export_trials(folders: Sequence[Path], fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
+                  tokenizer: str | Path | None = None, allow_empty: bool = False, workers: int | None = None) -> ExportReport:
+    """Export chosen trial folders (from one run or several, e.g. `agentmill synth export`'s ballot runs) as
+    rows, through the same filters and row rules as `export_run`."""
+    if fmt not in ROW_BUILDERS:
+        raise AgentmillError(f"--format: '{fmt}' is not a row format here (use one of: {', '.join(ROW_BUILDERS)})")
+    counter = TokenCounter.load(tokenizer)
+    skipped: list[str] = []
+    report, funnel = _export_rows(folders, fmt, out, spec, counter, reasoning, allow_empty, workers, skipped)
+    report.funnel, report.tokens, report.skipped = funnel.steps(), counter.label, skipped
+    if report.rows == 0 and not allow_empty:
+        raise EmptyExport(empty_message(report.funnel, recipe=False))
+    return report
+
+
 def _export_rows(folders: Sequence[Path], fmt: str, out: Path, spec: FilterSpec, counter: TokenCounter, reasoning: Reasoning,
                  allow_empty: bool, workers: int | None, skipped: list[str]) -> tuple[ExportReport, Funnel]:
     """One row per kept trial, made here or in worker processes (parallel.py), counted and written here in folder order."""

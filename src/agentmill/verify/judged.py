@@ -5,17 +5,17 @@ inside the sandbox and hands the deliverables, as text, to the host (/logs/verif
 read like the reward files); the family's judged step then asks the judge endpoint
 (AGENTMILL_JUDGE_MODEL / AGENTMILL_JUDGE_BASE_URL) to score the rubric.
 
-A family is named by its task.toml's `[metadata] source`. Families outside the verifier register
-through the `agentmill.judged_steps` entry-point group (name = the source, value = a JudgedStep), so
-the verifier imports none of them and a plug-in package can add its own.
+A family is named by its task.toml's `[metadata] source`. The bundled family (grounded) is built in as
+a lazy "module:function" target, so the verifier imports it only when such a task is verified; a
+plug-in package adds its own through the `agentmill.judged_steps` entry-point group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from agentmill.registry import Registry
 from agentmill.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -24,23 +24,13 @@ if TYPE_CHECKING:
 JudgedStep = Callable[[Task, "VerifierResult"], Awaitable["VerifierResult"]]
 GROUP = "agentmill.judged_steps"
 
-_STEPS: dict[str, JudgedStep] = {}
-_discovered = False
+JUDGED_STEPS: Registry[JudgedStep] = Registry(
+    "judged step", group=GROUP, builtins={"grounded": "agentmill.grounded.verifier:judge_rubric"})
 
 
 def judged_step_for(task: Task) -> JudgedStep | None:
     """The judged step of the task's family, or None (most tasks: the test run alone decides)."""
     source = task.config.metadata.get("source")
-    if not isinstance(source, str):
+    if not isinstance(source, str) or source not in JUDGED_STEPS:
         return None
-    _discover()
-    return _STEPS.get(source)
-
-
-def _discover() -> None:
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    for ep in entry_points(group=GROUP):
-        _STEPS[ep.name] = ep.load()
+    return JUDGED_STEPS.get(source)

@@ -10,12 +10,12 @@ synthesis store plugs in with one opener returning its own `ViewSource`, named i
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
 import sys
 from pathlib import Path
 from typing import Protocol
 
 from agentmill.errors import AgentmillError
+from agentmill.registry import Registry
 
 Route = Callable[[dict[str, list[str]]], dict]
 
@@ -32,14 +32,15 @@ class ViewSource(Protocol):
 
 
 Opener = Callable[[Path], "ViewSource | None"]  # None: not this kind of folder
-_OPENERS: list[tuple[str, Opener]] = []
-GROUP = "agentmill.view_sources"
-_PLUGINS: list[tuple[str, Opener]] | None = None
+# Folder kinds the viewer opens: run folders register in code (view/rollout_source.py); synth stores
+# are built in; plug-ins declare `agentmill.view_sources`.
+VIEW_SOURCES: Registry[Opener] = Registry("viewer source", group="agentmill.view_sources",
+                                          builtins={"synth": "agentmill.synth.view_source:open_synth_store"})
 
 
 def register_source(name: str, opener: Opener) -> None:
     """Add a kind of folder the viewer can open; later registrations are tried first."""
-    _OPENERS.insert(0, (name, opener))
+    VIEW_SOURCES.register(name, opener)
 
 
 def open_source(path: Path, **options) -> ViewSource:
@@ -47,7 +48,9 @@ def open_source(path: Path, **options) -> ViewSource:
     path = Path(path)
     if not path.exists():
         raise AgentmillError(f"{path}: no such folder")
-    openers = [*_OPENERS, *_plugins()]
+    in_code = list(reversed(VIEW_SOURCES.loaded().items()))  # registered in code: later ones first
+    rest = [(n, o) for n, o in VIEW_SOURCES.all(on_error=_skip_broken).items() if n not in dict(in_code)]
+    openers = in_code + rest  # then built-ins and plug-ins
     for _name, opener in openers:
         source = opener(path, **options)
         if source is not None:
@@ -57,18 +60,7 @@ def open_source(path: Path, **options) -> ViewSource:
                          f"`agentmill rollout --out`, `agentmill run --out` or a plug-in source")
 
 
-def _plugins() -> list[tuple[str, Opener]]:
-    """The openers named in the entry-point group (loaded once), tried after those registered in code."""
-    global _PLUGINS
-    if _PLUGINS is None:
-        names, loaded = {name for name, _ in _OPENERS}, []
-        for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-            if ep.name in names:
-                continue
-            try:
-                loaded.append((ep.name, ep.load()))
-            except Exception as e:  # a broken plug-in must not keep the viewer from opening anything else
-                print(f"agentmill view: source {ep.name!r} ({ep.value}) cannot be loaded, skipped: "
-                      f"{type(e).__name__}: {e}", file=sys.stderr)
-        _PLUGINS = loaded
-    return _PLUGINS
+def _skip_broken(name: str, target: str, error: Exception) -> None:
+    """A broken plug-in must not keep the viewer from opening anything else."""
+    print(f"agentmill view: source {name!r} ({target}) cannot be loaded, skipped: {type(error).__name__}: {error}",
+          file=sys.stderr)

@@ -29,7 +29,7 @@ from pathlib import Path
 from agentmill.child_processes import spawn
 from agentmill.errors import AgentmillError
 from agentmill.paths import scratch_temp
-from agentmill.rollout.executor import EXECUTORS, Executor, unrunnable
+from agentmill.rollout.executor import Executor, unrunnable
 
 _FRAME = struct.Struct("!Q")  # every message: its length, then a pickle
 _STREAM_LIMIT = 1 << 30
@@ -171,4 +171,3 @@ class _Worker:
                 self.stderr_path.parent.rmdir()
 
 
-EXECUTORS[ProcessExecutor.name] = ProcessExecutor

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import ray
 
 from agentmill.errors import AgentmillError
-from agentmill.rollout.executor import EXECUTORS, Executor, unrunnable
+from agentmill.rollout.executor import Executor, unrunnable
 from agentmill.rollout.executors.ray_nodes import NodeActor, NodePool, Unrunnable, brief_error, code_hash
 from agentmill.rollout.executors.task_files import pack_task
 from agentmill.tasks.model import Task
@@ -182,4 +182,3 @@ def _unreachable(address: str, timeout: float = 10.0) -> str | None:
     return None
 
 
-EXECUTORS[RayExecutor.name] = RayExecutor

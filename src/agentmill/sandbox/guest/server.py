@@ -383,10 +383,19 @@ def _serve(conn):
                 return _attach(conn, req)
             reply = {"ok": True, **OPS[req["op"]](req)}
         except Exception as e:  # the host gets every failure as data, the server lives on
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": _error_kind(e)}
         conn.sendall(_dumps(reply).encode() + b"\n")
     finally:
         conn.close()
+
+
+def _error_kind(e):
+    """The failure's kind as the host's protocol names it (sandbox/bwrap.py), never read from its text."""
+    if isinstance(e, FileNotFoundError):
+        return "not_found"
+    if isinstance(e, (KeyError, TypeError, ValueError)):
+        return "bad_request"
+    return "os_error" if isinstance(e, OSError) else "error"
 
 
 def main(path):

@@ -19,6 +19,7 @@ from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.runner import run_rollout
 from agentmill.synth.gates.base import GateContext, GateResult
+from agentmill.synth.gates.completeness import solver_paths
 from agentmill.verify.outcome import Outcome
 
 
@@ -111,7 +112,8 @@ class BallotGate:
         details = {"k": b.k, "target_solves": target.passes, "solver_solves": solver.passes,
                    "target_trials": target.trials, "solver_trials": solver.trials,
                    "target_outcomes": target.outcomes, "solver_outcomes": solver.outcomes,
-                   "stopped_early": target.trials + solver.trials < 2 * b.k}
+                   "stopped_early": target.trials + solver.trials < 2 * b.k,
+                   **solver_paths(ctx.work_dir / "ballot-solver", ctx.candidate.body.calls)}
         if target.infra or solver.infra:
             return GateResult(gate=self.name, passed=False, code="ballot_infra", fault="infra", details=details,
                               message=f"{target.infra + solver.infra} ballot trials failed for infrastructure reasons")

@@ -9,6 +9,7 @@ sandbox) are `fault="infra"`: the box stops without blaming the candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -54,6 +55,7 @@ class GateContext:
     settings: Any  # config.SynthConfig
     prompts: Any = None  # prompt_files loader override folder
     card_view: dict = field(default_factory=dict)
+    accepted: Callable[[], list[Candidate]] | None = None  # the store's accepted samples (duplicate check)
 
 
 class Gate(Protocol):

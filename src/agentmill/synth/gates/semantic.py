@@ -1,5 +1,7 @@
-"""Semantic check: a judge model reads the candidate and says whether a real user would ask this
-(realism) and whether the system spec or prompt adds constraints only to make it hard (arbitrary)."""
+"""Semantic check: a judge model reads the whole candidate (system spec, prompt, seed state, entities,
+reference calls and answer, verifiers) and says whether a real user would ask this (realism), whether
+the spec or prompt adds constraints only to make it hard, and whether a verifier checks something the
+prompt never asked (both arbitrary). The score must reach `synth.semantic_min_score`."""
 
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ class SemanticCheck:
 
     async def run(self, ctx: GateContext) -> GateResult:
         b = ctx.candidate.body
+        # the whole candidate: a verifier that checks what the prompt never asked is only visible beside it
         user = (f"Capability the task must exercise:\n{dumps(ctx.card_view)}\n\nSystem specification:\n{b.system}\n\n"
-                f"User prompt:\n{b.prompt}\n\nSeed state SQL:\n{b.seed_sql}\n\nReference calls:\n"
-                f"{dumps([c.model_dump() for c in b.calls])}")
+                f"User prompt:\n{b.prompt}\n\nSeed state SQL:\n{b.seed_sql}\n\n"
+                f"Records the task is about (entities):\n{dumps([e.model_dump() for e in b.entities])}\n\n"
+                f"Reference calls:\n{dumps([c.model_dump() for c in b.calls])}\n\n"
+                f"Reference final answer:\n{b.answer or '(none)'}\n\nVerifiers:\n{dumps(b.verifiers)}")
         reply = await ask_json(ctx.clients["judge"], load_prompt("semantic", ctx.prompts), user, JUDGE_SCHEMA)
         if reply.endpoint_failed:
             return GateResult(gate=self.name, passed=False, code="endpoint_error", message=reply.error or "", fault="infra")
