@@ -112,7 +112,7 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *,
         want = spec.completion == "claimed"
         out.append(("completion", f"completion {spec.completion}", lambda r: r.telemetry.completion_claimed == want))
     if spec.min_turns and "min_turns" not in spec.model_fields_set:  # the default fits the agent
-        out.append(("min_turns", f">= {spec.min_turns} assistant turns ({TOOL_MIN_TURNS} for tool-calling agents)",
+        out.append(("min_turns", f">= {spec.min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
                     lambda r: r.telemetry.assistant_turns >= default_min_turns(r, spec.min_turns)))
     elif spec.min_turns:
         out.append(("min_turns", f">= {spec.min_turns} assistant turns", lambda r: r.telemetry.assistant_turns >= spec.min_turns))
