@@ -129,14 +129,14 @@ def check(
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
-    from agentmill.rollout.check import check_tasks
+    from agentmill.rollout.check import CHECK_PASSES, check_tasks
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task, sample_tools)
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
             results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
-                                              on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+                                              on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
         except AgentmillError as e:
             _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
@@ -145,7 +145,7 @@ def check(
     for r in sorted(results, key=lambda r: r.task.name):
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
-        color = "green" if r.verdict == "ok" else "red"
+        color = "green" if r.verdict == "ok" else "yellow" if r.verdict == "needs_judge" else "red"
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
                       Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
@@ -155,7 +155,8 @@ def check(
     out.print(check_summary(rows), highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
-    raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
+    # needs_judge is no failure of the task: its deterministic part was audited; the judged part waits for a judge
+    raise typer.Exit(0 if all(r["verdict"] in CHECK_PASSES for r in rows) else 1)
 
 
 def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None, workers: int | None = None):
@@ -204,7 +205,7 @@ def rollout(
     max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
     price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
-    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
+    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors; 'unjudged': rerun trials that ended unjudged (set the judge first)."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
@@ -224,8 +225,10 @@ def rollout(
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
-    if retry not in (None, "infra"):
-        _fail("--retry: only 'infra' is supported")
+    if retry not in (None, "infra", "unjudged"):
+        _fail("--retry: use 'infra' or 'unjudged'")
+    if retry == "unjudged" and not (os.environ.get("AGENTMILL_JUDGE_MODEL") and os.environ.get("AGENTMILL_JUDGE_BASE_URL")):
+        _fail("--retry unjudged: set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL first (they would end unjudged again)")
     needs_model = agent_class(agent).needs_model
     if needs_model and not model:
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
@@ -258,8 +261,8 @@ def rollout(
     runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", console=console, executor=runner,
-                                 check_endpoint=not no_preflight,
+                                 retry_infra=retry == "infra", retry_unjudged=retry == "unjudged", console=console,
+                                 executor=runner, check_endpoint=not no_preflight,
                                  store=None if no_store else (store or default_store(out)))
     except AgentmillError as e:
         _fail(str(e))

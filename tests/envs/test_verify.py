@@ -183,7 +183,8 @@ def test_no_final_answer_fails_a_response_check_without_any_judge(tmp_path):
     silent, _ = _verify(task, [], None)
     assert silent.outcome is Outcome.FAILED and silent.rewards["explains"] == 0.0
     answered, files = _verify(task, [Step(step_id=1, source="agent", message="I can't close it: pending.")], None)
-    assert answered.outcome is Outcome.PASSED and "explains" not in answered.rewards  # not evaluated, not counted
+    # not evaluated, not counted, and never a pass: the reward waits for a judge
+    assert answered.outcome is Outcome.UNJUDGED and answered.reward is None and "explains" not in answered.rewards
 
 
 def test_a_tools_py_that_breaks_the_contract_fails_before_the_agent(tmp_path):

@@ -36,7 +36,7 @@ from agentmill.models.client import SamplingParams
 from agentmill.models.session import LOCAL_MODEL, served_name
 from agentmill.rollout.commands import execute_rollout
 from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.status import INFRA, pass_at_k, summarize
+from agentmill.rollout.status import NOT_SCORED, pass_at_k, summarize
 from agentmill.tasks.model import Task
 
 RESULTS = "results.json"
@@ -115,7 +115,7 @@ def record_run(run_dir: Path, label: str, benchmark: str, *, k: int) -> EvalReco
     summary = summarize(run_dir)
     by_task: dict[str, list[dict]] = defaultdict(list)
     for t in summary["trial_list"]:
-        if t["state"] == "done" and t["outcome"] not in INFRA:
+        if t["state"] == "done" and t["outcome"] not in NOT_SCORED:  # infra failures, unjudged trials
             by_task[t["task"]].append(t)
     passes = {task: (len(ts), sum(t["outcome"] == "passed" for t in ts)) for task, ts in sorted(by_task.items())}
     scores = {f"{benchmark} pass@1": [c / n for n, c in passes.values()]}

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentmill.errors import TaskError
+from agentmill.verify.judge import NEEDS_JUDGE
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a process ended by SIGINT
 
@@ -65,7 +66,8 @@ def default_store(out: Path) -> Path:
 
 
 def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
-                    executor=None, check_endpoint: bool = True, store: Path | None = None):
+                    executor=None, check_endpoint: bool = True, retry_unjudged: bool = False,
+                    store: Path | None = None):
     """Check, start the model if one is needed, run with live progress; on Ctrl-C or SIGTERM say what
     finished, what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit
     codes as SystemExit."""
@@ -87,7 +89,8 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
             with RolloutProgress(total=len(plan_trials(config, tasks)), client=client if local else None,
                                  console=console) as progress:
                 holder["progress"] = progress
-                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra, executor=executor,
+                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
+                                         retry_unjudged=retry_unjudged, executor=executor,
                                          on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total,
                                          store=TrialStore(store) if store is not None else None)
 
@@ -162,6 +165,11 @@ def status_table(s: dict) -> Table:
     table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
     table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
                   f"failures counted apart (not in pass@k)")
+    if s.get("unjudged"):
+        table.add_row("[bold yellow]unjudged[/bold yellow]",
+                      f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
+                      "no reward, not in pass@k or the mean reward, dropped by export; with a judge set, "
+                      "`agentmill rollout ... --retry unjudged` runs them again[/bold yellow]")
     table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
     for k, v in s.get("pass_at_k", {}).items():
         table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")

@@ -160,6 +160,7 @@ async def run_rollout(
     *,
     client: ModelClient | None = None,
     retry_infra: bool = False,
+    retry_unjudged: bool = False,
     builder: ImageBuilder | None = None,
     on_start: Callable[[TrialPlan], None] | None = None,
     on_done: Callable[[TrialResult], None] | None = None,
@@ -177,9 +178,11 @@ async def run_rollout(
         ledger.recover(trials_dir)
         plans = plan_trials(config, tasks, copies)
         ledger.set_plan([(p.trial_id, p.task.name, p.attempt) for p in plans])
-        if retry_infra:
-            infra = [r["trial_id"] for r in ledger.rows()
-                     if r["state"] == "done" and r["outcome"] in {o.value for o in Outcome if o.is_infra}]
+        # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
+        again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | \
+            ({Outcome.UNJUDGED.value} if retry_unjudged else set())
+        if again:
+            infra = [r["trial_id"] for r in ledger.rows() if r["state"] == "done" and r["outcome"] in again]
             for tid in infra:
                 shutil.rmtree(trials_dir / tid, ignore_errors=True)
             ledger.forget(infra)
