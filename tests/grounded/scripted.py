@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+from contextlib import contextmanager
 
 from agentmill.verify.fence import unfence
-from tests.helpers.chat_server import Reply, terminus_json
+from tests.helpers.chat_server import ChatServer, Reply, terminus_json
 
 CSV = "energy/iowa-electricity.csv"
 ABOUT = "energy/iowa-electricity-about.md"
@@ -188,6 +189,17 @@ def judge_policy():
         return Reply(json.dumps({"scores": scores, "violations": violations}))
 
     return policy
+
+
+@contextmanager
+def judge_configured(monkeypatch, policy=None):
+    """The rollout verifier's judge (AGENTMILL_JUDGE_*) set to a scripted judge on a real local server."""
+    with ChatServer(policy or judge_policy(), model="scripted-judge") as server:
+        monkeypatch.setenv("AGENTMILL_JUDGE_MODEL", "scripted-judge")
+        monkeypatch.setenv("AGENTMILL_JUDGE_BASE_URL", server.base_url)
+        yield server
+    monkeypatch.delenv("AGENTMILL_JUDGE_MODEL")
+    monkeypatch.delenv("AGENTMILL_JUDGE_BASE_URL")
 
 
 def _loose(requirement: str, deliverables: str) -> bool:
