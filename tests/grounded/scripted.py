@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+from contextlib import contextmanager
 
 from agentmill.verify.fence import unfence
-from tests.helpers.chat_server import Reply, terminus_json
+from tests.helpers.chat_server import ChatServer, Reply, terminus_json
 
 CSV = "energy/iowa-electricity.csv"
 ABOUT = "energy/iowa-electricity-about.md"
@@ -190,6 +191,17 @@ def judge_policy():
     return policy
 
 
+@contextmanager
+def judge_configured(monkeypatch, policy=None):
+    """The rollout verifier's judge (AGENTMILL_JUDGE_*) set to a scripted judge on a real local server."""
+    with ChatServer(policy or judge_policy(), model="scripted-judge") as server:
+        monkeypatch.setenv("AGENTMILL_JUDGE_MODEL", "scripted-judge")
+        monkeypatch.setenv("AGENTMILL_JUDGE_BASE_URL", server.base_url)
+        yield server
+    monkeypatch.delenv("AGENTMILL_JUDGE_MODEL")
+    monkeypatch.delenv("AGENTMILL_JUDGE_BASE_URL")
+
+
 def _loose(requirement: str, deliverables: str) -> bool:
     return "Total" in deliverables or "total" in deliverables
 
@@ -197,18 +209,19 @@ def _loose(requirement: str, deliverables: str) -> bool:
 def careful_judge_policy():
     """A judge that recomputes: a criterion scores 1 when its expected value is in the deliverables
     and follows from the cited facts *as the evidence shows them* (a cited value, their sum or a
-    share of their sum, to the expected precision; text equal to a cited value)."""
+    share of their sum, to the expected precision; text equal to a cited value). It reads the
+    deliverables as a judge is told to: the one fenced JSON value, each criterion in its own artifact."""
 
     def policy(request):
         text = request["messages"][-1]["content"]
         rubric = json.loads(_section(text, "Rubric:\n", "\n\nEvidence:"))
-        evidence = _section(text, "Evidence:\n", "\n\nDeliverables:")
-        deliverables = _section(text, "Deliverables:\n", "\n\nAnswer with")
+        evidence = _section(text, "Evidence:\n", "\n\nAnswer with")
+        files = unfence(text)[1]  # the deliverables: the one fenced JSON value, nothing outside it
         shown = dict(re.findall(r"^\[([^\]]+)\] [^\n]*?= ([^\n]*)$", evidence, re.MULTILINE))
         scores = []
         for c in rubric["criteria"]:
             values = [shown.get(a) for a in c["anchors"]]
-            ok = c["expected"] in deliverables and None not in values
+            ok = c["expected"] in files.get(c["artifact"], "") and None not in values
             if ok:
                 nums = [float(v) for v in values if re.fullmatch(r"-?\d+(\.\d+)?", v.strip())]
                 want = c["expected"].rstrip("%")

@@ -43,7 +43,32 @@ def test_xlsx_sheets_formulas_and_columns(tmp_path):
     assert names(bad) == {"flat.xlsx: exists": True, "flat.xlsx: sheets": False, "flat.xlsx: formulas": False,
                           "flat.xlsx: columns": True, "flat.xlsx: format xlsx": True}
     text = artifacts.render("xlsx", (tmp_path / "book.xlsx").read_bytes())
-    assert "[sheet Summary]" in text and "B4= (formula =SUM(B2:B3))" in text and "A2=Renewables" in text
+    # the judge sees the formula's value as the fact checks compute it (openpyxl writes no cached value)
+    assert "[sheet Summary]" in text and "B4=27147 (formula =SUM(B2:B3))" in text and "A2=Renewables" in text
+
+
+def test_the_judge_sees_a_formulas_value_not_a_cached_value_that_lies(tmp_path):
+    """Attack: a cached value the formula does not give (what a spreadsheet would replace on
+    recalculation) shown to the judge as the cell's value. The judge sees the evaluated value and the
+    disagreement. Planted (_render_xlsx showing the cached value), caught."""
+    import zipfile
+
+    xlsx(tmp_path / "book.xlsx")
+    with zipfile.ZipFile(tmp_path / "book.xlsx") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    sheet = "xl/worksheets/sheet1.xml"
+    assert b"<f>SUM(B2:B3)</f><v></v>" in members[sheet]
+    members[sheet] = members[sheet].replace(b"<f>SUM(B2:B3)</f><v></v>", b"<f>SUM(B2:B3)</f><v>56476</v>")
+    with zipfile.ZipFile(tmp_path / "lying.xlsx", "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    text = artifacts.render("xlsx", (tmp_path / "lying.xlsx").read_bytes())
+    assert "B4=27147 (formula =SUM(B2:B3); cached value in the file: 56476)" in text and "B4=56476" not in text
+    members[sheet] = members[sheet].replace(b"<v>56476</v>", b"<v>27147</v>")  # twin: an honest cached value
+    with zipfile.ZipFile(tmp_path / "honest.xlsx", "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    assert "B4=27147 (formula =SUM(B2:B3))\n" in artifacts.render("xlsx", (tmp_path / "honest.xlsx").read_bytes()) + "\n"
 
 
 def test_docx_and_markdown_sections(tmp_path):

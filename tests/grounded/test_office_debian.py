@@ -1,7 +1,7 @@
 """The office environment built for real from Debian's archive (AGENTMILL_IMAGES=debian): the
 grounded task's own Dockerfile, its office layer shared through the agentmill layer cache (built
 once, about 70 s and 340 MB; then each task adds only its workspace), the teacher's openpyxl and
-python-docx script passes in it and the tools the docs promise are there. Needs Debian's archive,
+python-docx script passes in it (checks and the scripted rubric judge) and the tools the docs promise are there. Needs Debian's archive,
 as tests/images/test_debian.py does."""
 
 import asyncio
@@ -14,7 +14,7 @@ from agentmill.images import ImageBuilder
 from agentmill.images.userns import BuilderUnavailable, build_identity
 from agentmill.tasks import load_task
 from tests.conftest import sandbox, scratch_cache
-from tests.grounded import office
+from tests.grounded import office, scripted
 from tests.grounded.test_office_task import run
 
 try:
@@ -38,6 +38,8 @@ def test_office_task_in_a_debian_built_image(tmp_path, monkeypatch):
         assert (system / tool).exists(), tool
     for module in ("openpyxl", "docx", "pandas", "pypdf", "reportlab", "xlsxwriter", "lxml", "markdown"):
         assert (system / "usr/lib/python3/dist-packages" / module).is_dir(), module
-    good, _ = run(task, builder, office.RIGHT, tmp_path / "runs" / "right-a0")
-    assert good.result.reward == 1.0, good.result.verifier_stdout
+    # passed needs the rubric judge (without one the checks' pass is `unjudged`): a scripted one
+    with scripted.judge_configured(monkeypatch):
+        good, _ = run(task, builder, office.RIGHT, tmp_path / "runs" / "right-a0")
+    assert good.result.reward == 1.0 and good.result.outcome.value == "passed", good.result.verifier_stdout
     assert any("Debian layers" in n for n in good.result.notes), good.result.notes

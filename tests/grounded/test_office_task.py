@@ -1,7 +1,9 @@
-"""A grounded task on office files, run for real in the sandbox with no judge configured: the
-scripted teacher reads the core .xlsx with openpyxl and writes an .xlsx whose total is a formula
-and a .docx memo; with the right numbers every check passes, with a wrong year the compiled fact
-checks fail it (the format checks alone would pass both).
+"""A grounded task on office files, run for real in the sandbox: the scripted teacher reads the
+core .xlsx with openpyxl and writes an .xlsx whose total is a formula and a .docx memo; with the
+right numbers every check passes and the rubric judge (a scripted judge on a real local server)
+passes it; with a wrong year the compiled fact checks fail it with no judge configured at all (the
+format checks alone would pass both). Without a judge the right numbers are `unjudged`, never
+`passed` (grounded/verifier.py), so "passes" needs the judge.
 
 The image is the task's own office environment (grounded/environment.py): built from Debian's
 packages with AGENTMILL_IMAGES=debian (tests/grounded/test_office_debian.py); here, as in the rest
@@ -10,6 +12,7 @@ scripts/setup.sh."""
 
 import asyncio
 import json
+import os
 
 import pytest
 
@@ -18,8 +21,9 @@ from agentmill.grounded.corpus import build_corpus
 from agentmill.grounded.teacher import run_teacher
 from agentmill.images import ImageBuilder
 from agentmill.models import ModelClient
+from agentmill.verify.fence import unfence
 from tests.conftest import sandbox, scratch_cache
-from tests.grounded import office
+from tests.grounded import office, scripted
 from tests.helpers.chat_server import ChatServer, Reply, terminus_json
 
 pytestmark = sandbox
@@ -68,10 +72,16 @@ def test_teacher_on_office_files_passes_and_a_wrong_number_fails_without_a_judge
     assert facts["unit:text"]["value"] == "thousand megawatthours" and facts["cite:cite:iowa-electricity.xlsx"]["kind"] == "cite"
     builder = ImageBuilder(cache=scratch_cache(tmp_path))
 
-    good, requests = run(task, builder, office.RIGHT, tmp_path / "runs" / "right-a0")
+    with scripted.judge_configured(monkeypatch) as judge:
+        good, requests = run(task, builder, office.RIGHT, tmp_path / "runs" / "right-a0")
     screen = "\n".join(m["content"] for r in requests for m in r["messages"] if m["role"] == "user")
     assert "WROTE 0" in screen, screen[-2000:]
-    assert good.result.reward == 1.0, good.result.verifier_stdout
+    assert good.result.reward == 1.0 and good.result.outcome.value == "passed", good.result.verifier_stdout
+    assert "rubric: quality 1.000" in good.result.verifier_stdout
+    # the judge read the office files as text rendered in the sandbox: the formula's value, the memo's prose
+    [asked] = judge.requests
+    shown = unfence(asked["messages"][-1]["content"])[1]
+    assert "56476" in shown["summary.xlsx"] and "38.8%" in shown["memo.docx"]
     passed = checks(good.result)
     assert all(passed.values()) and {"summary.xlsx: total:number", "memo.docx: share:number", "memo.docx: unit:text",
                                      "memo.docx: cite:cite:iowa-electricity.xlsx", "summary.xlsx: formulas"} <= set(passed)
@@ -80,8 +90,8 @@ def test_teacher_on_office_files_passes_and_a_wrong_number_fails_without_a_judge
 
     book = openpyxl.load_workbook(good.deliverables / "summary.xlsx")
     assert book["Summary"]["B5"].value == "=SUM(B2:B4)"
-    assert good.result.outcome.value in ("passed", "unjudged")
 
+    assert "AGENTMILL_JUDGE_MODEL" not in os.environ  # no judge from here on: the fact checks alone fail it
     bad, _ = run(task, builder, office.WRONG, tmp_path / "runs" / "wrong-a0")
     assert bad.result.reward == 0.0 and bad.result.outcome.value == "failed"
     failed = {k for k, ok in checks(bad.result).items() if not ok}

@@ -511,11 +511,7 @@ def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
     """The deliverable as text for the judge: tables as rows, xlsx cells with refs and formulas."""
     try:
         if fmt == "xlsx":
-            lines = []
-            for sheet, cells in xlsx_cells(data).items():
-                lines.append(f"[sheet {sheet}]")
-                lines += [f"{ref}={value}" + (f" (formula ={f})" if f else "") for ref, value, f in cells]
-            text = "\n".join(lines)
+            text = _render_xlsx(xlsx_cells(data))
         elif fmt == "docx":
             text = "\n".join(("# " if s.lower().startswith("heading") else "") + t for s, t in docx_paragraphs(data))
         elif fmt == "pdf":
@@ -525,6 +521,31 @@ def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
     except BadArtifact as e:
         text = f"(unreadable: {e})"
     return text[:limit]
+
+
+def _render_xlsx(sheets: dict[str, list[tuple[str, str, str | None]]]) -> str:
+    """A formula cell shows the value the fact checks use (evaluated, as a spreadsheet shows it after
+    recalculation: openpyxl writes no cached value), then its formula, then a cached value that
+    disagrees with it: the judge and the deterministic checks see the same number."""
+    book, lines = Workbook(sheets), []
+    for sheet, cells in sheets.items():
+        lines.append(f"[sheet {sheet}]")
+        for ref, value, formula in cells:
+            if formula is None:
+                lines.append(f"{ref}={value}")
+                continue
+            shown = book.value(sheet, ref)
+            stale = value != "" and _literal(value) != shown
+            lines.append(f"{ref}={_cell_text(shown)} (formula ={formula}" + (f"; cached value in the file: {value}" if stale else "") + ")")
+    return "\n".join(lines)
+
+
+def _cell_text(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+    return str(v)
 
 
 def render_deliverables(deliverables: list[dict], out_dir: str) -> dict[str, str]:
