@@ -814,7 +814,7 @@ def decide_job_change(db: sqlite3.Connection, change_id: str, decision: Literal[
 
 # -- history ---------------------------------------------------------------------------------------
 
-def get_audit_trail(db: sqlite3.Connection, record: str) -> list[dict]:
+def get_hr_audit_trail(db: sqlite3.Connection, record: str) -> list[dict]:
     """Every recorded change of a record (HR only), oldest first: an employee, leave request, checklist or job change id.
 
     Args:
