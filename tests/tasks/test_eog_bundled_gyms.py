@@ -27,7 +27,10 @@ def test_published_rows_import_onto_the_bundled_gyms_and_export_back(tmp_path):
     run = _cli("import", "eog", str(FIXTURE), "--out", str(tmp_path / "tasks"))
     assert run.returncode == 0, run.stderr
     assert "wrote 2 tasks" in run.stderr
-    hr, proc = load_task(tmp_path / "tasks" / "hr-approve-leave-0001"), load_task(tmp_path / "tasks" / "proc-hold-vendor-0002")
+    hr, proc = (
+        load_task(tmp_path / "tasks" / "hr-approve-leave-0001"),
+        load_task(tmp_path / "tasks" / "proc-hold-vendor-0002"),
+    )
     assert hr.kind == proc.kind == "tools"
     # gym names resolve to the bundled folders: an imported row runs here with nothing copied in
     assert [(g.name, g.bundled, g.path) for g in hr.tool_spec.gyms] == [("hr", True, GYMS / "hr")]
