@@ -1,0 +1,2 @@
+-- Task state over the gyms' base data.
+UPDATE hr_context SET value = 'EMP0043' WHERE key = 'current_user';
