@@ -1,0 +1,56 @@
+"""Rendering and records across a context handoff (traces/handoff.py), on hand-built trajectories:
+no sandbox, no server (tests/agents/test_handoff.py checks the same against what a server received)."""
+
+from agentmill.traces.atif import Observation, ObservationResult, Step
+from agentmill.traces.records import load_trace, subagent_records
+from agentmill.traces.render import render
+from agentmill.traces.telemetry import compute_telemetry
+from tests.traces.builders import terminus_trajectory, write_trial
+
+
+def handed_off():
+    """Two early turns, a summary request (the subagent), then a fresh conversation with one turn."""
+    t = terminus_trajectory([("ls\n", "a b"), ("cat a\n", "early output")])
+    early = [s.model_copy(deep=True) for s in t.steps]
+    sub = [*early, Step(step_id=len(early) + 1, source="user", message="Summarise."),
+           Step(step_id=len(early) + 2, source="agent", message="I listed and read a.")]
+    n = len(t.steps)
+    t.steps += [
+        Step(step_id=n + 1, source="system", message="You drive a terminal.",
+             extra={"context_handoff": {"handoff": 1, "tokens_before": 9,
+                                        "subagent": {"steps": [s.model_dump(mode="json") for s in sub]}}}),
+        Step(step_id=n + 2, source="user", message="Task: do the thing.\nSummary: I listed and read a."),
+        Step(step_id=n + 3, source="agent", message='{"task_complete": true}',
+             observation=Observation(results=[ObservationResult(content="confirm?")])),
+        Step(step_id=n + 4, source="agent", message='{"task_complete": true}'),
+    ]
+    return t
+
+
+def test_a_row_is_the_conversation_after_the_last_handoff():
+    messages = render(handed_off(), reasoning="drop").messages
+    assert messages == [{"role": "system", "content": "You drive a terminal."},
+                        {"role": "user", "content": "Task: do the thing.\nSummary: I listed and read a."},
+                        {"role": "assistant", "content": '{"task_complete": true}'},
+                        {"role": "user", "content": "confirm?"},
+                        {"role": "assistant", "content": '{"task_complete": true}'}]
+
+
+def test_a_trajectory_without_handoff_renders_whole():
+    t = terminus_trajectory([("ls\n", "a b")])
+    assert [m["role"] for m in render(t, reasoning="drop").messages] == ["system", "user", "assistant"]
+
+
+def test_the_summary_request_is_a_subagent_record(tmp_path):
+    t = handed_off()
+    t.session_id = "trial-1"
+    folder = write_trial(tmp_path / "run", "trial-1", t)
+    rec = load_trace(folder)
+    assert not rec.telemetry.is_subagent
+    (sub,) = subagent_records(rec)
+    assert sub.trial_id == "trial-1.summary-1" and sub.trial["parent_trial_id"] == "trial-1"
+    assert sub.trajectory.extra["parent_session_id"] == "trial-1" and sub.telemetry.is_subagent
+    assert compute_telemetry(sub.trajectory, sub.result).is_subagent
+    messages = render(sub.trajectory, reasoning="drop").messages
+    assert messages[-2:] == [{"role": "user", "content": "Summarise."}, {"role": "assistant", "content": "I listed and read a."}]
+    assert {"role": "user", "content": "early output"} in messages  # the earlier conversation, as the request sent it
