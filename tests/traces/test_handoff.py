@@ -54,3 +54,14 @@ def test_the_summary_request_is_a_subagent_record(tmp_path):
     messages = render(sub.trajectory, reasoning="drop").messages
     assert messages[-2:] == [{"role": "user", "content": "Summarise."}, {"role": "assistant", "content": "I listed and read a."}]
     assert {"role": "user", "content": "early output"} in messages  # the earlier conversation, as the request sent it
+
+
+def test_rl_rows_count_trials_not_their_subagents(tmp_path):
+    from agentmill.traces.formats import rl_rows
+
+    t = handed_off()
+    rec = load_trace(write_trial(tmp_path / "run", "trial-1", t))
+    (row,) = rl_rows([rec, *subagent_records(rec)])
+    assert row["extra_info"]["teacher_attempts"] == 1
+    # the prompt is the trial's first opening, not the conversation after the handoff
+    assert row["prompt"] == [{"role": "system", "content": "You drive a terminal."}, {"role": "user", "content": "Task: do the thing."}]
