@@ -65,3 +65,20 @@ def test_rl_rows_count_trials_not_their_subagents(tmp_path):
     assert row["extra_info"]["teacher_attempts"] == 1
     # the prompt is the trial's first opening, not the conversation after the handoff
     assert row["prompt"] == [{"role": "system", "content": "You drive a terminal."}, {"role": "user", "content": "Task: do the thing."}]
+
+
+def test_a_broken_subagent_record_is_reported_and_the_trial_still_exported(tmp_path):
+    from agentmill.traces.export import export_run
+    from agentmill.traces.filters import FilterSpec
+    from agentmill.traces.records import iter_traces
+
+    t = handed_off()
+    marked = next(s for s in t.steps if s.extra and "context_handoff" in s.extra)
+    marked.extra["context_handoff"]["subagent"]["steps"] = [{"source": "nobody"}]
+    write_trial(tmp_path / "run", "trial-1", t)
+    errors: list[str] = []
+    assert [r.trial_id for r in iter_traces(tmp_path / "run", errors=errors)] == ["trial-1"]
+    assert len(errors) == 1 and "trial-1" in errors[0]
+    report = export_run(tmp_path / "run", "trl", tmp_path / "rows.jsonl",
+                        spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]), reasoning="drop")
+    assert report.rows == 1 and len(report.skipped) == 1

@@ -73,7 +73,11 @@ class RowMaker:
             rec = load_trace(folder)
         except UNREADABLE as e:
             return [Made(None, skipped=unreadable(folder, e))]
-        return [self._made(r) for r in (rec, *subagent_records(rec))]
+        try:
+            subagents = subagent_records(rec)
+        except UNREADABLE as e:  # a broken subagent record costs only itself
+            return [self._made(rec), Made(None, skipped=unreadable(folder, e))]
+        return [self._made(r) for r in (rec, *subagents)]
 
     def _made(self, rec: TraceRecord) -> Made:
         passed = self.funnel.passes(rec)

@@ -95,7 +95,13 @@ def iter_traces(run_dir: Path, *, errors: list[str] | None = None) -> Iterator[T
                 errors.append(unreadable(folder, e))
             continue
         yield rec
-        yield from subagent_records(rec)
+        try:
+            subagents = subagent_records(rec)
+        except UNREADABLE as e:  # a broken subagent record costs only itself
+            subagents = []
+            if errors is not None:
+                errors.append(unreadable(folder, e))
+        yield from subagents
 
 
 UNREADABLE = (OSError, ValueError, KeyError, TypeError)  # a trial folder that cannot be read is skipped

@@ -35,8 +35,9 @@ PROMPT_FLOOR = 0.05
 
 class TerminusAgent(ModelAgentBase):
     name = "terminus"
-    # 5: a conversation nearing max_context is handed off (handoff.py); 4: a one-line command with duration 0 is also read when its prompt is back (PROMPT_FLOOR); 3: keystrokes
-    # sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded as sent
+    # 5: a conversation nearing max_context is handed off (handoff.py); 4: a one-line command with
+    # duration 0 is also read when its prompt is back (PROMPT_FLOOR); 3: keystrokes sent whole (a trailing
+    # ";" kept), a command's wait ends when the prompt returns; 2: messages recorded as sent
     version = "5"
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
