@@ -82,3 +82,23 @@ def test_a_broken_subagent_record_is_reported_and_the_trial_still_exported(tmp_p
     report = export_run(tmp_path / "run", "trl", tmp_path / "rows.jsonl",
                         spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]), reasoning="drop")
     assert report.rows == 1 and len(report.skipped) == 1
+
+
+def test_a_harbor_job_keeps_the_summary_beside_its_trial_not_as_a_trial(tmp_path):
+    import json
+
+    from agentmill.traces.export import export_run
+    from agentmill.traces.filters import FilterSpec
+
+    t = handed_off()
+    write_trial(tmp_path / "run", "trial-1", t)
+    job = tmp_path / "job"
+    report = export_run(tmp_path / "run", "harbor-job", job, spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]))
+    assert report.rows == 1
+    (trial,) = [p for p in job.iterdir() if p.is_dir()]
+    assert sorted(p.name for p in (trial / "agent").iterdir()) == ["trajectory.json", "trajectory.summary-1.json"]
+    sub = json.loads((trial / "agent" / "trajectory.summary-1.json").read_text())
+    assert sub["extra"]["parent_session_id"] == t.session_id and sub["steps"][-1]["message"] == "I listed and read a."
+    dropped = export_run(tmp_path / "run", "harbor-job", tmp_path / "job2", spec=FilterSpec(min_turns=0, drop_outcomes=[]))
+    (trial2,) = [p for p in (tmp_path / "job2").iterdir() if p.is_dir()]
+    assert dropped.rows == 1 and [p.name for p in (trial2 / "agent").iterdir()] == ["trajectory.json"]
