@@ -12,7 +12,9 @@ stored steps therefore render back to exactly the messages the model received (t
   each the `role: tool` message's content verbatim.
 
 Before each request the conversation checks `max_context` (tokens): the endpoint's own count of
-the previous request and reply, plus an estimate of what was added since.
+the previous request and reply, plus an estimate of what was added since. An agent may hand off to
+a fresh conversation (`restart`, agents/terminus/handoff.py): the steps then go on in the same
+trajectory, and the step that begins the new conversation says so (traces/render.py renders from it).
 """
 
 from __future__ import annotations
@@ -149,13 +151,31 @@ class Conversation:
             calls.append(Call(call_id, record.function_name, real, record))
         return calls
 
-    def _check_context(self, messages: list[dict[str, Any]]) -> None:
-        if self.max_context is None:
-            return
+    def needed_tokens(self, messages: list[dict[str, Any]] | None = None) -> int:
+        """About how many tokens sending `messages` (default: the conversation) takes."""
+        messages = self.messages if messages is None else messages
         added = messages[self._counted:]
         tokens = self._counted_tokens + (self._estimate.count(added) if added else 0)
         if not self._counted and self.tools:  # nothing counted by the endpoint yet: the tool list is in the prompt too
             tokens += int(len(json.dumps(self.tools)) / CHARS_PER_TOKEN)
+        return tokens
+
+    def fork(self, result: AgentResult, stats: dict[str, Any]) -> "Conversation":
+        """The same messages (and token count) recording into another result: a side request."""
+        other = Conversation(self.client, result, stats, max_context=self.max_context, tools=self.tools)
+        other.messages = list(self.messages)
+        other._counted, other._counted_tokens = self._counted, self._counted_tokens
+        return other
+
+    def restart(self) -> None:
+        """Begin a fresh conversation (a context handoff): the steps already recorded stay."""
+        self.messages = []
+        self._counted = self._counted_tokens = 0
+
+    def _check_context(self, messages: list[dict[str, Any]]) -> None:
+        if self.max_context is None:
+            return
+        tokens = self.needed_tokens(messages)
         if tokens > self.max_context:
             self.stats["context_tokens"] = tokens
             raise ContextExceededError(f"the next request needs about {tokens} tokens, over --max-context {self.max_context}")

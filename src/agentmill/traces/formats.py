@@ -142,6 +142,8 @@ def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
                              "for SFT (trl, sharegpt) instead.")
     by_task: dict[str, list[TraceRecord]] = {}
     for r in records:
+        if r.telemetry.is_subagent:  # a summary request inside a trial (--subagents keep) is no attempt at the task
+            continue
         by_task.setdefault(r.trial["task_hash"], []).append(r)
     rows = []
     for index, (task_hash, recs) in enumerate(by_task.items()):

@@ -83,12 +83,17 @@ class _Job:
         self.now = _iso(datetime.now(timezone.utc))
         self.locks = None
         self.names: set[str] = set()
+        self.folders: dict[str, str] = {}  # trial id -> its folder's name (where its subagents' trajectories go)
         self.environments: dict[str, dict] = {}  # the trials' environment configs: the job's, when they agree
 
     def add(self, root: Path, rec: TraceRecord) -> None:
+        if rec.telemetry.is_subagent:
+            self._add_subagent(root, rec)
+            return
         t, r = rec.trial, rec.result
         imported = t.get("imported_from") if isinstance(t.get("imported_from"), dict) else {}
         name = self._name(t["task"], rec.trial_id, imported.get("trial_name"))
+        self.folders[rec.trial_id] = name
         folder = root / name
         (folder / "agent").mkdir(parents=True)
         (folder / "verifier").mkdir()
@@ -149,6 +154,18 @@ class _Job:
             self.started = min(self.started or times["started_at"], times["started_at"])
             self.finished = max(self.finished or times["finished_at"], times["finished_at"])
         self.trials += 1
+
+    def _add_subagent(self, root: Path, rec: TraceRecord) -> None:
+        """A subagent (a context handoff's summary request, traces/handoff.py) is no trial of its own: as
+        Harbor does, its trajectory goes beside its trial's, `agent/trajectory.<what>.json`; left out when
+        its trial is not in the job."""
+        parent = self.folders.get(str(rec.trial.get("parent_trial_id")))
+        if parent is None:
+            return
+        trajectory, n = _redacted(rec.trajectory)
+        self.redactions += n
+        what = re.sub(r"[^A-Za-z0-9_-]", "-", rec.trial_id.rsplit(".", 1)[-1])
+        (root / parent / TRAJECTORY).with_name(f"trajectory.{what}.json").write_text(_json_text(trajectory_to_harbor(trajectory)))
 
     def _name(self, task: str, trial_id: str, harbor_name) -> str:
         """The trial folder's name: the one Harbor gave a trial imported from it (when a plain name), else

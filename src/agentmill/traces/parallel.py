@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agentmill.traces.filters import FilterSpec, Funnel, Rule, rules
 from agentmill.traces.formats import ROW_BUILDERS
-from agentmill.traces.records import UNREADABLE, TraceRecord, load_trace, unreadable
+from agentmill.traces.records import UNREADABLE, TraceRecord, load_trace, subagent_records, unreadable
 from agentmill.traces.render import Reasoning, render
 from agentmill.traces.tokens import TokenCounter
 from agentmill.traces.writer import JsonLine, jsonl_line
@@ -60,10 +60,26 @@ class RowMaker:
         self.builder, self.reasoning = ROW_BUILDERS[fmt], reasoning
 
     def make(self, folder: Path) -> Made:
+        """The trial's own record (without its subagents')."""
         try:
             rec = load_trace(folder)
         except UNREADABLE as e:
             return Made(None, skipped=unreadable(folder, e))
+        return self._made(rec)
+
+    def make_all(self, folder: Path) -> list[Made]:
+        """The trial's record, then its subagents' (a context handoff's summaries, traces/handoff.py)."""
+        try:
+            rec = load_trace(folder)
+        except UNREADABLE as e:
+            return [Made(None, skipped=unreadable(folder, e))]
+        try:
+            subagents = subagent_records(rec)
+        except UNREADABLE as e:  # a broken subagent record costs only itself
+            return [self._made(rec), Made(None, skipped=unreadable(folder, e))]
+        return [self._made(r) for r in (rec, *subagents)]
+
+    def _made(self, rec: TraceRecord) -> Made:
         passed = self.funnel.passes(rec)
         if passed < len(self.funnel.active):
             return Made(passed)
@@ -82,7 +98,7 @@ def worker_count(requested: int | None, trials: int) -> int:
 
 
 def made_in_order(folders: Sequence[Path], maker: RowMaker, maker_args: tuple, workers: int) -> Iterator[Made]:
-    """`maker.make(folder)` for every folder, in order: here, or over `workers` processes that each
+    """`maker.make_all(folder)` for every folder (its records: the trial, then its subagents), in order: here, or over `workers` processes that each
     build `RowMaker(*maker_args)`. Forked when this process runs a single thread (nothing to import
     again), else spawned: forking a threaded process can copy a lock another thread holds."""
     pool = None
@@ -93,7 +109,7 @@ def made_in_order(folders: Sequence[Path], maker: RowMaker, maker_args: tuple, w
         except OSError:  # no process-shared semaphores here (some sandboxes): the same rows, in this process
             pool = None
     if pool is None:
-        yield from (maker.make(f) for f in folders)
+        yield from (made for f in folders for made in maker.make_all(f))
         return
     with pool:
         pending: deque = deque()
@@ -115,4 +131,4 @@ def _start_worker(*maker_args) -> None:
 
 def _make_chunk(folders: Sequence[Path]) -> list[Made]:
     assert _maker is not None
-    return [_maker.make(f) for f in folders]
+    return [made for f in folders for made in _maker.make_all(f)]

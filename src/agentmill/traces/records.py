@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.traces.atif import Trajectory
+from agentmill.traces.handoff import subagent_trajectories
 from agentmill.traces.telemetry import Telemetry, compute_telemetry
 
 
@@ -49,6 +50,16 @@ def load_trace(folder: Path) -> TraceRecord:
     return TraceRecord(trial, result, trajectory, telemetry, folder=folder)
 
 
+def subagent_records(rec: TraceRecord) -> list[TraceRecord]:
+    """The trial's subagent requests (a context handoff's summary, traces/handoff.py) as records of
+    their own: trial id `<trial>.summary-<k>`, telemetry marking them subagents (the `subagents` filter)."""
+    out = []
+    for trajectory in subagent_trajectories(rec.trajectory):
+        trial = {**rec.trial, "trial_id": trajectory.session_id, "parent_trial_id": rec.trial_id}
+        out.append(TraceRecord(trial, rec.result, trajectory, compute_telemetry(trajectory, rec.result), folder=rec.folder))
+    return out
+
+
 def read_trajectory(text: str) -> Trajectory:
     """A trajectory from its JSON text: parsed and validated in one pass, else as Python's json reads it.
     Python's json accepts escaped lone surrogates (and nesting deeper than pydantic's parser allows)
@@ -74,14 +85,23 @@ def rollout_folder(path: Path) -> Path:
 
 
 def iter_traces(run_dir: Path, *, errors: list[str] | None = None) -> Iterator[TraceRecord]:
-    """Every finished trial of a run (a rollout folder or a recipe run folder), in a stable order.
-    Unreadable folders are reported, not fatal."""
+    """Every finished trial of a run (a rollout folder or a recipe run folder), in a stable order,
+    each followed by its subagents' records. Unreadable folders are reported, not fatal."""
     for folder in trial_folders(run_dir):
         try:
-            yield load_trace(folder)
+            rec = load_trace(folder)
         except UNREADABLE as e:
             if errors is not None:
                 errors.append(unreadable(folder, e))
+            continue
+        yield rec
+        try:
+            subagents = subagent_records(rec)
+        except UNREADABLE as e:  # a broken subagent record costs only itself
+            subagents = []
+            if errors is not None:
+                errors.append(unreadable(folder, e))
+        yield from subagents
 
 
 UNREADABLE = (OSError, ValueError, KeyError, TypeError)  # a trial folder that cannot be read is skipped

@@ -12,6 +12,9 @@ For agentmill's agents the trajectory stores every message exactly as it was sen
 - tool-calling agents: an assistant message with `tool_calls` (arguments as the JSON text sent),
   then one `role: tool` message per call; `tools` is the list of tools sent with the requests.
 
+After a context handoff (traces/handoff.py) the row is the last conversation only: the steps from
+the last handoff on, which is what the model received in its last requests.
+
 A row ends on the model's turn: messages after the last reply (an observation the agent produced
 but never sent, e.g. when max turns ran out) are not part of the conversation the model had.
 Text is cleaned and redacted once more on the way out (idempotent on what agents stored, and a
@@ -24,6 +27,7 @@ import json
 from typing import Any, Literal
 
 from agentmill.traces.atif import Step, Trajectory
+from agentmill.traces.handoff import current_conversation
 from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS
 from agentmill.traces.redact import scrub, scrubbed_as_is
 
@@ -59,7 +63,7 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
         redactions += n
         return cleaned
 
-    for step in trajectory.steps:
+    for step in current_conversation(trajectory.steps):  # the model never saw steps before a handoff with those after
         if step.source in ("system", "user"):
             messages.append({"role": step.source, "content": text(step.message)})
             continue

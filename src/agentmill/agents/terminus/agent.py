@@ -4,7 +4,9 @@ The model answers in JSON ({analysis, plan, commands: [{keystrokes, duration}], 
 keystrokes go to a tmux session inside the sandbox; after each command's wait (at most 60 s) the
 model sees the new output, secrets redacted, then cut to 10 KB keeping head and tail. A reply that
 does not parse goes back to the model as an error (counted). `task_complete` needs one
-confirmation turn. Every message is recorded exactly as sent (agents/conversation.py).
+confirmation turn. Every message is recorded exactly as sent (agents/conversation.py). With
+`max_context` set, a conversation that nears it (`handoff_at` of it) is summarised and handed off to a
+fresh one (handoff.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 
 from agentmill.agents.base import AgentResult, ModelAgentBase, SandboxStart
 from agentmill.agents.conversation import Ahead, Conversation, Turn
-from agentmill.agents.terminus import prompt
+from agentmill.agents.terminus import handoff, prompt
 from agentmill.agents.terminus.first_screen import FIRST_SCREENS, ask_ahead_enabled
 from agentmill.agents.terminus.parse import Reply, ReplyError, parse_reply
 from agentmill.models.client import ModelClient
@@ -33,17 +35,28 @@ PROMPT_FLOOR = 0.05
 
 class TerminusAgent(ModelAgentBase):
     name = "terminus"
-    # 4: a one-line command with duration 0 is also read when its prompt is back (PROMPT_FLOOR); 3: keystrokes
-    # sent whole (a trailing ";" kept), a command's wait ends when the prompt returns; 2: messages recorded as sent
-    version = "4"
+    # 5: a conversation nearing max_context is handed off (handoff.py); 4: a one-line command with
+    # duration 0 is also read when its prompt is back (PROMPT_FLOOR); 3: keystrokes sent whole (a trailing
+    # ";" kept), a command's wait ends when the prompt returns; 2: messages recorded as sent
+    version = "5"
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
-    def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True):
+    def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True,
+                 handoff_at: float | None = 0.8):
         super().__init__(client, max_turns=max_turns, max_context=max_context)
         self.constrained = constrained
+        if handoff_at is not None and not 0 < handoff_at <= 1:
+            raise ValueError(f"handoff_at must be a fraction of max_context in (0, 1], got {handoff_at}")
+        self.handoff_at = handoff_at  # None: never hand off (the trial ends context_exceeded instead)
         # not part of the identity: a first turn asked ahead is kept only if it is the one asked after
         self.asks_ahead = ask_ahead_enabled() and getattr(client, "independent_requests", False)
+
+    def identity(self) -> dict:
+        ident = super().identity()
+        if self.max_context is not None:  # handoffs happen only under a known context
+            ident["handoff_at"] = self.handoff_at
+        return ident
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         await self._work(task, sandbox, None, result)
@@ -75,7 +88,12 @@ class TerminusAgent(ModelAgentBase):
             FIRST_SCREENS.learn(start.key, screen)
         first = await _first_turn(chat, _first_message(task, screen), ahead, stats)
         pending_confirmation = False
+        segment = 0  # where the current conversation's steps begin
         for _turn in range(self.max_turns):
+            # at most one handoff per turn: a fresh conversation that is still too long ends the trial
+            if first is None and len(chat.result.steps) > segment + 2 and handoff.due(chat, self.handoff_at):
+                segment = await handoff.hand_off(chat, segment, task.instruction.strip(), await _screen(term), stats)
+                pending_confirmation = False
             turn, first = first or await chat.ask(json_schema=schema), None
             step = turn.step
             stats["turns"] += 1
