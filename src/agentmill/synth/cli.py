@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentmill.errors import AgentmillError
@@ -19,7 +20,8 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    # escaped: "[roles.critic]" in a message is text, not a markup tag rich would swallow
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     raise typer.Exit(2)
 
 
@@ -32,13 +34,14 @@ class _Progress:
         self.accepted = self.rejected = self.started = 0
         self.total = total
         self.failed: dict[str, int] = {}
+        self.plain = not progress.console.is_terminal  # a log file or a pipe: one line per finished box instead
 
     def __call__(self, kind: str, **info) -> None:
         if kind == "local_model":
             self.p.console.print(f"starting the embedded model for {', '.join(info['roles'])} (SmolLM2-135M: a smoke-test "
                                  "model, not a teacher)", highlight=False)
         elif kind == "pause":
-            self.p.console.print(f"[yellow]paused {info['seconds']:.0f}s:[/yellow] {info['what']}", highlight=False)
+            self.p.console.print(f"[yellow]paused {info['seconds']:.0f}s:[/yellow] {escape(info['what'])}", highlight=False)
         if kind == "gate" and not info["passed"]:
             key = f"{info['gate']}:{info['code']}"
             self.failed[key] = self.failed.get(key, 0) + 1
@@ -51,6 +54,10 @@ class _Progress:
             self.accepted += info["accepted"]
             self.rejected += not info["accepted"]
             self.p.advance(self.boxes)
+            if self.plain:
+                done = self.accepted + self.rejected
+                self.p.console.print(f"box {info['candidate']}: {'accepted' if info['accepted'] else 'not accepted'} "
+                                     f"({done} of {self.total} boxes; accepted {self.accepted})", highlight=False, markup=False)
         top = ", ".join(f"{k} {v}" for k, v in sorted(self.failed.items(), key=lambda kv: -kv[1])[:3])
         self.p.update(self.boxes, stats=f"accepted {self.accepted}  rejected {self.rejected}  {top}")
 
@@ -86,7 +93,10 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
         finally:
             signal.signal(signal.SIGTERM, previous)
     for problem in summary["card_problems"]:
-        err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
+        err.print(f"[yellow]card:[/yellow] {escape(problem)}", highlight=False)
+    if summary.get("budget_spent"):
+        err.print(f"[yellow]stopped:[/yellow] {escape(summary['budget_spent'])}; no new box started (raise the budget "
+                  "and run the same command to resume)", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
               f"{summary['seconds']:.1f}s -> {out / 'tasks'}", highlight=False)
     _print_funnel(out)
