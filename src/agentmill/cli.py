@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +22,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
                   help="Verified, reproducible training data for agent models.")
 sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
+
+
+@app.callback()
+def _everything(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                            help="More detail on stderr: -v what each step does, -vv debug.")) -> None:
+    from agentmill.logs import configure
+
+    configure(verbose)
 
 
 def _ground_app() -> typer.Typer:  # grounded synthesis: its commands live in agentmill.grounded.cli
@@ -50,6 +59,15 @@ def _synth_app() -> typer.Typer:  # failure-driven synthesis: its commands live 
 app.add_typer(_synth_app(), name="synth")
 
 
+def _sources_app() -> typer.Typer:  # task-source generators: their commands live in agentmill.sources.cli
+    from agentmill.sources.cli import app as sources
+
+    return sources
+
+
+app.add_typer(_sources_app(), name="sources")
+
+
 def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
     from agentmill.envs.cli import env_app, import_app
 
@@ -75,7 +93,7 @@ out = out_stdout = Console()
 
 
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(code)
 
 
@@ -120,14 +138,14 @@ def check(
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
-    from agentmill.rollout.check import check_tasks
+    from agentmill.rollout.check import CHECK_PASSES, check_tasks
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task, sample_tools)
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
             results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
-                                              on_done=lambda r: progress.advance(ok=r.verdict == "ok")))
+                                              on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
         except AgentmillError as e:
             _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
@@ -136,7 +154,7 @@ def check(
     for r in sorted(results, key=lambda r: r.task.name):
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
-        color = "green" if r.verdict == "ok" else "red"
+        color = {"ok": "green", "needs_judge": "yellow", "no_verifier": "yellow"}.get(r.verdict, "red")
         table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
                       Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
@@ -146,7 +164,8 @@ def check(
     out.print(check_summary(rows), highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
-    raise typer.Exit(0 if all(r["verdict"] == "ok" for r in rows) else 1)
+    # needs_judge and no_verifier are no failure of the task: what can be audited was audited
+    raise typer.Exit(0 if all(r["verdict"] in CHECK_PASSES for r in rows) else 1)
 
 
 def _rollout_executor(name: str, address: str | None, concurrency: int, model: str | None, workers: int | None = None):
@@ -195,25 +214,28 @@ def rollout(
     max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
     price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
     price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
-    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors."),
+    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors; 'unjudged': rerun trials that ended unjudged (set the judge first)."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request)."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
     from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
-    from agentmill.rollout.commands import execute_rollout, report_line
+    from agentmill.rollout.commands import execute_rollout, infra_exit, report_line
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import unique_tasks
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
-    if retry not in (None, "infra"):
-        _fail("--retry: only 'infra' is supported")
+    if retry not in (None, "infra", "unjudged"):
+        _fail("--retry: use 'infra' or 'unjudged'")
+    if retry == "unjudged" and not (os.environ.get("AGENTMILL_JUDGE_MODEL") and os.environ.get("AGENTMILL_JUDGE_BASE_URL")):
+        _fail("--retry unjudged: set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL first (they would end unjudged again)")
     needs_model = agent_class(agent).needs_model
     if needs_model and not model:
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
@@ -246,13 +268,15 @@ def rollout(
     runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", console=console, executor=runner)
+                                 retry_infra=retry == "infra", retry_unjudged=retry == "unjudged", console=console,
+                                 executor=runner, check_endpoint=not no_preflight)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
         raise typer.Exit(e.code) from None
     console.print(report_line(report, out), highlight=False)
     _print_status(out, as_json=False)
+    raise typer.Exit(infra_exit(out, console))
 
 
 @app.command()
@@ -337,6 +361,7 @@ def run_recipe(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<recipe name> beside the recipe)."),
     cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache folder (default: <run folder>/stages); share it across runs to reuse stages."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and which stages are cached; run nothing."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per endpoint that checks the models before any work."),
 ) -> None:
     """Run a recipe: sources -> augment -> task filters -> mix -> rollouts -> trace filters -> export. Cached and resumable."""
     from agentmill.recipe.pipeline import Pipeline
@@ -358,7 +383,16 @@ def run_recipe(
     (out_stdout if dry_run else console).print(table)
     if dry_run:
         return
+    if not no_preflight:
+        from agentmill.models.preflight import run_preflight
+        from agentmill.recipe.preflight import recipe_probes
+
+        try:
+            run_preflight(recipe_probes(plan, where=str(recipe_path)))  # before the run folder is written
+        except AgentmillError as e:
+            _fail(str(e))
     from agentmill.progress import RolloutProgress
+    from agentmill.signals import sigterm_as_interrupt
 
     def progress(total):
         p = RolloutProgress(total=total, console=console)
@@ -366,16 +400,22 @@ def run_recipe(
         p.close = lambda: p.__exit__(None, None, None)
         return p
 
-    try:
-        reports = asyncio.run(pipeline.run(progress=progress))
-    except AgentmillError as e:
-        _fail(str(e))
-    except KeyboardInterrupt:
-        from agentmill.rollout.commands import INTERRUPTED_EXIT, resume_command
+    from agentmill.errors import InfraStopError
+    from agentmill.exit_codes import INFRA
 
-        console.print(f"interrupted: finished stages stay cached and finished trials stay kept; only work in flight "
-                      f"is lost.\nresume with: {resume_command()}", highlight=False)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+    with sigterm_as_interrupt() as stop:
+        try:
+            reports = asyncio.run(pipeline.run(progress=progress))
+        except InfraStopError as e:
+            _fail(str(e), INFRA)
+        except AgentmillError as e:
+            _fail(str(e))
+        except KeyboardInterrupt:
+            from agentmill.rollout.commands import resume_command
+
+            console.print(f"{stop.how}: finished stages stay cached and finished trials stay kept; only work in flight "
+                          f"is lost.\nresume with: {resume_command()}", highlight=False)
+            raise typer.Exit(stop.exit_code) from None
     funnel = Table(title="funnel")
     for col in ("stage", "in", "out", "dropped (top reasons)"):
         funnel.add_column(col, overflow="fold")
@@ -450,6 +490,7 @@ def diff_cmd(
 def ablate(
     matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for every variant's run and the results."),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache to share, e.g. an earlier `agentmill run --cache DIR` (default: OUT/cache): stages a variant shares with it are reused."),
 ) -> None:
     """Build every variant's dataset, run the evaluation command per variant, and print the table."""
     from agentmill.recipe.ablate import run_ablation
@@ -464,7 +505,7 @@ def ablate(
         return recipe
 
     def build(name: str, data: dict, variant_dir: Path) -> Path:
-        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=out_dir / "cache",
+        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=cache or out_dir / "cache",
                             say=lambda m: console.print(f"[{name}] {m}", highlight=False), where=f"{matrix} variant '{name}'")
         asyncio.run(pipeline.run())
         return variant_dir / "exports"
@@ -522,6 +563,7 @@ def eval_cmd(
     max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     scores: Optional[Path] = typer.Option(None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."),
+    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work."),
 ) -> None:
     """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
     from pydantic import ValidationError
@@ -538,7 +580,7 @@ def eval_cmd(
         first = e.errors()[0]
         _fail(f"invalid option: {'.'.join(map(str, first['loc'])) or 'value'}: {first['msg']}")
     try:
-        record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console)
+        record = run_eval(spec, ds.tasks, ds.root, out_dir, console=console, check_endpoint=not no_preflight)
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
@@ -550,6 +592,9 @@ def eval_cmd(
     _print_status(record.run_dir, as_json=False)
     console.print(f"recorded {label!r} in {out_dir / 'results.json'}; compare with: agentmill table {out_dir / 'results.json'}",
                   highlight=False)
+    from agentmill.rollout.commands import infra_exit
+
+    raise typer.Exit(infra_exit(record.run_dir, console, retry_hint=False))
 
 
 @app.command()

@@ -53,3 +53,8 @@ class GuestError(SandboxError):
 
 class SandboxStartError(SandboxError):
     """The sandbox never came up: the machinery's fault, whatever the agent had done so far."""
+
+
+class InfraStopError(AgentmillError):
+    """Infrastructure (an endpoint, most often) stopped the work: nothing was made final, and the same
+    command retries once it is fixed. Commands exit with code 3 (exit_codes.INFRA)."""

@@ -149,7 +149,7 @@ class RolloutProgress(_Shown):
     def finished(self, result) -> None:
         self.running -= 1
         self.done += 1
-        if result.outcome.value not in ("passed", "failed"):
+        if result.outcome.value not in ("passed", "failed", "unverified"):  # unverified: finished, nothing scored it
             self.failed += 1
         if result.reward is not None:
             self.reward_sum += result.reward

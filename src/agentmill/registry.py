@@ -139,7 +139,7 @@ class Registry(Generic[T]):
             if self._plugins_read:
                 return
             self._plugins_read = True
-            for ep in entry_points(group=self.group):
+            for ep in entry_points(group=self.group or ""):
                 if ep.name not in self._things:  # code registrations and built-ins win over metadata
                     self._lazy.setdefault(ep.name, ep.value)
 

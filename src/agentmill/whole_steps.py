@@ -42,7 +42,7 @@ async def whole_step(fn: Callable[..., T], *args) -> T:
             claim.ended.set()
 
     try:
-        return await asyncio.to_thread(step)  # type: ignore[return-value]
+        return await asyncio.to_thread(step)  # type: ignore[return-value,arg-type]
     except asyncio.CancelledError:
         with claim.lock:
             claim.abandoned = True

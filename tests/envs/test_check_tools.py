@@ -30,9 +30,12 @@ def test_a_sound_task_is_ok_with_every_mutant_killed(tmp_path):
     result, js = check(tmp_path)
     assert result.verdict == "ok", result.reason
     assert js["oracle"]["reward"] == 1.0 and js["nop"]["reward"] == 0.0
-    names = {m["name"] for m in js["mutants"]}
+    names = {m["name"].split("=")[0] for m in js["mutants"]}
     assert {"noop", "undo_last_write", "change_field:gym.tickets.status", "change_field:gym.tickets.resolution",
-            "wrong_record:gym.tickets"} <= names
+            "wrong_record:gym.tickets", "extra_write:gym.tickets"} <= names
+    # every other status the CHECK constraint allows is tried, not only the most common one
+    assert {m["name"] for m in js["mutants"] if m["name"].startswith("change_field:gym.tickets.status")} == {
+        'change_field:gym.tickets.status="open"', 'change_field:gym.tickets.status="pending"'}
     assert all(not m["survived"] and m["killed_by"] for m in js["mutants"])
     assert js["lints"] == []
 
@@ -43,21 +46,25 @@ def test_a_weak_verifier_is_caught_by_a_surviving_mutant(tmp_path):
     result, js = check(tmp_path, verifiers=weak)
     assert result.verdict == "weak_verifier"
     survivors = [m["name"] for m in js["mutants"] if m["survived"]]
-    assert "wrong_record:gym.tickets" in survivors
-    assert "wrong_record:gym.tickets" in result.reason
+    assert any(n.startswith("change_field:gym.tickets.resolution") for n in survivors)
+    assert "change_field:gym.tickets.resolution" in result.reason
+    # closing the wrong ticket gets reward 0 anyway: the default 'nothing else changed' check fails it
+    (wrong,) = [m for m in js["mutants"] if m["name"] == "wrong_record:gym.tickets"]
+    assert wrong["killed_by"] == ["nothing_else_changed"]
 
 
 def test_a_verifier_that_ignores_a_written_field_is_weak(tmp_path):
     result, js = check(tmp_path, verifiers=[VPN_CLOSED, OTHERS_UNTOUCHED])  # resolution never checked
     assert result.verdict == "weak_verifier"
-    assert [m["name"] for m in js["mutants"] if m["survived"]] == ["change_field:gym.tickets.resolution"]
+    assert {m["name"].split("=")[0] for m in js["mutants"] if m["survived"]} == {"change_field:gym.tickets.resolution"}
 
 
 def test_a_vacuous_verifier_is_a_lint(tmp_path):
     result, js = check(tmp_path, verifiers=[*CLOSE_VPN_VERIFIERS, _db("always", "SELECT 1", 1)])
     assert result.verdict == "vacuous_verifier" and "reads no table" in result.reason
-    assert {(lint["code"], lint["verifier"], lint["severity"]) for lint in js["lints"]} == {
-        ("vacuous_verifier", "always", "error"), ("vacuous_verifier", "always", "warn")}
+    # statically (it reads no table) and dynamically (it passes on a scrambled and an empty database too)
+    assert [(lint["code"], lint["verifier"], lint["severity"]) for lint in js["lints"]] == [
+        ("vacuous_verifier", "always", "error")] * 2
 
 
 def test_a_verifier_that_no_wrong_state_fails_is_reported_not_a_verdict(tmp_path):
@@ -135,5 +142,5 @@ def test_check_json_reports_lints_and_mutants_per_task(tmp_path):
     assert rows["sound"]["verdict"] == "ok" and rows["weak"]["verdict"] == "weak_verifier"
     for row in rows.values():
         assert {"lints", "mutants", "equivalent_mutants"} <= set(row)
-    assert any(m["survived"] and m["name"] == "wrong_record:gym.tickets" for m in rows["weak"]["mutants"])
+    assert any(m["survived"] and m["name"].startswith("change_field:gym.tickets.resolution") for m in rows["weak"]["mutants"])
     assert "weak_verifier" in run.stdout

@@ -75,7 +75,8 @@ def test_reward_json_has_one_entry_per_verifier(tmp_path):
     result, files = _verify(task, steps)
     assert result.outcome is Outcome.PASSED and result.reward == 1.0
     rewards = json.loads(files["reward.json"])
-    assert rewards == {"vpn_closed": 1.0, "resolution_mentions_cert": 1.0, "others_untouched": 1.0, "reward": 1.0}
+    assert rewards == {"vpn_closed": 1.0, "resolution_mentions_cert": 1.0, "others_untouched": 1.0,
+                       "nothing_else_changed": 1.0, "reward": 1.0}  # the default check every tool task gets
     details = json.loads(files["verifiers.json"])["verifiers"]
     assert details[0]["actual"] == "closed" and details[0]["expected"] == "closed"
 
@@ -109,7 +110,7 @@ def test_tool_execution_checks_the_calls_made(tmp_path):
                   "validation_config": {"selected_tools": ["close_ticket"], "minimum_tool_calls": 2}}]
     task = load_task(make_tool_task(tmp_path / "t", verifiers=verifiers))
     one = [_call_step(1, "close_ticket", {"ticket_id": 1, "resolution": "x"})]
-    two = [_call_step(1, "list_tickets", {}), *[_call_step(2, "close_ticket", {"ticket_id": 2, "resolution": "x"})]]
+    two = [_call_step(1, "list_tickets", {}), *[_call_step(2, "close_ticket", {"ticket_id": 1, "resolution": "x"})]]
     assert _verify(task, one)[0].outcome is Outcome.FAILED  # too few calls
     assert _verify(task, two)[0].outcome is Outcome.PASSED
 
@@ -183,7 +184,8 @@ def test_no_final_answer_fails_a_response_check_without_any_judge(tmp_path):
     silent, _ = _verify(task, [], None)
     assert silent.outcome is Outcome.FAILED and silent.rewards["explains"] == 0.0
     answered, files = _verify(task, [Step(step_id=1, source="agent", message="I can't close it: pending.")], None)
-    assert answered.outcome is Outcome.PASSED and "explains" not in answered.rewards  # not evaluated, not counted
+    # not evaluated, not counted, and never a pass: the reward waits for a judge
+    assert answered.outcome is Outcome.UNJUDGED and answered.reward is None and "explains" not in answered.rewards
 
 
 def test_a_tools_py_that_breaks_the_contract_fails_before_the_agent(tmp_path):

@@ -8,6 +8,7 @@ import json
 import re
 import threading
 
+from agentmill.verify.fence import unfence
 from tests.helpers.chat_server import Reply, terminus_json
 
 CSV = "energy/iowa-electricity.csv"
@@ -20,9 +21,14 @@ def assembler_policy():
         {"action": "search", "query": "iowa electricity net generation renewables"},
         {"action": "search", "query": "stocks msft price"},
         {"action": "search", "query": "seattle weather precipitation"},
+        # a "confuser" no reader would confuse with the core file (stock prices beside electricity): refused
         {"action": "select", "case": "Iowa's electricity generation mix in 2017",
          "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
                    {"path": f"corpus/{STOCKS}", "role": "confuser"},
+                   {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
+        {"action": "select", "case": "Iowa's electricity generation mix in 2017",
+         "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
+                   {"path": f"corpus/{STOCKS}", "role": "ambient"},
                    {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
     ]
     return _sequence(replies)
@@ -78,7 +84,7 @@ CRITERIA = [
 SPEC = {
     "statement": "Our board wants a short brief on how Iowa generated its electricity in 2017. "
                  "Total the year's net generation by source, and write a memo that gives the total and the share "
-                 "that came from renewables.",
+                 "that came from renewables, and the unit of the figures.",
     "deliverables": [{"path": "summary.csv", "format": "csv", "columns": ["source", "net_generation"]},
                      {"path": "memo.md", "format": "md", "sections": ["Summary", "Method"]}],
     "criteria": CRITERIA,
@@ -117,6 +123,8 @@ Summed the 2017 rows of iowa-electricity.csv by source.
 X
 """
 NO_METHOD = GOOD.replace("# Method\n", "")
+# right numbers, and the 2001 figure the negative criterion forbids: only the judge can tell
+USES_2001 = GOOD.replace("# Method\n", "In 2001 fossil fuels alone gave 35361.\n# Method\n")
 WRONG = (GOOD.replace("29329", "35361").replace("5214", "3853").replace("21933", "1437")
          .replace("56476", "40651").replace("38.8%", "3.5%"))
 
@@ -151,19 +159,23 @@ def _section(text: str, start: str, end: str | None) -> str:
 
 
 def judge_policy():
-    """Scores a criterion 1 when its expected value is in the deliverables and (anchored mode)
+    """Scores a criterion 1 when its expected value is in its artifact and (anchored mode)
     every fact it cites is shown in the evidence; a negative is proven when a cited fact's value
     appears in the deliverables."""
 
     def policy(request):
         text = request["messages"][-1]["content"]
         rubric = json.loads(_section(text, "Rubric:\n", "\n\nEvidence:"))
-        evidence = _section(text, "Evidence:\n", "\n\nDeliverables:")
-        deliverables = _section(text, "Deliverables:\n", "\n\nAnswer with")
+        evidence = _section(text, "Evidence:\n", "\n\nAnswer with")
+        # the deliverables, read as a judge is told to: the one fenced JSON value, nothing outside it
+        files = unfence(text)[1]
+        deliverables = "\n".join(f"{path}:\n{body}" for path, body in files.items())
         anchored = evidence.strip() != "(not provided)"
         scores = []
         for c in rubric["criteria"]:
-            ok = c.get("expected", c["requirement"]) in deliverables if anchored else _loose(c["requirement"], deliverables)
+            # a criterion is met in its own artifact: text elsewhere claiming to be that artifact does not count
+            ok = (c.get("expected", c["requirement"]) in files.get(c["artifact"], "") if anchored
+                  else _loose(c["requirement"], deliverables))
             if anchored:
                 ok = ok and all(re.search(rf"\[{re.escape(a)}\] [^\n]*= ", evidence) for a in c["anchors"])
             scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "scripted"})
@@ -180,3 +192,33 @@ def judge_policy():
 
 def _loose(requirement: str, deliverables: str) -> bool:
     return "Total" in deliverables or "total" in deliverables
+
+
+def careful_judge_policy():
+    """A judge that recomputes: a criterion scores 1 when its expected value is in the deliverables
+    and follows from the cited facts *as the evidence shows them* (a cited value, their sum or a
+    share of their sum, to the expected precision; text equal to a cited value)."""
+
+    def policy(request):
+        text = request["messages"][-1]["content"]
+        rubric = json.loads(_section(text, "Rubric:\n", "\n\nEvidence:"))
+        evidence = _section(text, "Evidence:\n", "\n\nDeliverables:")
+        deliverables = _section(text, "Deliverables:\n", "\n\nAnswer with")
+        shown = dict(re.findall(r"^\[([^\]]+)\] [^\n]*?= ([^\n]*)$", evidence, re.MULTILINE))
+        scores = []
+        for c in rubric["criteria"]:
+            values = [shown.get(a) for a in c["anchors"]]
+            ok = c["expected"] in deliverables and None not in values
+            if ok:
+                nums = [float(v) for v in values if re.fullmatch(r"-?\d+(\.\d+)?", v.strip())]
+                want = c["expected"].rstrip("%")
+                if re.fullmatch(r"-?\d+(\.\d+)?", want):
+                    places = len(want.split(".")[1]) if "." in want else 0
+                    derived = nums + [sum(nums)] + [100 * x / sum(nums) for x in nums if sum(nums)]
+                    ok = len(nums) == len(values) and any(f"{d:.{places}f}" == want for d in derived)
+                else:
+                    ok = any(v.strip().casefold() == want.casefold() for v in values)
+            scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "recomputed"})
+        return Reply(json.dumps({"scores": scores, "violations": [{"id": n["id"], "proven": False} for n in rubric["negatives"]]}))
+
+    return policy

@@ -6,6 +6,8 @@ import json
 import shutil
 from contextlib import ExitStack
 
+import pytest
+
 from agentmill.grounded.arms import run_arms
 from agentmill.grounded.corpus import build_corpus
 from agentmill.grounded.graph import GraphDraft, check_facts
@@ -22,7 +24,7 @@ pytestmark = sandbox
 
 
 def test_anchored_unanchored_and_random_arms(tmp_path):
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     ws_dir = tmp_path / "ws"
     roles_of = {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser"}
     for rel in roles_of:
@@ -33,22 +35,25 @@ def test_anchored_unanchored_and_random_arms(tmp_path):
     store = tmp_path / "store"
     write_grounded_task(store / "tasks" / "iowa", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC))
     with ExitStack() as stack:
-        student = stack.enter_context(ChatServer(scripted.teacher_policy([scripted.WRONG, scripted.GOOD, scripted.NO_METHOD])))
+        student = stack.enter_context(ChatServer(scripted.teacher_policy([scripted.USES_2001, scripted.GOOD, scripted.NO_METHOD])))
         judge = stack.enter_context(ChatServer(scripted.judge_policy()))
         ep = lambda s: Endpoint(base_url=s.base_url, model="m", max_retries=0)  # noqa: E731
         roles = Roles(assembler=ep(judge), grapher=ep(judge), compiler=ep(judge), reviser=ep(judge),
                       teacher=ep(judge), student=ep(student), judge=ep(judge))
         summary = asyncio.run(run_arms(store, roles, k=3, max_turns=6, builder=ImageBuilder(cache=scratch_cache(tmp_path))))
     pool = summary["pool"]["iowa"]
-    assert [(c["anchored"], c["unanchored"]) for c in pool] == [(0.0, 1.0), (1.0, 1.0), (0.0, 0.0)]
+    # wrong numbers no longer reach a judge (the compiled fact checks fail them); the forbidden 2001
+    # figure is what only the anchored judge (shown the cited facts) can prove
+    assert [(c["anchored"], c["unanchored"]) for c in pool] == [(pytest.approx(0.7), 1.0), (1.0, 1.0), (0.0, 0.0)]
     arms = summary["arms"]
     assert arms["anchored"]["iowa"].endswith("s-a1")  # the correct deliverables
-    assert arms["unanchored"]["iowa"].endswith("s-a0")  # the rubric text alone cannot tell wrong numbers
+    assert arms["unanchored"]["iowa"].endswith("s-a0")  # the rubric text alone cannot tell the forbidden figure
     assert set(arms["random"]) == {"iowa"}
     for arm in ("anchored", "unanchored", "random"):
         trials = list((store / "arms" / arm / "trials").iterdir())
         assert len(trials) == 1 and (trials[0] / "trajectory.json").exists()
-    assert json.loads((store / "arms" / "arms.json").read_text())["k"] == 3
+    saved = json.loads((store / "arms" / "arms.json").read_text())
+    assert saved["k"] == 3 and saved["queries_by_pattern"] == {candidate_seeds()[0].pattern: 1}
     # the unanchored judge never saw anchors or verification instructions
     unanchored = [r for r in judge.requests if "(not provided)" in r["messages"][-1]["content"]]
     assert len(unanchored) == 2 and all("f2017renew" not in r["messages"][-1]["content"] for r in unanchored)

@@ -22,7 +22,7 @@ runner = CliRunner()
 @sandbox
 def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     policies = {"assembler": scripted.assembler_policy(), "grapher": _const(scripted.GRAPH),
                 "compiler": scripted.compiler_policy(leak_first=False), "teacher": scripted.teacher_policy([scripted.GOOD]),
                 "reviser": scripted.reviser_policy(), "judge": scripted.judge_policy()}
@@ -52,15 +52,18 @@ def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 1 and "Iowa" in json.dumps(rows[0]["messages"])
-    # the admitted task passes agentmill's own task check: the oracle (reference deliverables) passes
-    # the artifact checks, the nop agent does not
+    # the admitted task passes agentmill's own task check as far as it can go without a judge: the
+    # oracle (reference deliverables) passes the artifact checks, the nop agent does not, and the
+    # rubric is reported as needing a judge (never "ok" on the checks alone)
     res = runner.invoke(app, ["check", str(store / "tasks"), "--json", str(tmp_path / "check.json")])
     verdicts = json.loads((tmp_path / "check.json").read_text())
-    assert res.exit_code == 0 and [v["verdict"] for v in verdicts] == ["ok"], res.output
+    assert res.exit_code == 0 and [v["verdict"] for v in verdicts] == ["needs_judge"], res.output
+    assert verdicts[0]["oracle"]["outcome"] == "unjudged" and verdicts[0]["nop"]["outcome"] == "failed"
+    assert "needs a judge (set AGENTMILL_JUDGE_MODEL" in verdicts[0]["reason"] and "1/1 ok" not in res.output
     bench = tmp_path / "bench"
     (bench / "b1" / "tests").mkdir(parents=True)
     (bench / "b1" / "instruction.md").write_text("Reverse a linked list in C and print it.")
-    (bench / "b1" / "task.toml").write_text("")
+    (bench / "b1" / "task.toml").write_text('[metadata]\nsource = "bench"\n')  # an empty one is a broken task
     (bench / "b1" / "tests" / "test.sh").write_text("true\n")
     res = runner.invoke(app, ["ground", "decontaminate", str(store), "--benchmark", str(bench)])
     assert res.exit_code == 0 and "0 contaminated" in res.output, res.output

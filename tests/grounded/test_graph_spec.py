@@ -27,7 +27,7 @@ from tests.helpers.chat_server import ChatServer, Reply
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    return build_corpus(tmp_path_factory.mktemp("c") / "corpus")
+    return build_corpus(tmp_path_factory.mktemp("c") / "corpus", bulk=False)
 
 
 def test_every_locator_kind_is_checked_against_the_file(corpus, tmp_path):

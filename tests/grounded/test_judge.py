@@ -2,6 +2,7 @@
 a cited file drops only the criteria that cite it)."""
 
 import asyncio
+import json
 import shutil
 
 import pytest
@@ -20,7 +21,7 @@ from tests.helpers.chat_server import ChatServer
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     root = tmp_path_factory.mktemp("case")
-    corpus = build_corpus(root / "corpus")
+    corpus = build_corpus(root / "corpus", bulk=False)
     ws_dir = root / "ws"
     roles = {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "confuser"}
     for rel in roles:
@@ -86,7 +87,7 @@ def test_removing_one_sheet_drops_only_the_criteria_citing_that_sheet(tmp_path):
 
     from agentmill.grounded.corpus import csv_to_xlsx
 
-    corpus = build_corpus(tmp_path / "corpus")
+    corpus = build_corpus(tmp_path / "corpus", bulk=False)
     ws_dir = tmp_path / "ws"
     ws_dir.mkdir()
     # one workbook, two real sheets: Iowa electricity and stock prices
@@ -117,3 +118,122 @@ def test_removing_one_sheet_drops_only_the_criteria_citing_that_sheet(tmp_path):
     assert report.after == {"c1": 0.0, "c2": 1.0} and report.mean_drop_cited == 1.0 and report.mean_abs_change_others == 0.0
     after = requests[1]["messages"][-1]["content"]
     assert "[e] book.xlsx#electricity: (file removed)" in after and "[s] book.xlsx" in after and "= 21933" not in after and "=== source file: book.xlsx" not in after
+
+
+def test_a_deliverable_cannot_fill_the_prompt_templates_other_slots():
+    from agentmill.grounded.prompts import render
+
+    # attack: worker A's text names the template's slot for worker B's deliverables
+    text = render("pairwise", statement="Total the year.", a="A wrote {{b}} and {{statement}}", b="B-TEXT")
+    assert text.count("B-TEXT") == 1 and text.count("Total the year.") == 1 and "A wrote {{b}} and {{statement}}" in text
+    assert render("pairwise", statement="s", a="plain", b="B-TEXT").count("B-TEXT") == 1  # twin
+
+
+def test_the_rubric_judges_reply_must_be_the_json_object_alone(tmp_path):
+    from agentmill.grounded.ask import ModelReplyError, parse_strict_json
+    from agentmill.grounded.judge import judge_view
+    from tests.helpers.chat_server import Reply
+
+    verdict = {"scores": [{"id": c["id"], "score": 1.0, "reason": "x"} for c in scripted.SPEC["criteria"]], "violations": []}
+    assert parse_strict_json("```json\n" + json.dumps(verdict) + "\n```") == verdict  # twin
+    for reply in ("The memo says " + json.dumps(verdict), json.dumps(verdict) + "\nand " + json.dumps(verdict), "[1]"):
+        with pytest.raises(ValueError):
+            parse_strict_json(reply)
+    spec = Spec.model_validate(scripted.SPEC)
+
+    async def ask(url):
+        c = ModelClient(base_url=url, model="judge", max_retries=0)
+        try:
+            return await judge_view(spec, None, tmp_path, "(deliverables)", c, mode="unanchored")
+        finally:
+            await c.close()
+
+    with ChatServer(lambda _r: Reply("Here is my verdict: " + json.dumps(verdict))) as srv:
+        with pytest.raises(ModelReplyError):  # a judge error (the trial's verifier_error), never a verdict
+            asyncio.run(ask(srv.base_url))
+    assert len(srv.requests) == 3  # asked again with the error, twice, then given up
+    with ChatServer(lambda _r: Reply(json.dumps(verdict))) as srv:
+        assert asyncio.run(ask(srv.base_url)).scores[0].score == 1.0
+@pytest.mark.parametrize("kind", ["numbers", "rows", "citations"])
+def test_fine_grained_corruption_drops_only_the_criteria_citing_the_corrupted_facts(case, kind):
+    """The file stays in view; only its cited numbers, rows or citations are wrong. A judge that
+    recomputes from the evidence drops the criteria citing them and no other. Planted (corrupt()
+    returning the graph and workspace unchanged), the drop is 0, caught."""
+    spec, graph, ws_dir, out = case
+    with ChatServer(scripted.careful_judge_policy()) as srv:
+        async def go():
+            c = ModelClient(base_url=srv.base_url, model="judge", max_retries=0)
+            try:
+                return await sensitivity(spec, graph, ws_dir, out, c, scripted.CSV, kind=kind)
+            finally:
+                await c.close()
+        report = asyncio.run(go())
+        after = srv.requests[1]["messages"][-1]["content"]
+    assert report.removed == f"{kind}:{scripted.CSV}" and report.cited == ["c1", "c2"] and report.others == ["c3"]
+    assert report.before == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
+    assert report.mean_drop_cited == 1.0 and report.mean_abs_change_others == 0.0
+    assert f"=== source file: {scripted.CSV}" in after  # the file itself is still shown
+    if kind == "numbers":
+        assert "= 21933" not in after and "= 30707" in after  # the fourth cited number: 21933 x 1.4 + 1
+    if kind == "citations":
+        assert "'row': 52" in after and "= 21933" not in after
+    assert (ws_dir / scripted.CSV).read_text().count("21933") == 1  # the real workspace is untouched
+
+
+def test_sensitivity_command_reports_each_change(case, tmp_path):
+    """`agentmill ground sensitivity` over a written task and a run's deliverables, the judge a
+    real HTTP endpoint: removal and each fine-grained corruption drop the criteria citing the CSV."""
+    import json
+
+    import tomli_w
+    from typer.testing import CliRunner
+
+    from agentmill.cli import app
+    from agentmill.grounded.roles import ROLE_NAMES
+    from agentmill.grounded.task_folder import write_grounded_task
+
+    spec, graph, ws_dir, out = case
+    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": p, "source": p, "role": "core", "sha256": "x"}
+                                                    for p in (scripted.CSV, scripted.ABOUT, scripted.STOCKS)])
+    task = write_grounded_task(tmp_path / "task", ws, ws_dir, graph, spec)
+    with ChatServer(scripted.careful_judge_policy()) as srv:
+        endpoint = {"base_url": srv.base_url, "model": "judge", "max_retries": 0}
+        (tmp_path / "g.toml").write_text(tomli_w.dumps({"roles": {r: endpoint for r in ROLE_NAMES if r not in ("pairwise", "student")}}))
+        res = CliRunner().invoke(app, ["ground", "sensitivity", str(tmp_path / "g.toml"), "--task", str(task),
+                                       "--deliverables", str(out), "--target", scripted.CSV, "--json", str(tmp_path / "s.json")])
+        assert res.exit_code == 0, res.output
+        bad = CliRunner().invoke(app, ["ground", "sensitivity", str(tmp_path / "g.toml"), "--task", str(task),
+                                       "--deliverables", str(out), "--target", "nothing.csv"])
+    reports = json.loads((tmp_path / "s.json").read_text())
+    assert [r["removed"] for r in reports] == [scripted.CSV] + [f"{k}:{scripted.CSV}" for k in ("numbers", "rows", "citations")]
+    assert all(r["mean_drop_cited"] == 1.0 and r["mean_abs_change_others"] == 0.0 for r in reports)
+    assert res.output.count("1.000") == 4  # the printed table: one row per change
+    assert bad.exit_code == 2 and "cite no fact" in bad.output
+
+
+def test_an_unusual_but_valid_judge_reply_is_taken_and_an_invalid_one_is_not(case):
+    """A judge that adds an overall score and a summary, writes null reasons and gives a score as
+    text is answered once; a reply scoring an unknown criterion or out of [0, 1] still goes back."""
+    import json
+
+    spec, graph, ws_dir, out = case
+    talkative = {"overall": 0.93, "summary": "fine", "scores": [{"id": "c1", "score": "1", "reason": None, "confidence": "high"},
+                                                                  {"id": "c2", "score": 1.0, "reason": None},
+                                                                  {"id": "c3", "score": 0.5}],
+                 "violations": [{"id": "x1", "proven": False, "evidence": None}]}
+    bad = {"scores": [{"id": "c1", "score": 1.5}, {"id": "c2", "score": 1}, {"id": "c3", "score": 1}]}
+    from tests.helpers.chat_server import Reply, queue
+
+    with ChatServer(queue(Reply(json.dumps(talkative)))) as srv:
+        async def go():
+            c = ModelClient(base_url=srv.base_url, model="judge", max_retries=0)
+            try:
+                return await judge(spec, graph, ws_dir, out, c)
+            finally:
+                await c.close()
+        verdict = asyncio.run(go())
+        assert len(srv.requests) == 1
+    assert {s.id: s.score for s in verdict.scores} == {"c1": 1.0, "c2": 1.0, "c3": 0.5} and verdict.scores[0].reason == ""
+    with ChatServer(queue(Reply(json.dumps(bad)), Reply(json.dumps(talkative)))) as srv:
+        asyncio.run(go())
+        assert len(srv.requests) == 2 and "less than or equal to 1" in srv.requests[1]["messages"][-1]["content"]

@@ -11,6 +11,7 @@ from agentmill.grounded.pairwise import compare, fit, ratings
 from agentmill.grounded.records import Spec
 from agentmill.grounded.selection import Candidate, select_arms
 from agentmill.models import ModelClient
+from agentmill.verify.fence import unfence
 from tests.grounded import scripted
 from tests.helpers.chat_server import ChatServer, Reply
 
@@ -52,7 +53,7 @@ def test_pairwise_judge_sees_both_deliverable_sets(tmp_path):
     def policy(request):
         text = request["messages"][-1]["content"]
         a_part = text.split("Worker A's deliverables:")[1].split("Worker B's deliverables:")[0]
-        return Reply(json.dumps({"winner": "A" if "56476" in a_part else "B"}))
+        return Reply(json.dumps({"winner": "A" if "56476" in unfence(a_part)[1]["summary.csv"] else "B"}))
 
     async def go(url):
         c = ModelClient(base_url=url, model="judge", max_retries=0)
@@ -63,7 +64,9 @@ def test_pairwise_judge_sees_both_deliverable_sets(tmp_path):
 
     with ChatServer(policy) as srv:
         assert asyncio.run(go(srv.base_url)) == ["A", "B"]
-    assert "memo.md ===\n(not available" in srv.requests[0]["messages"][-1]["content"]
+    sent = srv.requests[0]["messages"][-1]["content"]
+    b_token, b = unfence(sent.split("Worker B's deliverables:")[1])  # each worker's set in its own fence
+    assert b["memo.md"].startswith("(not available") and b_token != unfence(sent.split("Worker B's")[0])[0]
 
 
 def test_selection_arms_share_queries_and_candidates():
@@ -100,7 +103,7 @@ def test_compare_command_over_two_systems_runs(tmp_path):
     def policy(request):
         text = request["messages"][-1]["content"]
         a_part = text.split("Worker A's deliverables:")[1].split("Worker B's deliverables:")[0]
-        return Reply(json.dumps({"winner": "A" if "56476" in a_part else "B"}))
+        return Reply(json.dumps({"winner": "A" if "56476" in unfence(a_part)[1]["summary.csv"] else "B"}))
 
     with ChatServer(policy) as srv:
         ep = {"base_url": srv.base_url, "model": "m", "max_retries": 0}

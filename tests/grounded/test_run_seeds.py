@@ -25,7 +25,7 @@ def config(tmp_path, **kw):
 def fake_ground_seed(calls, peak, fail=frozenset()):
     live = {"n": 0}
 
-    async def ground_seed(seed, *_args):
+    async def ground_seed(seed, *_args, **_kw):
         calls.append(seed.seed_id)
         live["n"] += 1
         peak.append(live["n"])

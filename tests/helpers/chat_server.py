@@ -56,8 +56,15 @@ def queue(*replies: Reply) -> Policy:
 
 
 class ChatServer:
-    def __init__(self, policy: Policy, model: str = "scripted"):
+    """`port`: bind this port (a test that starts the server late, after a command found it down).
+    Preflight requests (`X-Agentmill-Preflight`) are answered with `probe_reply` and recorded in
+    `probes`, apart from the script: a real server answers them as any request, and the script's
+    replies stay for the work they were written for."""
+
+    def __init__(self, policy: Policy, model: str = "scripted", port: int = 0):
         self.policy, self.model = policy, model
+        self.probe_reply = Reply(content="ok")
+        self.probes: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
@@ -75,16 +82,17 @@ class ChatServer:
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                probe = self.headers.get("x-agentmill-preflight") is not None
                 with server._lock:
-                    server.requests.append(body)
-                reply = server.policy(body)
+                    (server.probes if probe else server.requests).append(body)
+                reply = server.probe_reply if probe else server.policy(body)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.raw_body is not None:
-                    server._record(body, reply.status, None)
+                    server._record(probe, body, reply.status, None)
                     return self._send(reply.status, reply.raw_body, reply.headers)
                 if reply.status != 200:
-                    server._record(body, reply.status, None)
+                    server._record(probe, body, reply.status, None)
                     err = {"error": {"message": reply.error or f"scripted {reply.status}", "type": "server_error",
                                      "code": reply.error_code or reply.status}}
                     return self._send(reply.status, json.dumps(err).encode(), reply.headers)
@@ -98,7 +106,7 @@ class ChatServer:
                                       else json.dumps(c["arguments"])}}
                         for i, c in enumerate(reply.tool_calls)]
                 finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-                server._record(body, 200, message)
+                server._record(probe, body, 200, message)
                 completion = {
                     "id": f"cmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", server.model),
@@ -120,11 +128,13 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
-    def _record(self, request: dict, status: int, message: dict | None) -> None:
+    def _record(self, probe: bool, request: dict, status: int, message: dict | None) -> None:
+        if probe:
+            return
         with self._lock:
             self.exchanges.append(Exchange(request, status, message))
 

@@ -186,3 +186,22 @@ def test_a_lone_surrogate_from_a_careless_caller_never_breaks_the_request():
 
         r = asyncio.run(go())
     assert r.content == "ok" and srv.requests[0]["messages"][0]["content"] == "half \ufffd of an emoji"
+
+
+def test_retries_are_logged_when_asked(capfd):
+    """`agentmill -v` (logs.configure(1)) shows each retry and its cause on stderr; quiet by default."""
+    import logging
+
+    from agentmill.logs import configure
+
+    with ChatServer(queue(Reply(status=503), Reply(), Reply(status=503), Reply())) as srv:
+        chat(client(srv.base_url))
+        assert "retry" not in capfd.readouterr().err  # warnings only by default
+        configure(1)
+        try:
+            chat(client(srv.base_url))
+        finally:
+            logging.getLogger("agentmill").setLevel(logging.WARNING)
+    err = capfd.readouterr().err
+    assert "HTTP 503" in err or "503" in err, err
+    assert "retry 1 of" in err and "agentmill.models.client" in err

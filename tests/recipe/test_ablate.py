@@ -160,3 +160,39 @@ def test_eval_timeout_and_bad_results_are_not_fatal(tmp_path):
     failures = json.loads((tmp_path / "out" / "failures.json").read_text())
     assert "timed out after 2s" in failures["slow"]
     assert "benchmark 'b': expected a list of numbers" in failures["bad"]
+
+
+RECIPE = """
+[recipe]
+name = "shared"
+[[sources]]
+name = "text"
+sample = true
+tasks = ["top-word-frequencies"]
+[rollout]
+agent = "oracle"
+[trace_filters]
+min_turns = 1
+"""
+
+
+def test_ablate_reuses_the_stage_cache_of_an_earlier_run(tmp_path):
+    """`ablate --cache DIR` over the cache of `run --cache DIR`: a variant equal to the run builds nothing new."""
+    import subprocess
+
+    (tmp_path / "recipe.toml").write_text(RECIPE)
+    (tmp_path / "score.py").write_text("import json, sys\njson.dump({'b': [1.0]}, open(sys.argv[2], 'w'))\n")
+    (tmp_path / "matrix.toml").write_text(f'base = "recipe.toml"\neval = "{sys.executable} score.py {{dataset}} {{results}}"\n'
+                                          '[[variants]]\nname = "same"\n')
+    cache = tmp_path / "cache"
+    cli = [sys.executable, "-m", "agentmill.cli"]
+    run = subprocess.run([*cli, "run", "recipe.toml", "--out", "run", "--cache", str(cache)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    stages = sorted(p.name for p in cache.iterdir())
+    ablate = subprocess.run([*cli, "ablate", "matrix.toml", "--out", "abl", "--cache", str(cache)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert ablate.returncode == 0, ablate.stderr
+    assert sorted(p.name for p in cache.iterdir()) == stages  # every stage reused, none built again
+    assert not (tmp_path / "abl" / "cache").exists()
+    assert json.loads((tmp_path / "abl" / "results.json").read_text())["same"] == {"b": [1.0]}

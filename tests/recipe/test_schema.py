@@ -40,6 +40,14 @@ def test_invalid_toml(tmp_path):
 def test_source_kinds_come_from_the_registered_producers(tmp_path):
     from agentmill.recipe.source_kinds import source_kinds
 
-    assert source_kinds() == ["grounded", "harbor", "synth"]  # the entry points this package declares
-    with pytest.raises(AgentmillError, match=r"sources\.0.*unknown kind 'slurm' \(known: grounded, harbor, synth\)"):
+    known = ["functions", "generate", "grounded", "harbor", "repo_bugs", "stackexchange", "synth"]
+    assert source_kinds() == known  # the entry points this package declares
+    with pytest.raises(AgentmillError, match=rf"sources\.0.*unknown kind 'slurm' \(known: {', '.join(known)}\)"):
         load_recipe(write(tmp_path, '[[sources]]\nname = "a"\nkind = "slurm"\npath = "x"\n'))
+
+
+def test_params_belong_to_generator_kinds(tmp_path):
+    with pytest.raises(AgentmillError, match=r"sources\.0.*kind \"harbor\" takes none"):
+        load_recipe(write(tmp_path, '[[sources]]\nname = "a"\npath = "x"\nparams = { limit = 2 }\n'))
+    with pytest.raises(AgentmillError, match=r"sources\.0.*give exactly one of path or sample"):
+        load_recipe(write(tmp_path, '[[sources]]\nname = "a"\nkind = "harbor"\n'))

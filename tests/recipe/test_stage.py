@@ -74,3 +74,58 @@ def test_a_registered_filter_runs_in_a_recipe(tmp_path):
     assert (step.kind, step.count_in, step.count_out) == ("task_filter", 3, 2)
     assert step.reasons() == {"not among the first 2": 1}
     assert reports["rollout"].count_in == 2 and reports["export-rl"].count_out == 2
+
+
+def _scoped_recipe(filter_keys: str) -> dict:
+    import tomllib
+
+    return tomllib.loads(f"""
+[[sources]]
+name = "a"
+sample = true
+tasks = ["ini-to-env-file", "extract-email-addresses"]
+[[sources]]
+name = "b"
+sample = true
+tasks = ["errors-per-hour", "top-word-frequencies"]
+[[task_filters]]
+kind = "keep_first_n"
+params = {{ keep = 1 }}
+{filter_keys}
+[rollout]
+agent = "nop"
+""")
+
+
+def _kept(filter_keys: str, tmp_path) -> list[str]:
+    from agentmill.recipe.records import TaskEntry
+    from agentmill.recipe.stage import StageContext, aiter_of
+    from agentmill.recipe.records import StageReport
+
+    r = parse_recipe(_scoped_recipe(filter_keys), where="r")
+    stage = [s for s in Pipeline(r, {}, tmp_path / "run").stages if s.kind == "task_filter"][0]
+    tasks = [TaskEntry(name=n, path="/x", source=src, content_hash=n, instruction=n)
+             for src, n in [("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")]]
+    ctx = StageContext(out=tmp_path, report=StageReport(stage=stage.step, kind="task_filter", count_in=4))
+
+    async def go():
+        return [t.name async for t in stage.run(aiter_of(tasks), ctx)]
+
+    return asyncio.run(go())
+
+
+def test_a_filter_scoped_to_sources_and_per_source(tmp_path):
+    """The paper's per-source cuts: a global top-k empties a source; per_source keeps k of each; sources
+    limits a filter to the named sources and leaves the others untouched, in place."""
+    assert _kept("", tmp_path) == ["a1"]  # one global cut: source b is gone
+    assert _kept("per_source = true", tmp_path) == ["a1", "b1"]
+    assert _kept('sources = ["b"]', tmp_path) == ["a1", "a2", "b1"]
+    with pytest.raises(AgentmillError, match="task_filters.0.sources: no source named 'c'"):
+        parse_recipe(_scoped_recipe('sources = ["c"]'), where="r")
+
+
+def test_a_filter_placed_after_the_mix_runs_on_the_mixed_set(tmp_path):
+    before = Pipeline(parse_recipe(_scoped_recipe(""), where="r"), {}, tmp_path / "r1")
+    after = Pipeline(parse_recipe(_scoped_recipe('placement = "after_mix"'), where="r"), {}, tmp_path / "r2")
+    assert [p.stage for p in before.plan()][:3] == ["sources", "filter0-keep_first_n", "mix"]
+    assert [p.stage for p in after.plan()][:3] == ["sources", "mix", "filter0-keep_first_n"]

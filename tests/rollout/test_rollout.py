@@ -73,7 +73,7 @@ def test_resume_with_changed_identity_is_refused(tmp_path):
     (data / "task0" / "instruction.md").write_text("Write hello, please, into /app/out.txt.")
     r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                   "--out", str(run), "--temperature", "0.5")
-    assert r.returncode == 2 and "tasks: 1 added, removed or edited (task0)" in r.stderr
+    assert r.returncode == 2 and "tasks: 1 edited since the run began (task0)" in r.stderr
 
 
 def test_endpoint_port_change_resumes_and_retry_infra_reruns_only_infra(tmp_path):
@@ -82,12 +82,14 @@ def test_endpoint_port_change_resumes_and_retry_infra_reruns_only_infra(tmp_path
     args = ["--agent", "terminus", "--model", "m", "--out", str(run), "--max-retries", "1", "--temperature", "0"]
     with ChatServer(queue(Reply(status=503))) as down:
         r = agentmill("rollout", str(data), "--base-url", down.base_url, *args)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr  # every trial ended infra_error: the exit code says so
     assert status(run)["outcomes"] == {"infra_error": 3}
+    assert f"{down.base_url}: 3 failed; most common: HTTP 503" in r.stderr
     solver = solving_policy({"hello": "echo hello > /app/out.txt\n"})
     with ChatServer(solver) as up:  # a different port: same trials
         r = agentmill("rollout", str(data), "--base-url", up.base_url, *args)
         assert "0 trials run, 3 already done" in r.stderr
+        assert "rerun them with: agentmill rollout" in r.stderr and "--retry infra" in r.stderr
         r = agentmill("rollout", str(data), "--base-url", up.base_url, *args, "--retry", "infra")
         assert "3 trials run" in r.stderr
         s = status(run)

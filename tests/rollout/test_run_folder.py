@@ -165,7 +165,7 @@ def test_a_moved_dataset_resumes_and_changed_content_is_refused(tmp_path):
     assert json.loads((run / "config.json").read_text())["dataset"] == str(moved)  # recorded, not identity
     (moved / "t1" / "instruction.md").write_text("Write hello into /app/out.txt, now.")
     r = agentmill("rollout", str(moved), "--agent", "oracle", "--out", str(run))
-    assert r.returncode == 2 and "tasks: 1 added, removed or edited (t1)" in r.stderr
+    assert r.returncode == 2 and "tasks: 1 edited since the run began (t1)" in r.stderr
 
 
 def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):

@@ -204,3 +204,20 @@ def test_export_cli_with_filters_file(run, tmp_path):
     r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run), "--format", "trl", "--out",
                         str(tmp_path / "o.jsonl"), "--filters", str(f)], capture_output=True, text=True)
     assert "3 rows" in r.stderr and "secrets redacted" in r.stderr
+
+
+@pytest.mark.parametrize("with_secret", [False, True])  # the as-is path, and the path that scrubs each text
+def test_render_keeps_the_assistants_surrounding_whitespace_exactly(with_secret):
+    # real replies often start or end with newlines and spaces: the row is what the model said, byte for byte
+    said = ["\n  Let me look.\n", "Fixed it.\n\n", "  \t"]
+    steps = [Step(step_id=1, source="user", message="Fix the bug.\n" + (AWS if with_secret else "")),
+             Step(step_id=2, source="agent", message=said[0], reasoning_content="\nplan \n",
+                  tool_calls=[ToolCall(tool_call_id="a", function_name="bash", arguments={"command": "ls"})],
+                  observation=Observation(results=[ObservationResult(source_call_id="a", content=" out \n")])),
+             Step(step_id=3, source="agent", message=said[1], observation=Observation(results=[ObservationResult(content="\n")])),
+             Step(step_id=4, source="agent", message=said[2])]
+    rendered = render(Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="drop")
+    assert [m["content"] for m in rendered.messages if m["role"] == "assistant"] == said
+    assert [m["content"] for m in rendered.messages if m["role"] == "tool"] == [" out \n"]
+    think = render(Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="think")
+    assert think.messages[1]["content"] == "<think>\n\nplan \n\n</think>\n\n" + said[0]

@@ -63,6 +63,17 @@ def test_degenerate_tool_use(tmp_path):
     assert run_filters(tmp_path, FilterSpec(max_error_rate=0.6))[0] == ["clean", "errors", "loop", "trunc"]  # 3/5 = 0.6 kept
     assert run_filters(tmp_path, FilterSpec(max_error_rate=0.59))[0] == ["clean", "loop", "trunc"]
     assert run_filters(tmp_path, FilterSpec(max_truncated=4))[0] == ["clean", "errors", "loop"]
+    assert run_filters(tmp_path, FilterSpec(max_truncated=5))[0] == ["clean", "errors", "loop", "trunc"]  # 5 = 5 kept
+
+
+def test_truncation_limit_keeps_a_trace_at_exactly_the_limit(tmp_path):
+    for n in (2, 3, 4):
+        write_trial(tmp_path, f"cut{n}", terminus_trajectory(
+            [(f"cat {i}\n", "a [... 9 characters omitted ...] b") for i in range(n)] + turns(5 - n)))
+    kept, funnel = run_filters(tmp_path, FilterSpec(max_truncated=3))
+    assert kept == ["cut2", "cut3"]
+    step = next(s for s in funnel if s.name == "truncation")
+    assert (step.kept, step.dropped) == (2, 1)
 
 
 def test_subagents(tmp_path):

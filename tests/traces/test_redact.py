@@ -42,3 +42,17 @@ def test_scrub_cleans_then_redacts():
 def test_trailing_blank_screen_rows_are_dropped():
     assert drop_trailing_blank_lines("$ ls\na b\n$ \n\n   \n\t\n") == "$ ls\na b\n$ "
     assert drop_trailing_blank_lines("a\n\nb") == "a\n\nb"
+
+
+@pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"])
+def test_every_kind_of_github_token_is_redacted(prefix):
+    # personal, OAuth, user-to-server, server-to-server (Actions' GITHUB_TOKEN) and refresh tokens
+    token = prefix + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    out, n = redact(f"remote: using {token} to push")
+    assert (out, n) == ("remote: using [REDACTED:github_token] to push", 1)
+    assert scrub(f"{token}\n")[0] == "[REDACTED:github_token]\n"
+
+
+def test_a_github_like_word_that_is_not_a_token_stays():
+    assert redact("ghx_" + "a" * 36) == ("ghx_" + "a" * 36, 0)
+    assert redact("ghs_short") == ("ghs_short", 0)

@@ -30,3 +30,11 @@ def test_json_dict():
 def test_garbage_is_a_reward_error(txt, js, problem):
     with pytest.raises(RewardError, match=problem):
         parse_reward(txt, js)
+
+
+@pytest.mark.parametrize("js", [b'{"reward": NaN}', b'{"reward": 1, "x": NaN}', b'{"reward": Infinity}',
+                                b'{"reward": -Infinity}'])
+def test_non_finite_reward_json_is_a_reward_error(js):
+    # Python's json reads NaN and Infinity: a NaN reward compares false with every threshold
+    with pytest.raises(RewardError, match="not a finite number"):
+        parse_reward(None, js)

@@ -119,15 +119,3 @@ def _validate(cls: type) -> None:
         raise AgentmillError(f"{where}: `rendering` must be one of {', '.join(RENDERINGS)}")
     if not callable(getattr(cls, "run", None)):
         raise AgentmillError(f"{where}: an agent needs an async `run(task, sandbox, result)`")
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    with _lock:
-        if _plugins_loaded:
-            return
-        _plugins_loaded = True
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            _lazy.setdefault(ep.name, ep.value)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.envs.state import (HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, ToolEnvError, guest_json,
-                                  prepare_tool_state, require_spec, tool_schemas)
+                                  prepare_tool_state, require_spec, tool_host_of, tool_schemas)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Capability, Sandbox
 from agentmill.sandbox.sockets import pin_socket, pinned_path
@@ -54,7 +54,7 @@ class ToolSession:
 
     def __init__(self, task: Task, sandbox: Sandbox):
         spec = require_spec(task)
-        self.task, self.sandbox = task, sandbox
+        self.task, self.sandbox = task, tool_host_of(sandbox)  # a trial's tools run in their own sandbox
         self.schemas: list[dict] = []
         self.tools: list[dict] = []
         self.names: set[str] = set()

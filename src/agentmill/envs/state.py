@@ -49,26 +49,30 @@ def gym_db(name: str) -> str:
 def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
     """The JSON the tool host reads: gyms (inside paths), seeds, the per-call timeout."""
     return {
-        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": gym_db(g.name),
+        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": f"{root}/db/{g.name}.sqlite",
                   "base": f"{root}/base/{g.name}.sqlite"} for g in spec.gyms],
         "seeds": [f"{root}/seeds/{i}.sql" for i, _ in enumerate(spec.seeds)],
         "labels": {f"{root}/seeds/{i}.sql": f"{p.parent.name}/{p.name}" for i, p in enumerate(spec.seeds)},
         "timeout": spec.tool_timeout_sec,
+        # the tool host's own record of every call (name, error, rows written): what tool_execution
+        # verifiers count, written beside the databases where only the tool host can write
+        "call_log": f"{root}/calls.jsonl",
     }
 
 
-def _files(spec: ToolSpec, prebuilt: set[str] = frozenset()) -> dict[str, bytes]:
+def _files(spec: ToolSpec, prebuilt: set[str] = frozenset(), *, root: str = TOOLS_ROOT) -> dict[str, bytes]:
     """Everything the sandbox needs; a gym whose base database is cached needs no schema or seed SQL."""
-    out = {HOST_SCRIPT: toolhost_source(), SPEC_PATH: json.dumps(sandbox_spec(spec), indent=1).encode()}
+    out = {f"{root}/runtime/toolhost.py": toolhost_source(),
+           f"{root}/spec.json": json.dumps(sandbox_spec(spec, root=root), indent=1).encode()}
     for gym in spec.gyms:
         for path in sorted(gym.path.rglob("*")):
             rel = path.relative_to(gym.path)
             if gym.name in prebuilt and rel.as_posix() in ("schema.sql", "seed.sql"):
                 continue
             if path.is_file() and not _SKIP.intersection(rel.parts):
-                out[f"{TOOLS_ROOT}/gyms/{gym.name}/{path.relative_to(gym.path).as_posix()}"] = path.read_bytes()
+                out[f"{root}/gyms/{gym.name}/{path.relative_to(gym.path).as_posix()}"] = path.read_bytes()
     for i, seed in enumerate(spec.seeds):
-        out[f"{TOOLS_ROOT}/seeds/{i}.sql"] = seed.read_bytes()
+        out[f"{root}/seeds/{i}.sql"] = seed.read_bytes()
     return out
 
 
@@ -78,38 +82,48 @@ def require_spec(task: Task) -> ToolSpec:
     return task.tool_spec
 
 
-async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False) -> list[str] | None:
-    """Stage the gyms and build the databases in the sandbox. Idempotent unless `force`.
+async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False,
+                             root: str = TOOLS_ROOT) -> list[str] | None:
+    """Stage the gyms and build the databases in the sandbox (under `root`). Idempotent unless `force`.
 
     Returns the gyms whose database was built from SQL (the rest came from the base cache), or None
-    when the sandbox was prepared already.
+    when the sandbox was prepared already. A trial's agent sandbox hands this to its tool host's
+    sandbox (`tool_host_of`): the databases never live where the agent can write.
 
     Two writes (the tool host, one bundle of every other file) and one exec, whatever the gyms hold.
     """
+    sandbox = tool_host_of(sandbox)
     spec = require_spec(task)
+    ready, host_script = f"{root}/.ready", f"{root}/runtime/toolhost.py"
     if not force:
         try:  # one read through the guest, no process: the trial usually prepared it already
-            await sandbox.read_file(READY, max_bytes=1)
+            await sandbox.read_file(ready, max_bytes=1)
             return None
         except FileNotFoundError:
             pass
     cached = {g.name: path for g in spec.gyms if (path := _base_cache(g)).is_file()}
-    files = _files(spec, prebuilt=set(cached))
+    files = _files(spec, prebuilt=set(cached), root=root)
     for name, path in cached.items():  # a gym's base database, built once (in a sandbox) per gym content
-        files[f"{BASE_DIR}/{name}.sqlite"] = path.read_bytes()
-    bundle = {path: base64.b64encode(data).decode() for path, data in files.items() if path != HOST_SCRIPT}
-    await sandbox.write_file(HOST_SCRIPT, files[HOST_SCRIPT])
-    await sandbox.write_file(BUNDLE, json.dumps(bundle).encode())
+        files[f"{root}/base/{name}.sqlite"] = path.read_bytes()
+    bundle = {path: base64.b64encode(data).decode() for path, data in files.items() if path != host_script}
+    await sandbox.write_file(host_script, files[host_script])
+    await sandbox.write_file(f"{root}/bundle.json", json.dumps(bundle).encode())
     try:
-        reply = await guest_json(sandbox, [*PYTHON, HOST_SCRIPT, "prepare", BUNDLE, SPEC_PATH, READY,
-                                           *(["--force"] if force else [])], timeout=_INIT_TIMEOUT,
+        reply = await guest_json(sandbox, [*PYTHON, host_script, "prepare", f"{root}/bundle.json", f"{root}/spec.json",
+                                           ready, *(["--force"] if force else [])], timeout=_INIT_TIMEOUT,
                                  what="building the gym databases")
     except ToolEnvError as e:
         raise ToolEnvError(f"{task.path}: {e}") from None
     for gym in spec.gyms:
         if gym.name in reply.get("built", []) and gym.name not in cached:
-            await _keep_base(sandbox, gym)
+            await _keep_base(sandbox, gym, root)
     return list(reply.get("built", []))
+
+
+def tool_host_of(sandbox: Sandbox) -> Sandbox:
+    """The sandbox the tools and their databases live in: a trial's own tool-host sandbox
+    (rollout/trial.py sets `tool_host` on the agent's sandbox), else the sandbox itself."""
+    return getattr(sandbox, "tool_host", None) or sandbox
 
 
 def _base_key(gym: GymRef) -> str:
@@ -124,10 +138,10 @@ def _base_cache(gym: GymRef) -> Path:
     return cache_dir() / "gym-db" / f"{gym.name}-{_base_key(gym)}.sqlite"
 
 
-async def _keep_base(sandbox: Sandbox, gym: GymRef) -> None:
+async def _keep_base(sandbox: Sandbox, gym: GymRef, root: str = TOOLS_ROOT) -> None:
     """Keep a freshly built base database for the next trials of any task on this gym."""
     try:
-        data = await sandbox.read_file(f"{BASE_DIR}/{gym.name}.sqlite", max_bytes=1 << 30)
+        data = await sandbox.read_file(f"{root}/base/{gym.name}.sqlite", max_bytes=1 << 30)
     except (FileNotFoundError, SandboxError):
         return
     dest = _base_cache(gym)
@@ -139,6 +153,7 @@ async def _keep_base(sandbox: Sandbox, gym: GymRef) -> None:
 
 async def tool_schemas(task: Task, sandbox: Sandbox) -> list[dict]:
     """Every tool of the task's gyms, introspected inside the sandbox (MCP-style: name, description, parameters)."""
+    sandbox = tool_host_of(sandbox)
     try:
         reply = await guest_json(sandbox, [*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60, what="loading the tools")
     except ToolEnvError as e:

@@ -1,15 +1,37 @@
-"""Tool tasks (stateful SQLite gyms): the databases are built in the agent's sandbox before the agent,
-verified by SQL state, judge and tool-call verifiers, the oracle replays the reference calls, and
+"""Tool tasks (stateful SQLite gyms): the databases are built in a tool host's own sandbox before the
+agent (out of the agent's reach), verified by SQL state, judge and tool-call verifiers, the oracle replays the reference calls, and
 `check` adds lints and negative verification by mutation."""
 
 from __future__ import annotations
+
+import asyncio
 
 from typing import ClassVar
 
 from agentmill.agents.tool_replay import replay_reference
 from agentmill.envs import open_tool_session
-from agentmill.envs.state import ToolEnvError, prepare_tool_state
-from agentmill.tasks.behaviour import KindBehaviour
+from agentmill.envs.state import ToolEnvError
+from agentmill.envs.tool_host import attach, start_tool_host
+from agentmill.tasks.behaviour import KindBehaviour, KindTrial
+
+
+class ToolsTrial(KindTrial):
+    """A tool host in a sandbox of its own holds the trial's databases (envs/tool_host.py): the agent's
+    tool sessions are routed to it, and the verifier reads the end state from its filesystem."""
+
+    def __init__(self, task, host, rootfs):
+        self.task, self.host, self.rootfs = task, host, rootfs
+
+    def attach(self, sandbox) -> None:
+        attach(sandbox, self.host)
+
+    async def verify(self, task, image, rootfs, scratch, limits, steps):
+        from agentmill.verify.sql_state import verify_tool_task
+
+        return await verify_tool_task(task, image, self.rootfs, scratch, limits, steps)
+
+    async def stop(self) -> None:
+        await self.host.stop()  # idempotent
 
 
 class ToolsBehaviour(KindBehaviour):
@@ -17,13 +39,9 @@ class ToolsBehaviour(KindBehaviour):
     audits = True
     task_faults: ClassVar[tuple[type[BaseException], ...]] = (ToolEnvError,)  # the gym, its tools or seed
 
-    async def prepare(self, task, sandbox) -> None:
-        await prepare_tool_state(task, sandbox)
-
-    async def verify(self, task, image, rootfs, scratch, limits, steps):
-        from agentmill.verify.sql_state import verify_tool_task
-
-        return await verify_tool_task(task, image, rootfs, scratch, limits, steps)
+    async def begin(self, task, image, scratch, limits) -> ToolsTrial:
+        rootfs = await asyncio.to_thread(image.instantiate, scratch / "tools-rootfs")  # cp -a: off the loop
+        return ToolsTrial(task, await start_tool_host(task, image, rootfs, limits), rootfs)
 
     async def oracle(self, task, sandbox, result) -> bool:
         async with open_tool_session(task, sandbox) as session:  # solution/calls.json through the tools

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmill.grounded.judge import judge, quality
 from agentmill.grounded.records import Graph, JudgeVerdict, Spec
 from agentmill.grounded.teacher import TeacherRun
+from agentmill.grounded.verifier import NOT_JUDGED
 from agentmill.models import ModelClient
 from agentmill.traces.filters import FilterSpec, apply_filters, rules
 from agentmill.traces.records import TraceRecord
@@ -62,16 +63,25 @@ def degenerate(record: TraceRecord, policy: AdmissionPolicy) -> str | None:
     return None
 
 
+ATTEMPTED = ("passed", "failed", "agent_timeout", "unjudged")  # outcomes of a run that can be judged
+
+
+def checks_passed(result) -> bool:
+    """The deterministic checks passed: reward 1, or no reward only because the rubric waited for a
+    judge in the trial (unjudged): this gate is that judge."""
+    return result.reward == 1.0 or (result.reward is None and NOT_JUDGED in result.verifier_stdout)
+
+
 async def admit(run: TeacherRun, spec: Spec, graph: Graph, ws_dir: Path, judge_client: ModelClient, *,
                 policy: AdmissionPolicy | None = None, prompts_dir: Path | None = None) -> Admission:
     policy = policy or AdmissionPolicy()
     outcome = run.result.outcome.value
-    if outcome not in ("passed", "failed", "agent_timeout"):
+    if outcome not in ATTEMPTED:
         return Admission(admitted=False, gate="trial", reason=f"trial ended as {outcome}: {run.result.exception or ''}".strip())
     why = degenerate(trace_record(run), policy)
     if why:
         return Admission(admitted=False, gate="degenerate", reason=why)
-    if run.result.reward != 1.0:
+    if not checks_passed(run.result):
         failed = [ln[5:] for ln in run.result.verifier_stdout.splitlines() if ln.startswith("FAIL ")]
         return Admission(admitted=False, gate="checks", reason="artifact checks failed: " + ("; ".join(failed) or "no report"))
     verdict = await judge(spec, graph, ws_dir, run.deliverables, judge_client, mode="anchored", prompts_dir=prompts_dir)

@@ -1,6 +1,8 @@
 """Deterministic artifact checks over deliverables, and their text for the judge. Standard library
 only: this file is also copied into each grounded task's tests/ and run by the verifier inside the
 sandbox (`python3 -I check_artifacts.py checks.json /app/output /logs/verifier/reward.json`).
+PDF deliverables are the exception: their text comes from pypdf where the interpreter has it (the
+office image's python3-pypdf; agentmill's own environment), else a PDF cannot be checked there.
 
 Deliverables are hostile input: links are refused (never followed), sizes are capped before
 reading, zip members are capped by their declared and actual size, and XML with a DOCTYPE
@@ -122,7 +124,31 @@ def docx_paragraphs(data: bytes) -> list[tuple[str, str]]:
     return out
 
 
+MAX_PDF_PAGES = 50
+
+
+def pdf_text(data: bytes) -> str:
+    """The text of a PDF's first pages (pypdf, pure Python: a parser, never a program of the PDF's)."""
+    if not data.startswith(b"%PDF-"):
+        raise BadArtifact("not a PDF (no %PDF- header)")
+    try:
+        import pypdf
+    except ImportError:
+        raise BadArtifact("no PDF reader (pypdf) in this environment") from None
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise BadArtifact("encrypted PDF")
+        return "\n".join((page.extract_text() or "") for page in reader.pages[:MAX_PDF_PAGES])
+    except BadArtifact:
+        raise
+    except Exception as e:  # noqa: BLE001 - any parser failure on hostile input is the deliverable's
+        raise BadArtifact(f"unreadable PDF ({type(e).__name__})") from None
+
+
 def headings(fmt: str, data: bytes) -> list[str]:
+    if fmt == "pdf":
+        return [ln.strip() for ln in pdf_text(data).splitlines() if ln.strip()]
     if fmt == "docx":
         paras = docx_paragraphs(data)
         return [t for s, t in paras if s.lower().startswith(("heading", "title"))] or [t for _, t in paras]
@@ -171,9 +197,11 @@ def check_deliverable(d: dict, out_dir: str) -> list[tuple[str, bool, str]]:
                 results.append((f"{name}: columns", not miss, f"missing {miss}" if miss else "ok"))
         elif fmt == "json":
             json.loads(data.decode("utf-8"))
-        elif fmt in ("md", "txt", "docx"):
-            if fmt != "docx":
+        elif fmt in ("md", "txt", "docx", "pdf"):
+            if fmt in ("md", "txt"):
                 data.decode("utf-8")
+            elif fmt == "pdf":
+                pdf_text(data)  # readable at all, sections or not
             have = {_norm(h) for h in headings(fmt, data)}
             missing = [s for s in d.get("sections", []) if _norm(s) not in have]
             if d.get("sections"):
@@ -181,7 +209,302 @@ def check_deliverable(d: dict, out_dir: str) -> list[tuple[str, bool, str]]:
         results.append((f"{name}: format {fmt}", True, "ok"))
     except (BadArtifact, UnicodeDecodeError, ValueError, csv.Error) as e:
         results.append((f"{name}: format {fmt}", False, str(e)[:200]))
+        return results + [(f"{name}: {f['id']}", False, "unreadable deliverable") for f in d.get("facts", [])]
+    if d.get("facts"):
+        try:
+            text, numbers = contents(fmt, data)
+        except (BadArtifact, UnicodeDecodeError, ValueError, csv.Error, RecursionError) as e:
+            return results + [(f"{name}: {f['id']}", False, f"unreadable: {str(e)[:100]}") for f in d["facts"]]
+        for f in d["facts"]:
+            ok, detail = check_fact(f, text, numbers)
+            results.append((f"{name}: {f['id']}", ok, detail))
     return results
+
+
+# -- fact checks (compiled by grounded/factchecks.py) ----------------------------------------------
+
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_FTOKEN = re.compile(r"\s*(?:(?P<ref>(?:(?:'[^']+'|[A-Za-z_][\w.]*)!)?\$?[A-Z]{1,3}\$?\d+(?::\$?[A-Z]{1,3}\$?\d+)?)(?![\w(])"
+                     r"|(?P<fn>[A-Za-z][A-Za-z0-9.]*)\(|(?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<op>[-+*/^(),%]))")
+MAX_RANGE = 200_000
+NEAR_MISSES = 5  # more distinct numbers this close to an expected value, none of them it: a spray
+
+
+class Unsupported(Exception):
+    pass
+
+
+def _col_index(col: str) -> int:
+    n = 0
+    for ch in col:
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def _col_name(n: int) -> str:
+    s = ""
+    while n:
+        n, r = divmod(n - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+class Workbook:
+    """Cell values of an xlsx, with formulas evaluated (a small subset of the spreadsheet language:
+    + - * / ^ %, parentheses, references and ranges on any sheet, SUM AVERAGE MIN MAX COUNT ROUND
+    ABS) the way a spreadsheet shows them after recalculation; a formula outside the subset keeps
+    its cached value. Files written by openpyxl have formulas without cached values."""
+
+    def __init__(self, sheets: dict[str, list[tuple[str, str, str | None]]]):
+        self.cells = {name: {ref: (v, f) for ref, v, f in cells} for name, cells in sheets.items()}
+        self.cache: dict[tuple[str, str], object] = {}
+        self.depth = 0
+
+    def value(self, sheet: str, ref: str):
+        key = (sheet, ref)
+        if key in self.cache:
+            if self.cache[key] is _VISITING:
+                raise Unsupported("circular reference")
+            return self.cache[key]
+        raw, formula = self.cells.get(sheet, {}).get(ref, ("", None))
+        self.cache[key] = _VISITING
+        result = _literal(raw)
+        if formula is not None:
+            self.depth += 1
+            try:
+                if self.depth > 200:
+                    raise Unsupported("references nested too deep")
+                result = _Formula(self, sheet, formula).parse()
+            except (Unsupported, ZeroDivisionError, OverflowError, ValueError, IndexError, TypeError):
+                result = _literal(raw) if raw != "" else None
+            finally:
+                self.depth -= 1
+        self.cache[key] = result
+        return result
+
+    def values(self):
+        for sheet, cells in self.cells.items():
+            for ref in cells:
+                yield sheet, ref, self.value(sheet, ref)
+
+
+_VISITING = object()
+
+
+def _literal(raw: str):
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+class _Formula:
+    def __init__(self, book: Workbook, sheet: str, text: str):
+        self.book, self.sheet = book, sheet
+        self.tokens: list[tuple[str, str]] = []
+        pos, text = 0, text.lstrip("=")
+        while pos < len(text.rstrip()):
+            m = _FTOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                raise Unsupported(f"cannot read formula at {text[pos:pos + 10]!r}")
+            kind = m.lastgroup
+            self.tokens.append((kind, m.group(kind)))
+            pos = m.end()
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else ("end", "")
+
+    def take(self, op: str | None = None):
+        tok = self.peek()
+        if op is not None and tok != ("op", op):
+            raise Unsupported(f"expected {op}")
+        self.i += 1
+        return tok
+
+    def parse(self) -> float:
+        v = self.expr()
+        if self.peek()[0] != "end":
+            raise Unsupported("trailing input")
+        return self.num(v)
+
+    @staticmethod
+    def num(v) -> float:
+        if isinstance(v, list):
+            raise Unsupported("a range outside a function")
+        if v is None or v == "":
+            return 0.0
+        if isinstance(v, str):
+            raise Unsupported("text in arithmetic")
+        return float(v)
+
+    def expr(self):
+        v = self.term()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            op = self.take()[1]
+            w = self.term()
+            v = self.num(v) + self.num(w) if op == "+" else self.num(v) - self.num(w)
+        return v
+
+    def term(self):
+        v = self.unary()
+        while self.peek() in (("op", "*"), ("op", "/")):
+            op = self.take()[1]
+            w = self.unary()
+            v = self.num(v) * self.num(w) if op == "*" else self.num(v) / self.num(w)
+        return v
+
+    def unary(self):
+        if self.peek() in (("op", "-"), ("op", "+")):
+            sign = -1.0 if self.take()[1] == "-" else 1.0
+            return sign * self.num(self.unary())
+        v = self.atom()
+        if self.peek() == ("op", "^"):
+            self.take()
+            v = self.num(v) ** self.num(self.unary())
+        while self.peek() == ("op", "%"):
+            self.take()
+            v = self.num(v) / 100
+        return v
+
+    def atom(self):
+        kind, text = self.take()
+        if kind == "num":
+            return float(text)
+        if kind == "ref":
+            return self.ref(text)
+        if kind == "op" and text == "(":
+            v = self.expr()
+            self.take(")")
+            return v
+        if kind == "fn":
+            args = []
+            if self.peek() != ("op", ")"):
+                args.append(self.expr())
+                while self.peek() == ("op", ","):
+                    self.take()
+                    args.append(self.expr())
+            self.take(")")
+            return self.call(text.upper(), args)
+        raise Unsupported(f"unexpected {text!r}")
+
+    def ref(self, text: str):
+        sheet = self.sheet
+        if "!" in text:
+            sheet, text = text.rsplit("!", 1)
+            sheet = sheet.strip("'")
+        text = text.replace("$", "")
+        if ":" not in text:
+            return self.book.value(sheet, text)
+        (c1, r1), (c2, r2) = (_col_row(p) for p in text.split(":"))
+        cols = range(min(_col_index(c1), _col_index(c2)), max(_col_index(c1), _col_index(c2)) + 1)
+        rows = range(min(r1, r2), max(r1, r2) + 1)
+        if len(cols) * len(rows) > MAX_RANGE:
+            raise Unsupported("range too large")
+        present = self.book.cells.get(sheet, {})
+        return [self.book.value(sheet, ref) for r in rows for c in cols if (ref := f"{_col_name(c)}{r}") in present]
+
+    def call(self, name: str, args: list):
+        flat = []
+        for a in args:
+            flat += [x for x in a if isinstance(x, float)] if isinstance(a, list) else [self.num(a)]
+        if name == "SUM":
+            return sum(flat)
+        if name == "AVERAGE":
+            return sum(flat) / len(flat)
+        if name == "MIN":
+            return min(flat) if flat else 0.0
+        if name == "MAX":
+            return max(flat) if flat else 0.0
+        if name == "COUNT":
+            return float(len(flat))
+        if name == "ABS" and len(flat) == 1:
+            return abs(flat[0])
+        if name == "ROUND" and len(flat) == 2:
+            return round(flat[0], int(flat[1]))
+        raise Unsupported(f"function {name}")
+
+
+def _numbers_in_text(text: str) -> list[tuple[float, int]]:
+    out = []
+    for m in _NUMBER.finditer(text):
+        digits = m.group(0).replace(",", "")
+        try:
+            value = float(digits)
+        except ValueError:
+            continue
+        mant = digits.split("e")[0].split("E")[0]
+        out.append((value, len(mant.split(".")[1]) if "." in mant else 0))
+    return out
+
+
+def contents(fmt: str, data: bytes) -> tuple[str, list[tuple[float, int]]]:
+    """A deliverable's text and its numbers as (value, decimals shown). Tables are read cell by
+    cell (a CSV row's commas never join two numbers); xlsx formulas are evaluated."""
+    if fmt == "xlsx":
+        book = Workbook(xlsx_cells(data))
+        texts, numbers = [], []
+        for _, _, v in book.values():
+            if isinstance(v, float):
+                numbers.append((v, 15))
+                texts.append(repr(v))
+            elif v:
+                texts.append(v)
+                numbers += _numbers_in_text(v)
+        return "\n".join(texts), numbers
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+        cells = [c for r in rows for c in r]
+        return "\n".join(cells), [n for c in cells for n in _numbers_in_text(c)]
+    if fmt == "json":
+        texts, numbers = [], []
+
+        def walk(o):
+            if isinstance(o, dict):
+                for k, v in o.items():
+                    texts.append(str(k))
+                    walk(v)
+            elif isinstance(o, list):
+                for v in o:
+                    walk(v)
+            elif isinstance(o, bool) or o is None:
+                pass
+            elif isinstance(o, (int, float)):
+                numbers.append((float(o), 15 if isinstance(o, float) else 0))
+            else:
+                texts.append(str(o))
+                numbers.extend(_numbers_in_text(str(o)))
+
+        walk(json.loads(data.decode("utf-8")))
+        return "\n".join(texts), numbers
+    if fmt == "docx":
+        text = "\n".join(t for _, t in docx_paragraphs(data))
+    elif fmt == "pdf":
+        text = pdf_text(data)
+    else:
+        text = data.decode("utf-8")
+    return text, _numbers_in_text(text)
+
+
+def check_fact(fact: dict, text: str, numbers: list[tuple[float, int]]) -> tuple[bool, str]:
+    kind = fact["kind"]
+    if kind == "number":
+        v, tol = float(fact["value"]), float(fact["tol"])
+        candidates = list(numbers)
+        if fact.get("percent"):  # 38.8% may be written 0.388
+            candidates += [(x * 100, max(d - 2, 0)) for x, d in numbers if abs(x) <= 1]
+        hits = [x for x, d in candidates if abs(x - v) <= max(tol, 0.5 * 10 ** -d) + 1e-9 * max(1.0, abs(v))]
+        if not hits:
+            return False, f"{fact['expected']} not found"
+        spread = max(10 * tol, 0.01 * abs(v))
+        near = {round(x, 9) for x, _ in candidates if abs(x - v) <= spread and x not in hits}
+        if len(near) > NEAR_MISSES:
+            return False, f"{fact['expected']} is among {len(near)} other numbers near it: no single answer"
+        return True, f"{fact['expected']} found"
+    want = _norm(fact["value"])
+    if want and want in _norm(text):
+        return True, f"{fact['value']!r} found"
+    return False, f"{fact['value']!r} not found" if kind == "text" else f"does not cite {fact['value']}"
 
 
 def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
@@ -195,6 +518,8 @@ def render(fmt: str, data: bytes, limit: int = 20_000) -> str:
             text = "\n".join(lines)
         elif fmt == "docx":
             text = "\n".join(("# " if s.lower().startswith("heading") else "") + t for s, t in docx_paragraphs(data))
+        elif fmt == "pdf":
+            text = pdf_text(data)
         else:
             text = data.decode("utf-8", errors="replace")
     except BadArtifact as e:

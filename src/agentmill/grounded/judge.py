@@ -12,6 +12,7 @@ from agentmill.grounded import artifacts, prompts, readers
 from agentmill.grounded.ask import ask_json
 from agentmill.grounded.records import Graph, JudgeVerdict, Spec
 from agentmill.models import ModelClient
+from agentmill.verify.fence import fence
 
 Mode = Literal["anchored", "unanchored"]
 
@@ -21,9 +22,14 @@ def deliverables_view(spec: Spec, deliverables: Path) -> str:
 
 
 def format_deliverables(spec: Spec, texts: dict[str, str]) -> str:
-    """The judge's view of the deliverables, from their texts (rendered here, or inside a verifier's sandbox)."""
-    return "\n\n".join(f"=== deliverable: {d.path} ===\n{texts.get(d.path, '(not available: not produced)')}"
-                         for d in spec.deliverables)
+    """The judge's view of the deliverables, from their texts (rendered here, or inside a verifier's sandbox):
+    the worker's text, so fenced untrusted JSON (verify/fence.py), one key per deliverable the spec names.
+    Text under any other name is not shown: a deliverable cannot add sections of its own."""
+    fenced = fence({d.path: texts.get(d.path, NOT_PRODUCED) for d in spec.deliverables})
+    return f"{fenced.notice}\nIt maps each deliverable's path to its text.\n{fenced.block}"
+
+
+NOT_PRODUCED = "(not available: not produced)"
 
 
 def evidence_view(spec: Spec, graph: Graph, ws_dir: Path, removed: frozenset[str] = frozenset()) -> str:
@@ -83,7 +89,8 @@ async def judge_view(spec: Spec, graph: Graph, ws_dir: Path, deliverables: str, 
     evidence = evidence_view(spec, graph, ws_dir, removed) if mode == "anchored" else "(not provided)"
     text = prompts.render(f"judge_{mode}", prompts_dir, statement=spec.statement, rubric=rubric_view(spec, mode),
                           evidence=evidence, deliverables=deliverables)
-    return await ask_json(client, [{"role": "user", "content": text}], JudgeVerdict, role=f"judge ({mode})", check=_check(spec))
+    return await ask_json(client, [{"role": "user", "content": text}], JudgeVerdict, role=f"judge ({mode})", check=_check(spec),
+                          strict=True)
 
 
 def quality(spec: Spec, verdict: JudgeVerdict) -> float:

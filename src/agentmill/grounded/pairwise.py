@@ -113,9 +113,9 @@ def runs_by_task(folder: Path) -> dict[str, Path]:
 
 
 async def compare_systems(tasks: dict[str, Spec], systems: dict[str, Path], client: ModelClient, *,
-                          prompts_dir: Path | None = None) -> list[tuple[str, str, str]]:
+                          prompts_dir: Path | None = None, tasks_out: list | None = None) -> list[tuple[str, str, str]]:
     """Every pair of systems on every task both have a run for; the order shown to the judge
-    alternates, so neither system is always 'A'."""
+    alternates, so neither system is always 'A'. `tasks_out` receives each comparison's task."""
     runs = {name: runs_by_task(folder) for name, folder in systems.items()}
     names = sorted(systems)
     outcomes, flip = [], False
@@ -128,4 +128,6 @@ async def compare_systems(tasks: dict[str, Spec], systems: dict[str, Path], clie
                 flip = not flip
                 winner = await compare(spec, runs[first][task], runs[second][task], client, prompts_dir=prompts_dir)
                 outcomes.append((first, second, winner))
+                if tasks_out is not None:
+                    tasks_out.append(task)
     return outcomes

@@ -6,7 +6,6 @@ recorded with the stage and whose fault it was, and the run goes on with the nex
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -16,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmill.agents.terminus import TerminusAgent
 from agentmill.errors import AgentmillError
 from agentmill.grounded.admission import Admission, AdmissionPolicy, admit
-from agentmill.grounded.assemble import Sources, assemble
 from agentmill.grounded.ask import ModelReplyError
+from agentmill.grounded.assemble import Sources, assemble
+from agentmill.grounded.checkpoint import Checkpoints, Revision
+from agentmill.grounded.environment import EnvironmentConfig
 from agentmill.grounded.graph import build_graph
-from agentmill.grounded.records import Seed
+from agentmill.grounded.records import Graph, Seed, Spec
 from agentmill.grounded.revise import revise
 from agentmill.grounded.roles import Roles
 from agentmill.grounded.spec import compile_spec, statement_hash
@@ -69,7 +70,11 @@ def task_name(seed: Seed) -> str:
 
 
 async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, builder: ImageBuilder,
-                      settings: GroundSettings, clients: dict | None = None) -> SeedOutcome:
+                      settings: GroundSettings, clients: dict | None = None, *,
+                      environment: EnvironmentConfig | None = None, on_stage=None) -> SeedOutcome:
+    """One seed through every stage. A stage finished by an earlier, interrupted run of the same
+    store is taken from its checkpoint under work/<seed>/ (checkpoint.py), so a resumed seed goes
+    on from its last finished step; `on_stage(stage)` reports each step as it starts."""
     clients = clients if clients is not None else {}
 
     def client(role: str):
@@ -77,46 +82,75 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
             clients[role] = roles.client(role)
         return clients[role]
 
+    def reached(stage: str, detail: str = "") -> None:
+        out.stage = stage
+        if on_stage:
+            on_stage(stage + (f" ({detail})" if detail else ""))
+
     pdir = Path(settings.prompts_dir) if settings.prompts_dir else None
     work = store / "work" / seed.seed_id
     out = SeedOutcome(seed_id=seed.seed_id, stage="assemble")
     role = "assembler"
+    resume = Checkpoints(work, seed)
     try:
-        ws = await assemble(seed, sources, client("assembler"), work, prompts_dir=pdir)
+        reached("assemble", "resumed" if resume.workspace() else "")
+        ws = resume.workspace() or await assemble(seed, sources, client("assembler"), work, prompts_dir=pdir)
         ws_dir = work / "workspace"
         out.files = {f.path: f.role for f in ws.files}
-        out.stage, role = "graph", "grapher"
-        graph = await build_graph(ws, ws_dir, client("grapher"), prompts_dir=pdir)
+        role = "grapher"
+        graph = resume.load("graph.json", Graph)
+        reached("graph", "resumed" if graph else "")
+        if graph is None:
+            graph = await build_graph(ws, ws_dir, client("grapher"), prompts_dir=pdir)
+            resume.save("graph.json", graph)
         out.nodes_kept, out.nodes_dropped = len(graph.nodes), sum(1 for d in graph.dropped if "id" in d)
-        (work / "graph.json").write_text(graph.model_dump_json(indent=1))
         if not graph.nodes:
             out.error, out.fault = "no fact survived the recoverability check", "model:grapher"
             return out
-        out.stage, role = "spec", "compiler"
-        spec = await compile_spec(ws, ws_dir, graph, client("compiler"), prompts_dir=pdir)
-        (work / "spec.v0.json").write_text(spec.model_dump_json(indent=1))
-        out.stage, role = "teacher", "teacher"
+        role = "compiler"
+        spec = resume.load("spec.v0.json", Spec)
+        reached("spec", "resumed" if spec else "")
+        if spec is None:
+            spec = await compile_spec(ws, ws_dir, graph, client("compiler"), prompts_dir=pdir)
+            resume.save("spec.v0.json", spec)
+        reached("teacher", "first run")
+        role = "teacher"
         teacher = TerminusAgent(client("teacher"), max_turns=settings.max_turns)
-        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
+        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
+                                       environment=environment)
         run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{statement_hash(spec)[:16]}-a0")
         if settings.revise:
-            out.stage, role = "revise", "reviser"
-            revised, changed, notes = await revise(ws, ws_dir, graph, spec, run, client("reviser"), prompts_dir=pdir)
-            out.revised = changed
-            (work / "revision.json").write_text(json.dumps({"changed": changed, "notes": notes}, indent=1))
-            out.statement_changed = statement_hash(revised) != statement_hash(spec)
-            spec = revised
-            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold)
+            role = "reviser"
+            revision = resume.load("revision.json", Revision)
+            reached("revise", "resumed" if revision else "")
+            if revision is None:
+                revised, changed, notes = await revise(ws, ws_dir, graph, spec, run, client("reviser"), prompts_dir=pdir)
+                revision = Revision(changed=changed, notes=notes, spec=revised)
+                resume.save("revision.json", revision)
+            out.revised = revision.changed
+            out.statement_changed = statement_hash(revision.spec) != statement_hash(spec)
+            spec = revision.spec
+            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
+                                           environment=environment)
         (work / "spec.json").write_text(spec.model_dump_json(indent=1))
-        out.stage, role = "admission", "judge"
         h = statement_hash(spec)[:16]
         for attempt in range(settings.attempts):
+            name = f"{h}-a{attempt}"
+            done = resume.load(f"attempts/{name}.json", AttemptOutcome)
+            if done is not None and (work / "runs" / name / "result.json").exists():
+                reached("admission", f"attempt {attempt + 1}/{settings.attempts} resumed")
+                out.attempts.append(done)
+                continue
+            reached("admission", f"attempt {attempt + 1}/{settings.attempts}: teacher")
             role = "teacher"
-            run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{h}-a{attempt}")
+            run = await run_teacher(task_dir, teacher, builder, work / "runs" / name)
             role = "judge"
+            reached("admission", f"attempt {attempt + 1}/{settings.attempts}: judge")
             decision = await admit(run, spec, graph, task_dir / "environment" / "workspace", client("judge"),
                                    policy=settings.admission, prompts_dir=pdir)
-            out.attempts.append(AttemptOutcome(attempt=attempt, run=str(run.folder), reused=run.reused, admission=decision))
+            attempt_out = AttemptOutcome(attempt=attempt, run=str(run.folder), reused=run.reused, admission=decision)
+            resume.save(f"attempts/{name}.json", attempt_out)
+            out.attempts.append(attempt_out)
         admitted = [a for a in out.attempts if a.admission.admitted]
         if admitted:
             dest = store / "tasks" / task_name(seed)

@@ -3,9 +3,9 @@ judge verdict. Everything a model returns is validated into one of these before 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 Role = Literal["core", "supporting", "confuser", "ambient"]
 ROLES: tuple[str, ...] = ("core", "supporting", "confuser", "ambient")
@@ -104,11 +104,11 @@ class Deliverable(_Record):
     """One output file the agent must produce, with its deterministic artifact checks."""
 
     path: str  # relative to /app/output
-    format: Literal["csv", "xlsx", "docx", "md", "txt", "json"]
+    format: Literal["csv", "xlsx", "docx", "pdf", "md", "txt", "json"]
     columns: list[str] = Field(default_factory=list)  # csv/xlsx: required header cells
     sheets: list[str] = Field(default_factory=list)  # xlsx: required sheet names
     formulas: bool = False  # xlsx: at least one formula cell
-    sections: list[str] = Field(default_factory=list)  # md/docx/txt: required headings
+    sections: list[str] = Field(default_factory=list)  # md/docx/pdf/txt: required headings (pdf: lines)
 
 
 class Criterion(_Record):
@@ -136,18 +136,29 @@ class Spec(_Record):
     negatives: list[NegativeCriterion] = Field(default_factory=list)
 
 
-class CriterionScore(_Record):
+class _Reply(BaseModel):
+    """A judge's reply: what it must say is checked strictly (ids, scores in [0, 1]); what a valid
+    but talkative judge adds (an overall score, a summary, a null reason) is not a reason to ask again."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def _text(v) -> str:
+    return "" if v is None else v if isinstance(v, str) else str(v)
+
+
+class CriterionScore(_Reply):
     id: str
     score: float = Field(ge=0, le=1)
-    reason: str = ""
+    reason: Annotated[str, BeforeValidator(_text)] = ""
 
 
-class Violation(_Record):
+class Violation(_Reply):
     id: str
     proven: bool
-    evidence: str = ""
+    evidence: Annotated[str, BeforeValidator(_text)] = ""
 
 
-class JudgeVerdict(_Record):
+class JudgeVerdict(_Reply):
     scores: list[CriterionScore]
     violations: list[Violation] = Field(default_factory=list)

@@ -11,11 +11,12 @@ from pathlib import Path
 from agentmill.grounded.patterns import PATTERN_NAMES
 from agentmill.grounded.pipeline import SeedOutcome
 from agentmill.grounded.records import Seed
+from agentmill.grounded.store_io import read_record, read_seeds
 
 
 def load(store: Path) -> tuple[list[Seed], list[SeedOutcome]]:
-    seeds = [Seed.model_validate_json(line) for line in (store / "seeds.jsonl").read_text().splitlines() if line.strip()]
-    outcomes = [SeedOutcome.model_validate_json(p.read_text()) for p in sorted((store / "results").glob("*.json"))]
+    seeds = read_seeds(store / "seeds.jsonl")
+    outcomes = [read_record(p, SeedOutcome) for p in sorted((store / "results").glob("*.json"))]
     return seeds, outcomes
 
 

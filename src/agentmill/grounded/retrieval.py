@@ -5,6 +5,8 @@ from separate small indexes (a user folder of three files) would not be comparab
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +14,15 @@ from pathlib import Path
 from agentmill.grounded import readers
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _prebuilt(path: Path) -> dict:
+    """A corpus's prebuilt text index (corpus.py), or {} when there is none or it is unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def tokens(text: str) -> list[str]:
@@ -36,16 +47,24 @@ class FileIndex:
         self.texts: list[str] = []
         self.skipped: dict[str, list[str]] = {name: [] for name in roots}  # unreadable files: reported, not fatal
         self.counts: dict[str, int] = {name: 0 for name in roots}
+        from agentmill.grounded.corpus import INDEX_NAME, META_NAMES
+
         for name, root in self.roots.items():
+            known = _prebuilt(root / INDEX_NAME)
             for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-                if path.suffix.lower() not in readers.READABLE or path.name == "MANIFEST.json":
+                if path.suffix.lower() not in readers.READABLE or path.name in META_NAMES:
                     continue
+                rel = path.relative_to(root).as_posix()
                 try:
-                    text = readers.plain_text(path, limit=chars_per_file)
+                    cached = known.get(rel)
+                    if cached and cached["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest():
+                        text = cached["text"][:chars_per_file]  # the corpus's own text index, still this file's
+                    else:
+                        text = readers.plain_text(path, limit=chars_per_file)
                 except readers.UnreadableFile as e:
                     self.skipped[name].append(str(e))
                     continue
-                self.paths.append(f"{name}/{path.relative_to(root).as_posix()}")
+                self.paths.append(f"{name}/{rel}")
                 self.texts.append(text)
                 self.counts[name] += 1
         self._known = set(self.paths)

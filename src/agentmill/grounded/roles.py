@@ -44,5 +44,19 @@ class Roles(BaseModel):
     def client(self, role: str, **kw) -> ModelClient:
         ep: Endpoint = getattr(self, role) or getattr(self, FALLBACK[role])
         return ModelClient.from_env(base_url=ep.base_url, model=ep.model, api_key_env=ep.api_key_env,
+                                    key_hint=f"[roles.{role if getattr(self, role) else FALLBACK[role]}] api_key_env",
                                     sampling=SamplingParams(temperature=ep.temperature, max_tokens=ep.max_tokens),
                                     timeout=ep.timeout, max_retries=ep.max_retries, **kw)
+
+
+def role_probes(roles: Roles, names: list[str], where: str) -> list:
+    """The named roles' endpoints for `models.preflight`, each under the section it was configured in."""
+    from agentmill.models.preflight import Probe
+
+    probes = []
+    for role in names:
+        section = role if getattr(roles, role) is not None else FALLBACK[role]
+        ep: Endpoint = getattr(roles, section)
+        probes.append(Probe(role=role, base_url=ep.base_url, model=ep.model, api_key_env=ep.api_key_env,
+                            key_hint=f"[roles.{section}] api_key_env in {where}"))
+    return probes

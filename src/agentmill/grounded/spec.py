@@ -13,6 +13,7 @@ from agentmill.grounded import prompts
 from agentmill.grounded.ask import ask_json
 from agentmill.grounded.assemble import seed_brief
 from agentmill.grounded.graph import workspace_view
+from agentmill.grounded.quality import untraceable
 from agentmill.grounded.records import Graph, Spec, Workspace
 from agentmill.models import ModelClient
 
@@ -71,6 +72,7 @@ def validate(spec: Spec, graph: Graph) -> None:
     if len({c.id for c in [*spec.criteria, *spec.negatives]}) != len(spec.criteria) + len(spec.negatives):
         problems.append("criterion ids must be unique")
     problems += [f"the statement reveals {x}" for x in leaks(spec, graph)]
+    problems += untraceable(spec, instruction(spec))
     if problems:
         raise ValueError("; ".join(problems))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agentmill.agents.base import AgentResult
 from agentmill.errors import SandboxError
+from agentmill.models.client import EndpointError
 from agentmill.images import ImageBuilder
 from agentmill.rollout import TrialResult, run_trial
 from agentmill.sandbox.protocol import Sandbox
@@ -19,6 +20,7 @@ from agentmill.tasks import load_task
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.telemetry import compute_telemetry
+from agentmill.verify.outcome import Outcome
 
 MAX_DELIVERABLE = 20 << 20
 MAX_TOTAL = 100 << 20  # all deliverables of one run together
@@ -103,6 +105,9 @@ async def run_teacher(task_dir: Path, agent, builder: ImageBuilder, folder: Path
     collector = CollectingAgent(agent, tmp / "deliverables")
     agent_result = AgentResult()
     result = await run_trial(task, collector, builder, agent_result=agent_result)
+    if result.outcome == Outcome.INFRA_ERROR:  # the endpoint failed, not the teacher: no run to keep or judge
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise EndpointError(result.exception or "the teacher's endpoint failed")
     steps = list(agent_result.steps)
     for i, step in enumerate(steps, 1):
         step.step_id = i

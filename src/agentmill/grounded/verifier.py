@@ -5,6 +5,7 @@ The task's test script has already run the deterministic artifact checks in the 
 the deliverables as text to /logs/verifier/judge_input.json; the host never opens the agent's files.
 Here the judge endpoint scores the rubric with the anchors, exactly as admission does, and the
 reward becomes 1 only when quality reaches the task's `judge_threshold` (admission's, default 0.90).
+Without a judge the trial is `unjudged` (no reward): a grounded trial is never `passed` on format alone.
 """
 
 from __future__ import annotations
@@ -16,20 +17,23 @@ from agentmill.grounded.judge import format_deliverables, judge_view, quality
 from agentmill.grounded.task_folder import read_graph, read_spec
 from agentmill.models.client import EndpointError
 from agentmill.tasks.model import Task
-from agentmill.verify.judge import judge_client_from_env
+from agentmill.verify.judge import NEEDS_JUDGE, judge_client_from_env
 from agentmill.verify.outcome import PASS_THRESHOLD, Outcome
 from agentmill.verify.test_script import VerifierResult
 
 DEFAULT_THRESHOLD = 0.90
+NOT_JUDGED = "rubric: not judged"  # the verifier's line when no judge was configured (admission reads it)
 
 
 async def judge_rubric(task: Task, verdict: VerifierResult) -> VerifierResult:
     if verdict.outcome is not Outcome.PASSED:  # a check failed, tampering, a broken verifier: nothing to judge
         return verdict
     client = judge_client_from_env()
-    if client is None:
-        verdict.stdout += ("\nrubric: not judged (set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL); "
-                           "the reward is the deterministic checks' alone\n")
+    if client is None:  # the checks passed, but they cannot see whether the numbers and prose are right
+        verdict.outcome, verdict.reward, verdict.error = Outcome.UNJUDGED, None, f"rubric: {NEEDS_JUDGE}"
+        verdict.rewards = {k: v for k, v in verdict.rewards.items() if k != "reward"}
+        verdict.stdout += (f"\n{NOT_JUDGED}, {NEEDS_JUDGE}; every deterministic check passed, "
+                           "so the trial is unjudged (no reward), never passed\n")
         return verdict
     try:
         texts = _judge_input(verdict.judge_input)

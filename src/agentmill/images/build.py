@@ -10,6 +10,7 @@ raises NeedsContainerError with the reason: the task is reported, never run half
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextlib
 import fcntl
 import functools
@@ -93,6 +94,8 @@ class Image:
         return f"image {self.key[:12]}: Debian layers {' > '.join(k[:12] for k in self.layers)} for base '{self.base}'"
 
 
+
+log = logging.getLogger(__name__)
 MODES = ("host", "auto", "debian")
 MODE_ENV = "AGENTMILL_IMAGES"
 
@@ -161,7 +164,9 @@ class ImageBuilder:
                 raise self._unreachable[key]
             cached = await asyncio.to_thread(self._load, key)
             if cached is not None:
+                log.debug("%s: image %s cached", task.name, key)
                 return cached
+            log.info("%s: building image %s", task.name, key)
             fd = os.open(self.root / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)
             try:
                 await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)

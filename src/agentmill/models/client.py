@@ -11,6 +11,7 @@ endpoint did.
 from __future__ import annotations
 
 import asyncio
+import logging
 import itertools
 import json
 import os
@@ -26,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentmill import defaults
 from agentmill.errors import AgentmillError
 from agentmill.models.reasoning import split_reasoning
+
+log = logging.getLogger(__name__)
 
 
 class SamplingParams(BaseModel):
@@ -51,6 +54,10 @@ class Prices(BaseModel):
 
 class EndpointError(AgentmillError):
     """The endpoint failed after every retry (down, refusing, or answering garbage)."""
+
+
+class MissingKeyError(EndpointError):
+    """The key's environment variable is not set: the endpoint cannot be used (never the input's fault)."""
 
 
 class ContextExceededError(AgentmillError):
@@ -170,10 +177,12 @@ class ModelClient:
         return self._format_modes[0]
 
     @classmethod
-    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, **kw) -> "ModelClient":
+    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, key_hint: str = "--api-key-env",
+                 **kw) -> "ModelClient":
+        """`key_hint`: where the caller's user named the variable (a flag, or a config file's field)."""
         key = os.environ.get(api_key_env) if api_key_env else None
         if api_key_env and key is None:
-            raise AgentmillError(f"--api-key-env: environment variable {api_key_env} is not set")
+            raise MissingKeyError(f"{key_hint}: environment variable {api_key_env} is not set")
         return cls(base_url=base_url, model=model, api_key=key, **kw)
 
     async def close(self) -> None:
@@ -240,6 +249,7 @@ class ModelClient:
                 self.stats.retries += 1
                 if delay is None:
                     delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                log.info("%s: %s; retry %d of %d in %.1fs", self.base_url, error, attempt, self.max_retries, delay)
                 await asyncio.sleep(min(delay, self.backoff_max))
 
     def _reply(self, resp: dict[str, Any], latency: float, attempts: int) -> ChatReply:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from typing import IO
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
@@ -56,7 +57,7 @@ class LocalModelServer:
         self.n_ctx, self.threads, self.start_timeout = n_ctx, threads or max(1, os.cpu_count() or 1), start_timeout
         self.port: int | None = None
         self._proc: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -92,6 +93,7 @@ class LocalModelServer:
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
+            assert proc.stdin is not None
             proc.stdin.close()  # the watcher reads end-of-file and stops the server
             try:
                 proc.wait(10)

@@ -12,6 +12,7 @@ reports. Changing one line reruns only the stages at and after it.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -32,6 +33,8 @@ from agentmill.recipe.schema import ModelSpec, Recipe
 from agentmill.recipe.stage import Stage, StageContext, aiter_of, stage_class
 from agentmill.recipe.stages.model_identity import model_identity  # noqa: F401  (re-exported)
 from agentmill.recipe.stores import STORES
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,9 +60,15 @@ def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
     stages = [make("sources")]
     if recipe.augment.strategies:
         stages.append(make("augment"))
-    for i, f in enumerate(recipe.task_filters):
-        stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
-    stages += [make("mix"), make("rollout"), make("trace_filters")]
+    filters = [(i, f) for i, f in enumerate(recipe.task_filters)]
+    for i, f in filters:
+        if f.placement == "before_mix":
+            stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
+    stages.append(make("mix"))
+    for i, f in filters:  # the paper's filters over the mixed set
+        if f.placement == "after_mix":
+            stages.append(make(f.kind, i, key=f"task_filters.{i}", kind="task_filter"))
+    stages += [make("rollout"), make("trace_filters")]
     stages += [make("export", i, key=f"exports.{i}") for i in range(len(recipe.exports))]
     _link(stages, where)
     return stages
@@ -130,6 +139,7 @@ class Pipeline:
                 report = self.cache.done(step.stage, step.key)
                 if report is not None:
                     self.say(f"stage {step.stage}: cached")
+                    log.info("stage %s: cached under key %s", step.stage, step.key)
                     self.cache.record(step.stage, step.key, "cached")
                 else:
                     self.say(f"stage {step.stage}: running ({step.what})")

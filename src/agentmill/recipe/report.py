@@ -22,9 +22,10 @@ from agentmill.recipe.records import StageReport, load_tasks
 from agentmill.rollout.status import mean_se, summarize
 from agentmill.traces.records import load_trace
 from agentmill.traces.telemetry import Telemetry
+from agentmill.verify.judge import NEEDS_JUDGE
 
 UNKNOWN_SOURCE = "(not in tasks.jsonl)"
-OUTCOME_ORDER = ["passed", "failed", "agent_error", "agent_timeout", "verifier_error", "verifier_timeout",
+OUTCOME_ORDER = ["passed", "failed", "unjudged", "agent_error", "agent_timeout", "verifier_error", "verifier_timeout",
                  "sandbox_error", "infra_error"]
 
 
@@ -239,6 +240,15 @@ def _overview(d: RunData) -> str:
     return '<div class="facts">' + "".join(f'<div><b>{esc(v)}</b><span>{esc(k)}</span></div>' for k, v in facts) + "</div>"
 
 
+def _unjudged(d: RunData) -> str:
+    """Loud: trials whose reward waits for a judge are neither passes nor failures, and not in the data."""
+    n = sum(t.outcome == "unjudged" for t in d.trials or [])
+    if not n:
+        return ""
+    return (f'<p class="problems"><b>{n:,} unjudged trial{"s" if n != 1 else ""}</b>: every check that ran passed, '
+            f"but the reward {esc(NEEDS_JUDGE)}. They have no reward, are not counted as passed, and export drops them.</p>")
+
+
 def _funnel(d: RunData) -> str:
     if d.funnel is None:
         return _missing("No funnel.json in this run.")
@@ -353,14 +363,15 @@ svg .bar{fill:#3b6fb6}svg .ghost{fill:#c9d8ee}svg .whisker,svg .axis{stroke:#1d2
 .facts{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}.facts div{background:#f0f2f5;border-radius:6px;padding:8px 14px}
 .facts b{display:block;font-size:18px}.facts span{font-size:12px;color:#5b6473}
 .pair{display:flex;flex-wrap:wrap;gap:24px}figure{margin:0}figcaption{font-weight:600}
-pre{background:#f0f2f5;padding:10px;overflow:auto;font-size:12px}.problems li{color:#9b1c1c}
+pre{background:#f0f2f5;padding:10px;overflow:auto;font-size:12px}.problems li,p.problems{color:#9b1c1c}
 """
 
 
 def render_report(d: RunData) -> str:
     sections = [("Funnel", _funnel(d)), ("Source mix", _sources(d)), ("Trajectories", _shapes(d)),
                 ("Rewards by source", _rewards(d)), ("Outcomes", _outcomes(d))]
-    body = [f"<h1>Recipe report: {esc(d.name)}</h1>", f'<p class="muted">Run folder {esc(d.run_dir)}</p>', _overview(d)]
+    body = [f"<h1>Recipe report: {esc(d.name)}</h1>", f'<p class="muted">Run folder {esc(d.run_dir)}</p>', _overview(d),
+            _unjudged(d)]
     body += [f"<section><h2>{esc(title)}</h2>{content}</section>" for title, content in sections]
     if d.problems:
         body.append("<section><h2>Unreadable files</h2><ul class=problems>"

@@ -58,14 +58,20 @@ class Source(_Strict):
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
     score: float | None = None  # ranking score for top-N mixing
+    # a generator kind's options (agentmill/sources/: functions' columns, repo_bugs' pypi, ...)
+    params: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_place(self):
-        if (self.path is None) == (not self.sample):
+        if self.path is not None and self.sample:
+            raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
+        if self.path is None and not self.sample and not (self.kind != PLAIN and self.params):
             raise ValueError(f"source '{self.name}': give exactly one of path or sample = true")
         if self.kind not in source_kinds():
             raise ValueError(f"source '{self.name}': unknown kind {self.kind!r} (known: {', '.join(source_kinds())})")
-        if self.kind != PLAIN and self.path is None:
+        if self.kind == PLAIN and self.params:
+            raise ValueError(f"source '{self.name}': params are a generator kind's options; kind \"{PLAIN}\" takes none")
+        if self.kind != PLAIN and self.path is None and not self.params:
             raise ValueError(f"source '{self.name}': kind = \"{self.kind}\" needs path = the producer's output folder")
         return self
 
@@ -86,6 +92,9 @@ class TaskFilter(_Strict):
     kind: str  # a registered task filter: response_length, askllm, decontaminate, starts, dedupe, ...
     params: dict[str, Any] = Field(default_factory=dict)
     model: ModelSpec | None = None
+    sources: list[str] = Field(default_factory=list)  # only these sources' tasks (empty: every source)
+    per_source: bool = False  # run over each source's tasks separately (a top-k cut keeps k per source)
+    placement: Literal["before_mix", "after_mix"] = "before_mix"  # before the mix, or over the mixed set
 
     @field_validator("kind")
     @classmethod
@@ -140,6 +149,8 @@ class Export(_Strict):
     reasoning: Literal["think", "drop"] = "think"
     tokenizer: str | None = None
     allow_empty: bool = False  # zero rows stops the run unless this is set
+    # The matched token-budget control: two variants exported at one budget train on equal tokens.
+    token_budget: int | None = Field(None, ge=1)  # at most this many training tokens: a seeded sample of the traces
 
 
 class Recipe(_Strict):
@@ -154,6 +165,15 @@ class Recipe(_Strict):
     exports: list[Export] = Field(default_factory=lambda: [Export(format="trl", file="trl.jsonl")])
 
     base_dir: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _filters_name_known_sources(self) -> "Recipe":
+        names = {s.name for s in self.sources}
+        for i, f in enumerate(self.task_filters):
+            for name in f.sources:
+                if name not in names:
+                    raise ValueError(f"task_filters.{i}.sources: no source named {name!r} (sources: {', '.join(sorted(names))})")
+        return self
 
     @field_validator("sources")
     @classmethod
@@ -185,7 +205,12 @@ def parse_recipe(data: dict[str, Any], *, where: str, base_dir: Path | None = No
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise AgentmillError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}") from None
+        hint = ""
+        if err["type"] == "extra_forbidden":
+            from agentmill.recipe.suggest import did_you_mean
+
+            hint = did_you_mean(Recipe, err["loc"])
+        raise AgentmillError(f"{where}: {key}: {err['msg'].removeprefix('Value error, ')}{hint}") from None
     recipe.base_dir = base_dir
     return recipe
 

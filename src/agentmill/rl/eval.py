@@ -36,7 +36,7 @@ from agentmill.models.client import SamplingParams
 from agentmill.models.session import LOCAL_MODEL, served_name
 from agentmill.rollout.commands import execute_rollout
 from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.status import INFRA, pass_at_k, summarize
+from agentmill.rollout.status import NOT_SCORED, pass_at_k, summarize
 from agentmill.tasks.model import Task
 
 RESULTS = "results.json"
@@ -92,7 +92,8 @@ def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> Rol
         api_key_env=spec.api_key_env, concurrency=spec.concurrency, model_concurrency=spec.model_concurrency)
 
 
-def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Path, *, console: Console) -> EvalRecord:
+def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Path, *, console: Console,
+             check_endpoint: bool = True) -> EvalRecord:
     """Run (or resume) the checkpoint's rollout, then record its figures in the eval folder."""
     tasks, unsupported = split_by_support(spec.agent, tasks)
     for line in unsupported:
@@ -101,8 +102,9 @@ def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Pa
         raise AgentmillError(f"--agent {spec.agent}: none of the tasks is one it works on")
     config = rollout_config(spec, tasks, dataset_root)
     run_dir = run_dir_for(eval_dir, spec)
-    execute_rollout(config, tasks, run_dir, model_name=spec.model if config.model else None, retry_infra=False,
-                    console=console)
+    # retry_infra: an outage's trials are not measurements; the same eval command runs them again
+    execute_rollout(config, tasks, run_dir, model_name=spec.model if config.model else None, retry_infra=True,
+                    console=console, check_endpoint=check_endpoint)
     record = record_run(run_dir, spec.label, spec.benchmark, k=spec.attempts)
     save_record(eval_dir, record)
     return record
@@ -113,7 +115,7 @@ def record_run(run_dir: Path, label: str, benchmark: str, *, k: int) -> EvalReco
     summary = summarize(run_dir)
     by_task: dict[str, list[dict]] = defaultdict(list)
     for t in summary["trial_list"]:
-        if t["state"] == "done" and t["outcome"] not in INFRA:
+        if t["state"] == "done" and t["outcome"] not in NOT_SCORED:  # infra failures, unjudged trials
             by_task[t["task"]].append(t)
     passes = {task: (len(ts), sum(t["outcome"] == "passed" for t in ts)) for task, ts in sorted(by_task.items())}
     scores = {f"{benchmark} pass@1": [c / n for n, c in passes.values()]}

@@ -9,7 +9,7 @@
 Each completion runs as one episode (rl/episode.py) in a fresh sandbox on the task resolved by
 hash (rl/resolve.py), and scores what the task's verifier says. Tampering with the verifier
 already scores 0; `tamper_penalty=P` scores it -P instead, so the policy learns it is worse than
-failing. Episodes that end in a sandbox, verifier or task error score `error_reward` (at most 0:
+failing. Episodes that end in a sandbox, verifier or task error, or `unjudged` (a judged check with no judge), score `error_reward` (at most 0:
 the policy can end its own episode that way, e.g. by killing every process in its sandbox).
 """
 
@@ -34,8 +34,10 @@ from agentmill.rl.resolve import TaskNotFound, shared_resolver
 from agentmill.rollout.runner import require_toolkit
 from agentmill.verify.outcome import Outcome
 
-# not the policy's doing: the sandbox, the verifier, the endpoint, or a broken task
-HARNESS_FAULTS = {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT, Outcome.INFRA_ERROR, Outcome.TASK_ERROR}
+# not the policy's doing: the sandbox, the verifier, the endpoint, a broken task, or a judged check that
+# never ran (unjudged: its reward is unknown, so it must never pay what a pass pays)
+HARNESS_FAULTS = {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT, Outcome.INFRA_ERROR, Outcome.TASK_ERROR,
+                  Outcome.UNJUDGED}
 
 
 NOT_FOUND = "task_not_found"  # a batch item whose task is in none of the folders (score NaN: left out)

@@ -18,32 +18,40 @@ from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.model import Task
+from agentmill.verify.judge import NEEDS_JUDGE
 from agentmill.verify.mutation import ToolAudit
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
     "ok": "oracle passes, nop fails",
+    "no_verifier": "no verifier: the task has [verifier] kind = \"none\" (an unverified task; nothing to check)",
     "vacuous": "the untouched state already passes",
     "unsolvable": "the reference solution does not pass",
     "no_solution": "the task has no reference solution",
     "needs_container": "the environment needs a container backend",
     "broken": "the task could not be checked (sandbox or verifier error)",
+    # the reward depends on a judged check (a tool task's response_check, a grounded rubric) and no judge is
+    # configured: every other check was audited (oracle passes them, nop fails, tool tasks' mutants die)
+    "needs_judge": NEEDS_JUDGE,
     # tool tasks (verify/tool_lints.py, verify/mutation.py)
     **LINT_VERDICTS,
     "weak_verifier": "a wrong end state (a mutant of the oracle's) passes every verifier",
 }
+CHECK_PASSES = frozenset({"ok", "needs_judge", "no_verifier"})  # verdicts that do not fail `agentmill check`
 
 
 @dataclass
 class CheckResult:
     task: Task
     oracle: TrialResult | None
-    nop: TrialResult
+    nop: TrialResult | None  # None: an unverified task, not run
     audit: ToolAudit | None = None  # tool tasks: lints and mutants
 
     @property
     def verdict(self) -> str:
+        if not self.task.verified:
+            return "no_verifier"
         nop = self.nop
         if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
             return "needs_container"
@@ -51,9 +59,9 @@ class CheckResult:
         if lint is not None:
             return lint.code
         verdict = self._trial_verdict()
-        if verdict == "ok" and self.audit is not None and self.audit.error:
+        if verdict in CHECK_PASSES and self.audit is not None and self.audit.error:
             return "broken"
-        if verdict == "ok" and self.audit is not None and self.audit.survivors:
+        if verdict in CHECK_PASSES and self.audit is not None and self.audit.survivors:
             return "weak_verifier"
         return verdict
 
@@ -69,7 +77,9 @@ class CheckResult:
         if self.oracle is None:
             return "no_solution"
         if self.oracle.outcome is Outcome.PASSED:
-            return "ok" if nop.outcome is Outcome.FAILED else "broken"
+            return "ok" if nop.outcome is Outcome.FAILED else "needs_judge" if nop.outcome is Outcome.UNJUDGED else "broken"
+        if self.oracle.outcome is Outcome.UNJUDGED:  # never "ok": the judged part of the reward was not checked
+            return "needs_judge" if nop.outcome in (Outcome.FAILED, Outcome.UNJUDGED) else "broken"
         if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
             return "broken"
         return "unsolvable"
@@ -81,12 +91,20 @@ class CheckResult:
             return f"{lint.code}: {lint.verifier + ': ' if lint.verifier else ''}{lint.message}"
         if self.verdict == "broken" and self.audit is not None and self.audit.error:
             return f"audit: {self.audit.error}"
+        if self.verdict == "needs_judge":
+            nop = ("nop fails them" if self.nop.outcome is Outcome.FAILED else
+                   "nop passes every check that ran too: only the judge can fail it")
+            return f"{NEEDS_JUDGE}; not run: {self._unjudged_checks()}; the oracle passes every check that ran, {nop}"
         if self.verdict == "weak_verifier":
             return "weak_verifier: " + "; ".join(f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors)
         for trial in (self.oracle, self.nop):
             if trial is not None and trial.exception and self.verdict != "ok":
                 return f"{trial.agent}: {trial.exception}"
         return VERDICTS[self.verdict]
+
+    def _unjudged_checks(self) -> str:
+        exc = next((t.exception for t in (self.oracle, self.nop) if t is not None and t.outcome is Outcome.UNJUDGED), None)
+        return (exc or "").split(": needs a judge", 1)[0] or "the rubric"
 
     def to_json(self) -> dict:
         def side(t: TrialResult | None) -> dict | None:
@@ -98,6 +116,8 @@ class CheckResult:
 
     def _image(self) -> dict:
         """Debian-built images say which base and layers the task used (images/build.py's note)."""
+        if self.nop is None:
+            return {}
         line = next((n for n in self.nop.notes if n.startswith("image ") and "Debian layers" in n), None)
         return {"image": line} if line else {}
 
@@ -123,6 +143,11 @@ async def check_tasks(
             return await behaviour_for(task).audit(task, builder)
 
     async def one(task: Task) -> CheckResult:
+        if not task.verified:  # said so, not failed: there is nothing to check
+            result = CheckResult(task, None, None)
+            if on_done:
+                on_done(result)
+            return result
         oracle_run = trial(task, OracleAgent()) if task.solution_script else None
         if oracle_run is None:
             result = CheckResult(task, None, await trial(task, NopAgent()))

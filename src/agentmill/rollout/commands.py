@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentmill.errors import TaskError
+from agentmill.verify.judge import NEEDS_JUDGE
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a process ended by SIGINT
 
@@ -42,15 +43,33 @@ def resume_command() -> str:
     return shlex.join(["agentmill", *sys.argv[1:]])
 
 
+def endpoint_probes(config, model_name: str | None) -> list:
+    """The rollout's endpoint, as `models.preflight` checks it (none for the embedded model: we start it)."""
+    from agentmill.agents import agent_class
+    from agentmill.models import LOCAL_MODEL
+    from agentmill.models.preflight import Probe
+
+    if config.model is None or model_name == LOCAL_MODEL or not config.base_url:
+        return []
+    tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
+    return [Probe(role=f"{config.agent} agent's model", base_url=config.base_url, model=config.model,
+                  api_key_env=config.api_key_env, key_hint="--api-key-env", tools=tools)]
+
+
 def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
-                    executor=None):
-    """Check, start the model if one is needed, run with live progress; on Ctrl-C say what finished,
-    what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit codes as SystemExit."""
+                    executor=None, check_endpoint: bool = True, retry_unjudged: bool = False):
+    """Check, start the model if one is needed, run with live progress; on Ctrl-C or SIGTERM say what
+    finished, what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit
+    codes as SystemExit."""
+    from agentmill.models.preflight import run_preflight
     from agentmill.models.session import open_model
     from agentmill.progress import RolloutProgress
     from agentmill.rollout.runner import plan_trials, preflight, run_rollout
+    from agentmill.signals import sigterm_as_interrupt
 
     preflight(out, config)  # before any model server starts: a refusal costs nothing
+    if check_endpoint:
+        run_preflight(endpoint_probes(config, model_name))  # before anything is written
     holder: dict = {}
 
     async def go():
@@ -59,7 +78,8 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
             with RolloutProgress(total=len(plan_trials(config, tasks)), client=client if local else None,
                                  console=console) as progress:
                 holder["progress"] = progress
-                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra, executor=executor,
+                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
+                                         retry_unjudged=retry_unjudged, executor=executor,
                                          on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total)
 
         if config.model is None:
@@ -69,16 +89,28 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
                               concurrency=config.model_concurrency, prices=config.prices, say=console.print) as client:
             return await run(client)
 
-    try:
-        return asyncio.run(go())
-    except KeyboardInterrupt:
-        progress = holder.get("progress")
-        console.print(interrupted_message(out, progress.done if progress else 0), highlight=False)
-        raise SystemExit(INTERRUPTED_EXIT) from None
+    with sigterm_as_interrupt() as stop:
+        try:
+            return asyncio.run(go())
+        except KeyboardInterrupt:
+            progress = holder.get("progress")
+            console.print(interrupted_message(out, progress.done if progress else 0, how=stop.how), highlight=False)
+            raise SystemExit(stop.exit_code) from None
 
 
-def interrupted_message(out: Path, finished_now: int) -> str:
-    return f"interrupted: {interrupted_counts(out, finished_now)}\nresume with: {resume_command()}"
+def interrupted_message(out: Path, finished_now: int, how: str = "interrupted") -> str:
+    return f"{how}: {interrupted_counts(out, finished_now)}\nresume with: {resume_command()}"
+
+
+def infra_exit(out: Path, console: Console, *, retry_hint: bool = True) -> int:
+    """Print the outage summary of a finished rollout; 3 when every finished trial ended in infrastructure failure."""
+    from agentmill.exit_codes import INFRA, OK
+    from agentmill.rollout.infra import infra_report
+
+    lines, all_infra = infra_report(out, retry_hint=retry_hint)
+    for line in lines:
+        console.print(line, highlight=False)
+    return INFRA if all_infra else OK
 
 
 def interrupted_counts(out: Path, finished_now: int | None = None) -> str:
@@ -113,11 +145,19 @@ def report_line(report, out: Path) -> str:
 
 def status_table(s: dict) -> Table:
     table = Table(title=f"run {s['run_dir']}", show_header=False)
-    extra = [f"{s['running']} unfinished"] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
+    live = s.get("live_pid")
+    running = (f"{s['running']} running (pid {live})" if live else
+               f"{s['running']} unfinished (lost in flight; they run again on resume)" if s["running"] else "0 running")
+    extra = [running] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
     table.add_row("trials", f"{s['planned']} planned: {s['done']} done, {', '.join(extra)}; over {s['tasks']} tasks")
     table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
     table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
                   f"failures counted apart (not in pass@k)")
+    if s.get("unjudged"):
+        table.add_row("[bold yellow]unjudged[/bold yellow]",
+                      f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
+                      "no reward, not in pass@k or the mean reward, dropped by export; with a judge set, "
+                      "`agentmill rollout ... --retry unjudged` runs them again[/bold yellow]")
     table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
     for k, v in s.get("pass_at_k", {}).items():
         table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")

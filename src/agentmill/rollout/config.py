@@ -43,9 +43,13 @@ class RolloutConfig(BaseModel):
             if a == b or (name in ("sampling", "max_turns", "max_context") and not (old.model or self.model)):
                 continue  # model settings make no difference to trials without a model
             if name == "task_hashes":
-                changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                # runs grow: tasks added (or left out) change the plan, as --attempts does; an edited
+                # task (same name, other content) is refused, its finished trials judged another task
+                changed = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+                if not changed:
+                    continue
                 shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-                changes.append(f"tasks: {len(changed)} added, removed or edited ({shown})")
+                changes.append(f"tasks: {len(changed)} edited since the run began ({shown})")
             elif name == "sampling":
                 diffs = [f"{k} {getattr(a, k)!r} -> {getattr(b, k)!r}" for k in type(a).model_fields if getattr(a, k) != getattr(b, k)]
                 changes.append("sampling: " + ", ".join(diffs))

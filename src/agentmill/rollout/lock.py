@@ -70,3 +70,32 @@ def busy_message(path: Path) -> str:
     when = f", since {time.strftime('%H:%M:%S', time.localtime(since))}" if since else ""
     return (f"{path.parent}: another agentmill rollout is using this run folder ({who}{when}); "
             f"wait for it to finish or stop it, or use another --out folder")
+
+
+def live_holder(run_dir: Path) -> int | None:
+    """The pid of a live process on this host that holds the folder, read without taking the lock
+    (`status` must never stand in a starting run's way). A stale file of a dead process gives None."""
+    try:
+        holder = json.loads((Path(run_dir) / LOCK_NAME).read_text() or "{}")
+        pid = int(holder["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if holder.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        return pid
+    return pid if _holds_lock(pid, Path(run_dir) / LOCK_NAME) else None
+
+
+def _holds_lock(pid: int, path: Path) -> bool:
+    """Whether `pid` still has the lock file open (a reused pid of an unrelated process does not)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        target = str(path.resolve())
+        return any(os.readlink(fd) == target for fd in fds.iterdir())
+    except OSError:
+        return fds.parent.exists()  # no /proc access: trust the pid

@@ -125,11 +125,21 @@ def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger]:
     except AgentmillError:
         lock.release()
         raise
-    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2))
+    write_text_atomic(run_dir / "config.json", _grown(run_dir, config).model_dump_json(indent=2))
     (run_dir / "trials").mkdir(exist_ok=True)
     for stale in (run_dir / "trials").glob(".tmp-*"):  # half-written folders of a killed run (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     return lock, Ledger(run_dir / "ledger.sqlite")
+
+
+def _grown(run_dir: Path, config: RolloutConfig) -> RolloutConfig:
+    """The config to save: every task this folder has seen keeps its hash, so an edit after a run
+    that left it out is still refused."""
+    path = run_dir / "config.json"
+    if not path.exists():
+        return config
+    old = RolloutConfig.model_validate_json(path.read_text())
+    return config.model_copy(update={"task_hashes": {**old.task_hashes, **config.task_hashes}})
 
 
 def require_toolkit() -> None:
@@ -150,6 +160,7 @@ async def run_rollout(
     *,
     client: ModelClient | None = None,
     retry_infra: bool = False,
+    retry_unjudged: bool = False,
     builder: ImageBuilder | None = None,
     on_start: Callable[[TrialPlan], None] | None = None,
     on_done: Callable[[TrialResult], None] | None = None,
@@ -167,9 +178,11 @@ async def run_rollout(
         ledger.recover(trials_dir)
         plans = plan_trials(config, tasks, copies)
         ledger.set_plan([(p.trial_id, p.task.name, p.attempt) for p in plans])
-        if retry_infra:
-            infra = [r["trial_id"] for r in ledger.rows()
-                     if r["state"] == "done" and r["outcome"] in {o.value for o in Outcome if o.is_infra}]
+        # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
+        again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | \
+            ({Outcome.UNJUDGED.value} if retry_unjudged else set())
+        if again:
+            infra = [r["trial_id"] for r in ledger.rows() if r["state"] == "done" and r["outcome"] in again]
             for tid in infra:
                 shutil.rmtree(trials_dir / tid, ignore_errors=True)
             ledger.forget(infra)

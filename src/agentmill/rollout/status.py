@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.lock import live_holder
 from agentmill.traces.telemetry import Telemetry, aggregate
 from agentmill.verify.outcome import Outcome
 
@@ -33,11 +34,15 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 
 
 INFRA = frozenset(o.value for o in Outcome if o.is_infra)
+# counted apart from pass@k and the mean reward: the machinery failed, or a judged check never ran
+# (unjudged: neither a pass nor a failure is known)
+NOT_SCORED = INFRA | {Outcome.UNJUDGED.value}
 
 
 def summarize(run_dir: Path) -> dict:
-    """A rollout folder's figures. Pass@k counts only trials the agent actually attempted: an
-    infrastructure failure (endpoint, sandbox) is counted apart, never as the agent's failure."""
+    """A rollout folder's figures. Pass@k counts only trials the agent actually attempted and the
+    verifier fully scored: an infrastructure failure (endpoint, sandbox) is counted apart, never as
+    the agent's failure, and so is an unjudged trial (never as a pass)."""
     run_dir = resolve_run_dir(run_dir)
     ledger = Ledger(run_dir / "ledger.sqlite")
     try:
@@ -47,10 +52,12 @@ def summarize(run_dir: Path) -> dict:
         ledger.close()
     done = [r for r in rows if r["state"] == "done"]
     outcomes = Counter(r["outcome"] for r in done)
-    attempted = [r for r in done if r["outcome"] not in INFRA]
+    attempted = [r for r in done if r["outcome"] not in NOT_SCORED]
+    unjudged = sum(r["outcome"] == Outcome.UNJUDGED.value for r in done)
     by_task: dict[str, list[dict]] = defaultdict(list)
     for r in attempted:
-        by_task[r["task"]].append(r)
+        if r["outcome"] != Outcome.UNVERIFIED.value:  # a task with no verifier has no pass@k
+            by_task[r["task"]].append(r)
     rewards = [r["reward"] for r in done if r["reward"] is not None]
     summary: dict = {
         "run_dir": str(run_dir),
@@ -58,9 +65,11 @@ def summarize(run_dir: Path) -> dict:
         "trials": len(rows),
         "done": len(done),
         "running": len(rows) - len(done),
+        "live_pid": live_holder(run_dir),  # a process writing the folder now, else None
         "not_started": max(0, (planned or 0) - len(rows)),
         "attempted": len(attempted),
-        "infra_failures": len(done) - len(attempted),
+        "infra_failures": len(done) - len(attempted) - unjudged,
+        "unjudged": unjudged,
         "tasks": len({r["task"] for r in rows}),
         "attempted_tasks": len(by_task),
         "outcomes": dict(sorted(outcomes.items())),

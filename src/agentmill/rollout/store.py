@@ -36,9 +36,11 @@ class TrialStore:
         return folder if (folder / "result.json").is_file() else None
 
     def put(self, trial_id: str, folder: Path) -> bool:
-        """Keep a finished trial folder. False when it is an infrastructure failure or already kept."""
+        """Keep a finished trial folder. False when it is an infrastructure failure, unjudged (a later
+        run with a judge must judge it, not reuse it) or already kept."""
         result = json.loads((folder / "result.json").read_text())
-        if Outcome(result["outcome"]).is_infra or self.get(trial_id) is not None:
+        outcome = Outcome(result["outcome"])
+        if outcome.is_infra or outcome is Outcome.UNJUDGED or self.get(trial_id) is not None:
             return False
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{trial_id}-{os.getpid()}"

@@ -28,7 +28,7 @@ from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
-from agentmill.tasks.behaviour import behaviour_for
+from agentmill.tasks.behaviour import KindTrial, behaviour_for
 
 
 def task_limits(task: Task) -> Limits:
@@ -45,6 +45,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
                          agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
+    kind_trial: KindTrial | None = None  # the task kind's part of the trial (tasks/behaviour.py)
     try:
         t = time.monotonic()
         try:
@@ -63,7 +64,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             result.exception = f"could not copy the environment for the trial: {_brief(e)}"
             return result
         limits = task_limits(task)
-        behaviour = behaviour_for(task)  # what the task's kind does: prepare, verify
+        behaviour = behaviour_for(task)
+        try:  # the kind's own part, before the agent's sandbox (tool tasks: a tool host with their databases)
+            kind_trial = await behaviour.begin(task, image, scratch, limits)
+        except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
+            result.exception = f"{task.kind} environment: {_brief(e)}"
+            if isinstance(e, behaviour.task_faults):  # e.g. the gym, its tools or the seed failed
+                result.outcome = Outcome.TASK_ERROR
+            return result
 
         ro = {}
         if agent.needs_solution and task.solution_sources:
@@ -74,6 +82,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         early: SandboxStart | None = None
         try:
             sandbox = _agent_sandbox(task, agent, spec)
+            kind_trial.attach(sandbox)
             if runs_early(task, agent):  # its first model call overlaps the start (rollout/early.py)
                 early = SandboxStart(key=start_key(image.key, spec), ready=asyncio.ensure_future(sandbox.start()))
             else:
@@ -82,8 +91,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         except Exception as e:  # noqa: BLE001 - SandboxError, no free uid, a failed chown: the machinery's fault
             result.exception = f"sandbox failed to start: {_brief(e)}"
             return result
-        try:  # the kind's own state, built inside the started sandbox before the agent (tool databases)
-            await behaviour.prepare(task, sandbox)
+        try:  # the kind's own state in the started sandbox, before the agent
+            await kind_trial.prepare(sandbox)
         except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised
             await sandbox.stop()
             result.exception = f"{task.kind} environment: {_brief(e)}"
@@ -121,11 +130,15 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         finally:
             timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
+            await kind_trial.stop()  # the kind's own processes end with the agent, before verification
 
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
             return result
-        verdict = await behaviour.verify(task, image, rootfs, scratch, limits, agent_result.steps)
+        if not task.verified:  # nothing to score: reward null
+            result.outcome = agent_outcome or Outcome.UNVERIFIED
+            return result
+        verdict = await kind_trial.verify(task, image, rootfs, scratch, limits, agent_result.steps)
         timings.verifier = verdict.seconds
         result.reward, result.rewards = verdict.reward, verdict.rewards
         result.verifier_stdout, result.verifier_stderr = verdict.stdout, verdict.stderr
@@ -138,6 +151,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         result.outcome, result.exception = Outcome.SANDBOX_ERROR, f"harness error: {_brief(e)}"
         return result
     finally:
+        if kind_trial is not None:
+            await kind_trial.stop()
         timings.total = time.monotonic() - started
         # the lowest-priority threads: trials still running go first (loop_priority.removal_threads)
         await asyncio.get_running_loop().run_in_executor(removal_threads(), shutil.rmtree, scratch, True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Optional
 
@@ -20,8 +19,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str) -> None:
-    # escaped: "[roles.critic]" in a message is text, not a markup tag rich would swallow
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(2)
 
 
@@ -65,14 +63,23 @@ class _Progress:
 @app.command("run")
 def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The synthesis config (TOML)."),
             out: Path = typer.Option(..., "--out", help="Output folder: synth.sqlite, tasks/, accepted.jsonl (resumes)."),
-            no_report: bool = typer.Option(False, "--no-report", help="Do not write OUT/report.html at the end.")) -> None:
+            no_report: bool = typer.Option(False, "--no-report", help="Do not write OUT/report.html at the end."),
+            no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per role's "
+                                              "endpoint that checks them before any work.")) -> None:
     """Run synthesis (resumes when OUT holds an earlier run of it)."""
+    from agentmill.exit_codes import INFRA
+    from agentmill.models.outages import outage_lines
+    from agentmill.models.preflight import run_preflight
+    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.synth.clients import role_probes
     from agentmill.synth.config import load_config
     from agentmill.synth.report import write_report
     from agentmill.synth.run import run_synth
 
     try:
         config = load_config(config_path)
+        if not no_preflight:
+            run_preflight(role_probes(config, str(config_path)))  # before OUT is written
     except AgentmillError as e:
         _fail(str(e))
     total = config.synth.max_slots  # the slot budget; variants add to it as they are planned
@@ -82,16 +89,15 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
         tracker = _Progress(progress, total)
         # SIGTERM ends the run as Ctrl-C does: the boxes are cancelled and the embedded model's server (its own
         # session, so no group kill reaches it) is stopped on the way out, never left behind
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-        try:
-            summary = asyncio.run(run_synth(config, out, on_event=tracker))
-        except AgentmillError as e:
-            _fail(str(e))
-        except KeyboardInterrupt:
-            err.print(f"interrupted; run the same command again to resume from {out}", highlight=False)
-            raise typer.Exit(130) from None
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        with sigterm_as_interrupt() as stop:
+            try:
+                summary = asyncio.run(run_synth(config, out, on_event=tracker))
+            except AgentmillError as e:
+                _fail(str(e))
+            except KeyboardInterrupt:
+                err.print(f"{stop.how}; finished boxes are kept, boxes in flight give their slots back; run the same "
+                          f"command again to resume from {out}", highlight=False)
+                raise typer.Exit(stop.exit_code) from None
     for problem in summary["card_problems"]:
         err.print(f"[yellow]card:[/yellow] {escape(problem)}", highlight=False)
     if summary.get("budget_spent"):
@@ -102,6 +108,14 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
     _print_funnel(out)
     if not no_report:
         err.print(f"report: {write_report(out)}", highlight=False)
+    outages = [r for r in summary.get("outages", []) if (r or "").startswith("infra:")]
+    if outages:
+        err.print(f"{len(outages)} boxes ended by endpoint failures (their slots are given back; the same command "
+                  "runs them again):", highlight=False)
+        for line in outage_lines(r.removeprefix("infra:").strip() for r in outages):
+            err.print(f"  {line}", highlight=False)
+        if summary["accepted"] == 0 and summary["multiplied"] == 0:
+            raise typer.Exit(INFRA)
 
 
 def _print_funnel(out: Path) -> None:

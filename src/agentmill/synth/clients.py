@@ -22,7 +22,7 @@ async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator
                 on_event("local_model", roles=sorted(r for r, rc in config.roles.items() if rc.is_local))
             # inside the try: a run stopped while the server is still starting stops it too
             local_url = await server.__aenter__()
-        clients = {role: rc.client(local_url) for role, rc in config.roles.items()}
+        clients = {role: rc.client(local_url, role) for role, rc in config.roles.items()}
         try:
             yield clients
         finally:
@@ -31,3 +31,16 @@ async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator
     finally:
         if server is not None:
             server.stop()  # not in a thread: this also runs while the run is being cancelled
+
+
+TOOL_ROLES = ("target", "solver")  # they play tool tasks through function calling
+
+
+def role_probes(config: SynthConfig, where: str) -> list:
+    """The roles' endpoints for `models.preflight` (the embedded model is ours to start: not probed)."""
+    from agentmill.models.preflight import Probe
+    from agentmill.models.session import served_name
+
+    return [Probe(role=role, base_url=rc.base_url, model=served_name(rc.model), api_key_env=rc.api_key_env,
+                  key_hint=f"[roles.{role}] api_key_env in {where}", tools=role in TOOL_ROLES)
+            for role, rc in sorted(config.roles.items()) if not rc.is_local and rc.base_url]

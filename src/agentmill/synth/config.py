@@ -62,12 +62,13 @@ class RoleConfig(_Strict):
     def sampling(self) -> SamplingParams:
         return SamplingParams(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed)
 
-    def client(self, local_url: str | None = None) -> ModelClient:
+    def client(self, local_url: str | None = None, role: str = "NAME") -> ModelClient:
         """`local_url`: where the embedded model is served, for a role with model = "local"."""
         if self.is_local and local_url is None:
             raise AgentmillError("the embedded model is not running (open the roles with synth.clients.open_role_clients)")
         return ModelClient.from_env(base_url=local_url if self.is_local else self.base_url,
                                     model=served_name(self.model), api_key_env=self.api_key_env,
+                                    key_hint=f"[roles.{role}] api_key_env",
                                     sampling=self.sampling(), timeout=self.timeout, max_retries=self.max_retries,
                                     backoff_base=0.2, max_concurrency=self.concurrency, prices=self.prices)
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
-from agentmill.rollout.status import INFRA
+from agentmill.rollout.status import NOT_SCORED
 
 Label = Literal["teach", "stretch", "avoid", "undecided"]
 EPS = 1e-9  # so 1/3 written as 0.3333 or computed as 1/3 compares as intended
@@ -111,7 +111,7 @@ def read_pass_counts(run_dir: Path) -> dict[str, TaskPasses]:
         ledger.close()
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
-        if r["state"] != "done" or r["outcome"] in INFRA:
+        if r["state"] != "done" or r["outcome"] in NOT_SCORED:  # infra failures, unjudged trials
             continue
         counts[r["task"]][0] += 1
         counts[r["task"]][1] += r["outcome"] == "passed"

@@ -75,12 +75,15 @@ async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[st
 
 async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | None = None, on_event=None) -> dict:
     started = time.monotonic()
+    wall_start = time.time()
     store = SynthStore(out)
     try:
         _same_environment(store, config)  # before any model starts: a wrong folder is refused at once
         async with open_role_clients(config, on_event) as clients:
             try:
-                return await _run(config, store, clients, builder or ImageBuilder(), on_event, started)
+                summary = await _run(config, store, clients, builder or ImageBuilder(), on_event, started)
+                summary["outages"] = store.interrupted_since(wall_start)  # boxes an endpoint failure ended
+                return summary
             finally:
                 for role, c in clients.items():
                     u = c.stats.usage
@@ -126,7 +129,8 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
         return ok
 
     budget = Budget(config.synth, store, clients)
-    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - scheduler.next_index),
+    # interrupted boxes gave their slots back (store.slots_used); slot indexes stay unique (next_index)
+    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - store.slots_used()),
                       stop=budget.exhausted)
     await _multiply(env, config, budget)
     seconds = time.monotonic() - started

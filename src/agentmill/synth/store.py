@@ -128,6 +128,16 @@ class SynthStore:
         return self.db.execute("UPDATE candidates SET state = 'interrupted', reason = 'the run was killed', "
                                "finished = ? WHERE state = 'open'", (time.time(),)).rowcount
 
+    def slots_used(self) -> int:
+        """Target slots that count against max_slots: a box an outage or a kill ended `interrupted`
+        gives its slot back, so a later run spends it again."""
+        return self.db.execute("SELECT COUNT(*) FROM candidates WHERE slot IS NOT NULL AND state != 'interrupted'").fetchone()[0]
+
+    def interrupted_since(self, started: float) -> list[str]:
+        """The reasons of boxes ended `interrupted` since `started` (time.time())."""
+        return [r[0] for r in self.db.execute("SELECT reason FROM candidates WHERE state = 'interrupted' AND started >= ?",
+                                              (started,))]
+
     def next_slot(self) -> int:
         row = self.db.execute("SELECT MAX(slot) FROM candidates").fetchone()
         return 0 if row[0] is None else row[0] + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 import tomli_w
@@ -39,13 +40,15 @@ def load_harbor(root: Path) -> Task:
     config, warnings = parse_config(raw, toml_path)
 
     tests_dir = root / "tests"
-    if not (tests_dir / "test.sh").is_file():
-        raise TaskError(tests_dir / "test.sh", "missing: the verifier entry point is required")
+    unverified = config.verifier.kind == "none"
+    if not unverified and not (tests_dir / "test.sh").is_file():
+        raise TaskError(tests_dir / "test.sh", "missing: the verifier entry point is required "
+                        "(or [verifier] kind = \"none\" for a task without one)")
     env_dir = root / "environment"
     dockerfile = env_dir / "Dockerfile"
     solution_dir = root / "solution"
     has_solution = (solution_dir / "solve.sh").is_file()
-    if not has_solution:
+    if not has_solution and not unverified:
         warnings.append(f"{solution_dir / 'solve.sh'}: missing: no oracle solution")
     return Task(
         name=root.name,
@@ -56,8 +59,8 @@ def load_harbor(root: Path) -> Task:
         content_hash=hash_tree(root),
         environment_dir=env_dir if env_dir.is_dir() else None,
         dockerfile=dockerfile if dockerfile.is_file() else None,
-        tests_sources=(tests_dir,),
-        test_script="test.sh",
+        tests_sources=() if unverified else (tests_dir,),
+        test_script="" if unverified else "test.sh",
         solution_sources=(solution_dir,) if has_solution else (),
         solution_script="solve.sh" if has_solution else None,
         warnings=tuple(warnings),
@@ -127,7 +130,7 @@ def write_task(
     return root
 
 
-def _write_files(base: Path, files: dict[str, str | bytes], executable: set[str] = frozenset()) -> None:
+def _write_files(base: Path, files: dict[str, str | bytes], executable: Collection[str] = frozenset()) -> None:
     for rel, content in files.items():
         path = base / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ class AgentSection(_Section):
 
 
 class VerifierSection(_Section):
+    # "none": an unverified task (a Q&A source's, trained on by SFT): no tests/, reward null
+    kind: Literal["tests", "none"] = "tests"
     timeout_sec: float = Field(DEFAULT_VERIFIER_TIMEOUT, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
 
@@ -84,6 +86,11 @@ class Task(BaseModel):
     kind: str = "terminal"  # a registered task kind (tasks/kinds.py)
     system: str | None = None  # system.md: the system specification (tool tasks)
     tool_spec: ToolSpec | None = None  # gyms, verifiers, reference calls (tool tasks)
+
+    @property
+    def verified(self) -> bool:
+        """False for a task with `[verifier] kind = "none"`: it rolls out, but nothing scores it."""
+        return self.config.verifier.kind != "none"
 
     @property
     def short_hash(self) -> str:

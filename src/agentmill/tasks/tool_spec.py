@@ -34,6 +34,9 @@ class ResponseCheckConfig(_Record):
     sql_query: str = Field(min_length=1)
     comparison_prompt: str = Field(min_length=1)
     minimum_comparison_value: float = 7
+    # what the judge scores: the agent's final answer (EnterpriseOps-Gym's response_check), or the
+    # query's rows when they hold prose the agent wrote into the database (an article body, a note)
+    subject: Literal["final_answer", "query_result"] = "final_answer"
 
 
 class ToolExecutionConfig(_Record):

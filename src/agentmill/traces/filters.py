@@ -19,7 +19,8 @@ from agentmill.errors import AgentmillError
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.tokens import TokenCounter
 
-DEFAULT_DROP = ["agent_error", "sandbox_error", "infra_error", "verifier_error", "verifier_timeout"]
+# unjudged: a judged check never ran, so the trial is neither a known success nor a known failure
+DEFAULT_DROP = ["agent_error", "sandbox_error", "infra_error", "verifier_error", "verifier_timeout", "unjudged"]
 
 
 class FilterSpec(BaseModel):

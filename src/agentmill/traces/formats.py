@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill import __version__
+from agentmill.errors import AgentmillError
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.render import Reasoning, Rendered, render, sent_tools
 
@@ -133,6 +134,12 @@ def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
     `extra_info.task_hash`), never by a local path; the trainer resolves it from a dataset folder
     given at training time (agentmill.rl). The prompt is the opening the agent sends (its system
     prompt, then the task), so the policy starts where the agent's conversation starts."""
+    unverified = sorted({r.trial.get("task") or r.trial["task_hash"] for r in records if r.outcome == "unverified"})
+    if unverified:  # an RL reward comes from the task's verifier: these have none
+        raise AgentmillError(f"rl export: {len(unverified)} task(s) have no verifier (task.toml: verifier kind \"none\"), so "
+                             f"no reward to train on: {', '.join(unverified[:5])}{' ...' if len(unverified) > 5 else ''}. "
+                             "Leave them out with the trace filter drop_outcomes = [\"unverified\"], or export them "
+                             "for SFT (trl, sharegpt) instead.")
     by_task: dict[str, list[TraceRecord]] = {}
     for r in records:
         by_task.setdefault(r.trial["task_hash"], []).append(r)

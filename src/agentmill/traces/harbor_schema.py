@@ -169,6 +169,8 @@ EXCEPTION_OF: dict[str, str] = {  # outcomes by their value (verify/outcome.py):
     "sandbox_error": "EnvironmentStartError",
     "infra_error": "APIConnectionError",
     "task_error": "TaskSetupError",  # the task is broken (environment build, gym or seed): Harbor has no such type
+    "unjudged": "JudgeNotConfiguredError",  # a judged check never ran (no judge): no reward; Harbor has no such type
+    "unverified": "NoVerifierError",  # a task with no verifier (reward null): Harbor has no such type either
 }
 
 # Harbor's error policy per exception type (models/trial/error_policy.py): (retried, graded, reward still valid).
@@ -177,10 +179,10 @@ EXCEPTION_OF: dict[str, str] = {  # outcomes by their value (verify/outcome.py):
 _POLICIES: dict[tuple[bool, bool, bool], tuple[str, ...]] = {
     (False, True, True): ("AgentTimeoutError", "ContextLengthExceededError", "ContextWindowExceededError",
                           "OutputLengthExceededError", "NonZeroAgentExitCodeError"),
-    (False, True, False): ("VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError"),
+    (False, True, False): ("VerifierTimeoutError", "JudgeNotConfiguredError", "RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError"),
     (True, True, False): ("APIConnectionError", "APIError", "RateLimitError", "InternalServerError", "ServiceUnavailableError", "Timeout"),
     (True, False, False): ("EnvironmentStartTimeoutError", "SandboxBuildFailedError", "AgentSetupTimeoutError"),
-    (False, False, False): ("CancelledError",),
+    (False, False, False): ("CancelledError", "NoVerifierError"),
 }
 _POLICY_OF = {name: policy for policy, names in _POLICIES.items() for name in names}
 
@@ -223,6 +225,10 @@ def outcome_of(exception_type: str | None, reward: float | None) -> str:
         return "verifier_error"
     if exception_type == "TaskSetupError":
         return "task_error"
+    if exception_type == "JudgeNotConfiguredError":
+        return "unjudged"
+    if exception_type == "NoVerifierError":
+        return "unverified"
     if "ContextLength" in exception_type:
         return "context_exceeded"
     if any(w in exception_type for w in ("Environment", "Docker", "Daytona", "Modal", "Sandbox", "Build")):

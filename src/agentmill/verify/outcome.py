@@ -22,6 +22,13 @@ class Outcome(str, Enum):
     # the task itself is broken: its environment does not build, its gym or seed fails to set up.
     # Not the agent's fault and not the machinery's: `--retry infra` does not rerun it
     TASK_ERROR = "task_error"
+    # every check that ran passed, but the reward also depends on a judged check that did not run
+    # (no judge configured: a tool task's response_check, a grounded task's rubric). Never a pass:
+    # no reward, left out of pass@k, exports and RL by default; rerun once a judge is set
+    UNJUDGED = "unjudged"
+    # the task has no verifier (`[verifier] kind = "none"`): the agent finished, nothing scored it
+    # (reward null); SFT exports keep it, RL exports refuse it
+    UNVERIFIED = "unverified"
 
     @property
     def is_infra(self) -> bool:

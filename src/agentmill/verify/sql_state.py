@@ -4,9 +4,11 @@
 filesystem, extracts a value the way EnterpriseOps-Gym does (one row of one column: the value; one
 row: the row object; several rows: the list of rows; none: the empty list) and compares it with
 Python's `==`, `>`, `<`, or `expected in str(actual)` for `contains`. `response_check` asks an LLM
-judge (verify/judge.py) to score the agent's final answer against a query's result (score >=
+judge (verify/judge.py) to score the agent's final answer (or, `subject = "query_result"`, text it
+wrote into the database), shown with its tool calls, against a query's result (score >=
 `minimum_comparison_value` passes). `tool_execution` checks the calls in the trajectory. The reward
-is 1 only if every verifier passes; reward.json gets one entry per verifier plus `reward`.
+is 1 only if every verifier passes; reward.json gets one entry per verifier plus `reward`. Without a
+judge, a trial whose other checks all pass is `unjudged`: no reward, never `passed`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
 from agentmill.tasks.tool_spec import (DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier)
 from agentmill.traces.atif import Step
-from agentmill.verify.judge import Judge, JudgeError, default_judge
+from agentmill.verify import state_diff
+from agentmill.verify.call_log import read_calls
+from agentmill.verify.judge import NEEDS_JUDGE, Judge, JudgeError, default_judge
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
 
@@ -55,6 +59,8 @@ class TrialView:
 
     tools_called: list[str] = field(default_factory=list)
     final_answer: str = ""
+    # every call with its arguments and what came back, for the judge (refused and failed ones too)
+    calls: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_steps(cls, steps: list[Step]) -> "TrialView":
@@ -64,7 +70,30 @@ class TrialView:
             if s.source == "agent" and not s.tool_calls and s.message.strip():
                 answer = s.message
                 break
-        return cls(tools_called=called, final_answer=answer)
+        return cls(tools_called=called, final_answer=answer, calls=_calls_of(steps))
+
+
+# per call shown to the judge: the gist of a listing, all of an error. Every call is shown (none
+# dropped: a forbidden call hidden among many would be the policy's way past the judge), each cut
+_RESULT_CHARS = 2000
+_ANSWER_CHARS = 20000
+_ROWS = 200  # of a check's query: a judge reads facts, not a table dump
+
+
+def _calls_of(steps: list[Step]) -> list[dict]:
+    out = []
+    for s in steps:
+        if s.source != "agent":
+            continue
+        results = {r.source_call_id: r.content for r in (s.observation.results if s.observation else [])}
+        for c in s.tool_calls or []:
+            result = results.get(c.tool_call_id)
+            arguments = c.arguments
+            text = json.dumps(arguments, default=str)
+            out.append({"tool": c.function_name,
+                        "arguments": arguments if len(text) <= _RESULT_CHARS else text[:_RESULT_CHARS] + " [cut]",
+                        "result": None if result is None else result[:_RESULT_CHARS]})
+    return out
 
 
 # -- EnterpriseOps-Gym semantics ---------------------------------------------------------------------
@@ -161,36 +190,62 @@ async def _response_check(v: ResponseCheckVerifier, res: dict, view: TrialView, 
     cfg = v.validation_config
     if "error" in res:
         return Check(v.name, v.verifier_type, False, error=f"query failed: {res['error']}")
-    if not view.final_answer.strip():  # no answer satisfies a response check: no judge needed to say so
+    if cfg.subject == "final_answer" and not view.final_answer.strip():  # nothing to judge: no judge needed to fail it
         return Check(v.name, v.verifier_type, False, details="the agent gave no final answer")
+    if cfg.subject == "query_result" and not res["rows"]:
+        return Check(v.name, v.verifier_type, False, details="the query found no text to judge")
     if judge is None:
-        return Check(v.name, v.verifier_type, None, details="no judge configured (AGENTMILL_JUDGE_MODEL): not evaluated")
+        return Check(v.name, v.verifier_type, None, details=f"not evaluated: {NEEDS_JUDGE}")
+    rows = res["rows"][:_ROWS] + ([{"rows_not_shown": len(res["rows"]) - _ROWS}] if len(res["rows"]) > _ROWS else [])
+    if cfg.subject == "query_result":
+        data = {"text_to_judge": rows, "tool_calls": view.calls}
+    else:
+        data = {"database": rows, "final_answer": view.final_answer[:_ANSWER_CHARS], "tool_calls": view.calls}
     try:
-        score, reasoning = await judge.score(res["rows"], view.final_answer, cfg.comparison_prompt)
+        score, reasoning = await judge.score(cfg.comparison_prompt, data)
     except JudgeError as e:
         return Check(v.name, v.verifier_type, False, error=f"judge failed: {e}")
     return Check(v.name, v.verifier_type, score >= cfg.minimum_comparison_value, cfg.minimum_comparison_value,
                  score, details=reasoning)
 
 
-def rewards_of(checks: list[Check]) -> tuple[float, dict[str, float]]:
+def rewards_of(checks: list[Check]) -> tuple[float | None, dict[str, float]]:
+    """Reward 1 only if every check ran and passed; None (no reward) when a check did not run and
+    none of those that ran failed: what the judge would have said is unknown, never a pass."""
     counted = [c for c in checks if c.passed is not None]
     rewards = {c.name: 1.0 if c.passed else 0.0 for c in counted}
+    if len(counted) < len(checks) and all(c.passed for c in counted):  # also when no check could run
+        return None, rewards
     reward = 1.0 if counted and all(c.passed for c in counted) else 0.0
     return reward, {**rewards, "reward": reward}
 
 
-def outcome_of(checks: list[Check], reward: float) -> tuple[Outcome, str | None]:
+def outcome_of(checks: list[Check], reward: float | None) -> tuple[Outcome, str | None]:
     """Query and judge failures are the verifier's fault, never the agent's."""
     broken = [c for c in checks if c.error]
     if broken:
         return Outcome.VERIFIER_ERROR, "; ".join(f"{c.name}: {c.error}" for c in broken)[:2000]
     if not checks:
         return Outcome.VERIFIER_ERROR, "tests/verifiers.json has no verifiers"
+    if reward is None:
+        names = ", ".join(c.name for c in checks if c.passed is None)
+        return Outcome.UNJUDGED, f"{names}: {NEEDS_JUDGE}; every other check passed"
     return (Outcome.PASSED if reward >= 1.0 - 1e-9 else Outcome.FAILED), None
 
 
 # -- the trial's verifier ----------------------------------------------------------------------------
+
+
+async def _state_checks(task: Task, sb: Sandbox, spec_path: str) -> tuple[list[dict], Check | None, list[str]]:
+    """The verifiers' query results, the default 'nothing else changed' check (verify/state_diff.py;
+    None without reference calls) and the successful calls the tool host recorded."""
+    results = await run_queries(sb, spec_path, queries_of(task))
+    unchanged = None
+    if state_diff.applies(task):
+        reply = await state_diff.diff_states(task, sb, {"final": f"{TOOLS_ROOT}/db"})
+        passed, details = state_diff.verdict(reply["violations"]["final"])
+        unchanged = Check(state_diff.NAME, state_diff.VERIFIER_TYPE, passed, details=details)
+    return results, unchanged, await read_calls(require_spec(task), sb)
 
 
 def _host_folders(task: Task, scratch: Path) -> tuple[Path, Path]:
@@ -216,13 +271,15 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
                 return VerifierResult(Outcome.VERIFIER_ERROR, error=f"no tool state under {TOOLS_ROOT}: the "
                                       "environment was never prepared", seconds=time.monotonic() - started)
             spec_path = await stage_query_runner(task, sb)
-            results = await asyncio.wait_for(run_queries(sb, spec_path, queries_of(task)),
-                                             task.config.verifier.timeout_sec)
+            results, unchanged, called = await asyncio.wait_for(_state_checks(task, sb, spec_path),
+                                                                 task.config.verifier.timeout_sec)
     except (SandboxError, ToolEnvError, asyncio.TimeoutError) as e:
         outcome = (Outcome.VERIFIER_TIMEOUT if isinstance(e, asyncio.TimeoutError) else
                    Outcome.SANDBOX_ERROR if isinstance(e, SandboxError) else Outcome.VERIFIER_ERROR)
         return VerifierResult(outcome, error=str(e) or "verifier timed out", seconds=time.monotonic() - started)
-    checks = await evaluate(task, results, TrialView.from_steps(steps), judge)
+    view = TrialView.from_steps(steps)
+    view.tools_called = called  # the tool host's record of successful calls, not the agent's account
+    checks = await evaluate(task, results, view, judge) + ([unchanged] if unchanged else [])
     reward, rewards = rewards_of(checks)
     outcome, error = outcome_of(checks, reward)
     report = json.dumps({"reward": reward, "verifiers": [c.to_json() for c in checks]}, indent=1, default=str)

@@ -27,6 +27,7 @@ from agentmill.verify.isolation import HOME, PIN, verifier_env, write_pin
 from agentmill.verify.outcome import Outcome, RewardError, parse_reward
 from agentmill.verify.reward_files import JUDGE_INPUT, RewardFiles, read_reward_files, rewritten
 from agentmill.verify.staging import stage
+from agentmill.verify.start_blame import starts_over_pristine_tree
 from agentmill.verify.tamper import Tamper, TamperKind, parse_markers
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
@@ -72,12 +73,21 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     async def snapshot() -> None:  # the moment test.sh exits; leftovers may still be running
         at_exit.append(await asyncio.to_thread(read_reward_files, logs))
 
-    try:
-        run = await run_command(spec, ["/usr/bin/bash", f"/tests/{task.test_script}"],
-                                timeout=task.config.verifier.timeout_sec, env=spec.env, max_output=_KEEP_OUTPUT,
-                                linger=_GRACE, at_exit=snapshot)
-    except SandboxError as e:
-        return VerifierResult(Outcome.SANDBOX_ERROR, error=str(e), seconds=time.monotonic() - started, tamper=tamper)
+    run = None
+    for _ in range(2):  # a second try: a transient failure to start passes, the agent's damage does not
+        try:
+            run = await run_command(spec, ["/usr/bin/bash", f"/tests/{task.test_script}"],
+                                    timeout=task.config.verifier.timeout_sec, env=spec.env, max_output=_KEEP_OUTPUT,
+                                    linger=_GRACE, at_exit=snapshot)
+            break
+        except SandboxError as e:
+            failure = e
+    if run is None:
+        if await starts_over_pristine_tree(image, spec, scratch):  # the agent's final state kept it from starting
+            return VerifierResult(Outcome.FAILED, reward=0.0, seconds=time.monotonic() - started, tamper=tamper,
+                                  error=f"the verifier could not start over the agent's final state "
+                                        f"(it starts over the task's own): {failure}")
+        return VerifierResult(Outcome.SANDBOX_ERROR, error=str(failure), seconds=time.monotonic() - started, tamper=tamper)
     # The sandbox is gone, and every process in it: what the files hold now is final.
     final = await asyncio.to_thread(read_reward_files, logs)
     tamper += final.evidence + (rewritten(at_exit[0], final) if at_exit else []) + _supervision(run)
@@ -89,13 +99,19 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
     else:
         _judge(task, result, run.returncode, final.data("reward.txt"), final.data("reward.json"))
-    if tamper and result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.VERIFIER_ERROR):
-        # The agent's doing, whatever the tests said: no reward, and not the verifier's fault.
-        said = "no reward" if result.reward is None else f"{result.reward:g}"
-        result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
-        result.error = f"tamper evidence ({len(tamper)}): reward withheld (the tests said {said})"
+    withhold_for_tamper(result)
     result.seconds = time.monotonic() - started
     return result
+
+
+def withhold_for_tamper(result: VerifierResult) -> None:
+    """With tamper evidence, whatever the tests said (a pass, a fail, or no usable reward: a
+    verifier_error the agent may have caused on purpose), the trial is failed with reward 0: the
+    agent's doing, not the verifier's fault, and never rerun as one."""
+    if result.tamper and result.outcome in (Outcome.PASSED, Outcome.FAILED, Outcome.VERIFIER_ERROR):
+        said = "no reward" if result.reward is None else f"{result.reward:g}"
+        result.outcome, result.reward, result.rewards = Outcome.FAILED, 0.0, {}
+        result.error = f"tamper evidence ({len(result.tamper)}): reward withheld (the tests said {said})"
 
 
 def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | None, js: bytes | None) -> None:

@@ -46,8 +46,8 @@ def static_lints(task: Task) -> list[Lint]:
     for name, n in Counter(v.name for v in spec.verifiers).items():
         if n > 1:
             lints.append(Lint("duplicate_verifier_names", f"verifier name '{name}' is used {n} times", name))
-        if name == "reward":
-            lints.append(Lint("duplicate_verifier_names", "a verifier may not be named 'reward' (the total's entry)", name))
+        if name in ("reward", "nothing_else_changed"):  # the total's entry; the default state-diff check's
+            lints.append(Lint("duplicate_verifier_names", f"a verifier may not be named '{name}' (reward.json's own entry)", name))
     gyms = {g.name for g in spec.gyms}
     for v in spec.verifiers:
         if v.gym_name is not None and v.gym_name not in gyms:

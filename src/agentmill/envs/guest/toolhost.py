@@ -385,13 +385,30 @@ def call(tools, spec, req):
         return {"is_error": True, "content": f"tool '{name}' crashed without a result"}
 
 
+def log_call(spec, req, reply):
+    """One line per call the agent made (name, error or not, rows written), appended by the tool host
+    itself: tool_execution verifiers count these, never what an agent says it called."""
+    path = spec.get("call_log")
+    if not path:
+        return
+    line = {"name": str(req.get("name"))[:200], "is_error": bool(reply.get("is_error")),
+            "changes": int(reply.get("changes") or 0)}
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def handle(tools, spec, req):
     op = req.get("op")
     if op == "list":
         return {"tools": [schema for _, schema, _ in tools.values()],
                 "gyms": {n: g for n, (_, _, g) in tools.items()}}
     if op == "call":
-        return call(tools, spec, req)
+        reply = call(tools, spec, req)
+        log_call(spec, req, reply)
+        return reply
     if op == "ping":
         return {"pid": os.getpid()}
     return {"is_error": True, "content": f"unknown op {op!r}"}
@@ -475,6 +492,12 @@ def prepare(bundle_path, spec_path, ready, force):
         spec = json.load(f)
     reply = init(spec, use_base=True)
     reply["tools"] = len(load_all(spec))  # a tools.py that breaks the contract fails here, before any agent
+    import shutil
+
+    for gym in spec["gyms"]:  # the untouched state, kept for the verifier's 'nothing else changed'
+        untouched = os.path.join(os.path.dirname(os.path.dirname(gym["db"])), "untouched", gym["name"] + ".sqlite")
+        os.makedirs(os.path.dirname(untouched), exist_ok=True)
+        shutil.copyfile(gym["db"], untouched)
     open(ready, "w").close()
     return reply
 
@@ -545,6 +568,10 @@ def main(argv):
             reply = handle(load_all(spec), spec, json.loads(sys.stdin.read()))
         elif mode == "query":
             reply = query(spec, json.loads(sys.stdin.read()))
+        elif mode == "query-dirs":  # {"dirs": [...], "queries": [...]}: the same queries on each state
+            req = json.loads(sys.stdin.read())
+            reply = {"results": {d: query({**spec, "gyms": [{**g, "db": os.path.join(d, g["name"] + ".sqlite")}
+                                                            for g in spec["gyms"]]}, req)["results"] for d in req["dirs"]}}
         elif mode == "replay":  # {"calls": [{tool, arguments}]} in order, one result each
             tools = load_all(spec)
             calls = json.loads(sys.stdin.read())["calls"]

@@ -3,6 +3,7 @@ pass `prompts_dir` to use your own copies (same file names)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
@@ -16,6 +17,5 @@ def render(name: str, prompts_dir: Path | None = None, **values: str) -> str:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise AgentmillError(f"prompt {path}: {e.strerror}") from None
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", str(value))
-    return text
+    # one pass: a value is never scanned again, so a deliverable that contains `{{b}}` stays text
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)

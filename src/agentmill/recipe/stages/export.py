@@ -8,16 +8,19 @@ Zero rows stops the run with the reason, unless the export says `allow_empty = t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.schema import Recipe
-from agentmill.recipe.stage import Stage, StageContext, in_thread_iter, register_stage
+from agentmill.recipe.stage import Stage, StageContext, aiter_of, in_thread_iter, register_stage
 from agentmill.tasks.hashing import hash_file
 from agentmill.traces.export import FOLDER_WRITERS, write_records
 from agentmill.traces.filters import Funnel, TRACE_LENGTH_RULES, relax_hint, rules
+from agentmill.traces.render import render
+from agentmill.traces.tokens import TokenCounter
 from agentmill.traces.writer import write_json
 
 INFO = "dataset_info.json"
@@ -37,7 +40,8 @@ class ExportStage(Stage):
 
     def settings(self):
         tok = self.recipe.resolve(self.spec.tokenizer)
-        data = {**self.spec.model_dump(), "tokenizer": hash_file(tok) if tok and tok.is_file() else self.spec.tokenizer}
+        spec = self.spec.model_dump(exclude={"token_budget"} if self.spec.token_budget is None else set())
+        data = {**spec, "tokenizer": hash_file(tok) if tok and tok.is_file() else self.spec.tokenizer}
         if self.prompt_rows:  # reads the rollout directly: its own filters are part of its key
             data["filters"] = self.recipe.trace_filters.model_dump(exclude=set(TRACE_LENGTH_RULES))
         return data
@@ -47,6 +51,8 @@ class ExportStage(Stage):
 
     async def run(self, records, ctx: StageContext):
         kept = self._filtered(records, ctx) if self.prompt_rows else records
+        if self.spec.token_budget is not None:
+            kept = aiter_of(await self._within_budget(kept, ctx))
         # rendering and writing run in a worker thread, pulling one trace at a time: bounded memory,
         # and the event loop stays free
         rows = in_thread_iter(kept, asyncio.get_running_loop())
@@ -62,6 +68,24 @@ class ExportStage(Stage):
             raise AgentmillError(f"{self.step}: 0 rows: {self._why_empty(ctx)}; or set allow_empty = true on this export")
         return
         yield  # an async generator that yields nothing: a sink
+
+    async def _within_budget(self, records, ctx: StageContext) -> list:
+        """A seeded sample of the traces whose rendered conversations fit the token budget, in their
+        own order: two variants exported at one budget train on the same number of tokens."""
+        counter = TokenCounter.load(self.recipe.resolve(self.spec.tokenizer))
+        traces = [(rec, counter.count(render(rec.trajectory).messages)) async for rec in records]
+        seed = str(self.recipe.recipe.seed).encode()
+        order = sorted(range(len(traces)), key=lambda i: hashlib.sha256(seed + traces[i][0].trial_id.encode()).digest())
+        chosen, used = set(), 0
+        for i in order:
+            if used + traces[i][1] <= self.spec.token_budget:
+                chosen.add(i)
+                used += traces[i][1]
+        for i, (rec, _) in enumerate(traces):
+            if i not in chosen:
+                ctx.drop(rec.trial_id, f"over the token budget ({self.spec.token_budget})")
+        ctx.note(f"token budget {self.spec.token_budget}: {used} tokens in {len(chosen)} traces ({counter.label})")
+        return [traces[i][0] for i in sorted(chosen)]
 
     async def _filtered(self, records, ctx: StageContext):
         funnel = Funnel(rules(self.recipe.trace_filters, prompt_rows=True))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agentmill.agents import agent_class
 from agentmill.agents.registry import supports
-from agentmill.errors import AgentmillError, TaskError
+from agentmill.errors import AgentmillError, InfraStopError, TaskError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
@@ -24,6 +24,7 @@ from agentmill.rollout.identity import settings_identity
 from agentmill.rollout.runner import preflight, run_rollout
 from agentmill.rollout.store import TrialStore
 from agentmill.tasks import load_task
+from agentmill.verify.outcome import Outcome
 
 
 def sampling(model: ModelSpec, rollout: Rollout) -> SamplingParams:
@@ -90,8 +91,9 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
     )
     store = TrialStore(store_dir or default_store_dir(run_dir))
     preflight(run_dir, config)  # refuse before starting a model server
+    # retry_infra: trials an outage ended are never a result here; the same `run` runs them again
     kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store,
-                  executor=_executor(rollout, say))
+                  executor=_executor(rollout, say), retry_infra=True)
     try:
         if served is not None:
             async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env,
@@ -103,9 +105,23 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
         if say:
             say(f"rollout interrupted: {interrupted_counts(run_dir)}")
         raise
+    stop_on_outage(run_dir, result.planned)
     report.count_out = result.planned
     note = f"{result.planned} trials ({result.ran} run now, {result.reused} reused from earlier runs, {result.skipped} already done)"
     report.notes.append(note)
     if say:
         say(f"rollout: {note}")
     return report
+
+
+def stop_on_outage(run_dir: Path, planned: int) -> None:
+    """Trials that ended because the endpoint failed make the stage unfinished (never cached): its
+    traces would be missing, and the filters after it would blame the data for the outage."""
+    from agentmill.models.outages import outage_lines
+    from agentmill.rollout.infra import finished_rows
+
+    failed = [r for r in finished_rows(run_dir) if r["outcome"] == Outcome.INFRA_ERROR.value]
+    if failed:
+        raise InfraStopError(f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
+                             + "; ".join(outage_lines(r["exception"] for r in failed)) + "). The stage is not cached: "
+                             "run the same command again once the endpoint works, and only those trials run again")

@@ -13,7 +13,8 @@ from agentmill.tasks.hashing import hash_text
 def source_path(recipe: Recipe, source: Source):
     if source.sample:
         return sample_dataset_path()
-    return tasks_folder(source.kind, recipe.resolve(source.path))  # a producer's output folder: its tasks
+    # a producer's output folder, or a generator's input and options: its tasks
+    return tasks_folder(source.kind, recipe.resolve(source.path), source.params or None)
 
 
 def source_fingerprint(recipe: Recipe) -> str:

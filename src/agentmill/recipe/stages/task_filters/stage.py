@@ -42,24 +42,40 @@ class TaskFilterStage(Stage):
         self.prompts_dir = recipe.resolve(recipe.augment.prompts_dir)
 
     def settings(self):
+        scope = {"sources": self.spec.sources, "per_source": self.spec.per_source, "placement": self.spec.placement}
+        scoped = {k: v for k, v in scope.items() if v not in ([], False, "before_mix")}  # defaults keep old cache keys
         return {"kind": self.name, "params": self.params,
-                "model": model_identity(self.model) if self.model else None, "prompts": self._prompt_digest()}
+                "model": model_identity(self.model) if self.model else None, "prompts": self._prompt_digest(), **scoped}
 
     def describe(self) -> str:
         return f"task filter {self.name}"
 
     async def run(self, records, ctx: StageContext):
         tasks = [t async for t in records]
-        fn = type(self).fn
+        scope = set(self.spec.sources)
+        inside = [t for t in tasks if not scope or t.source in scope]
+        groups = _by_source(inside) if self.spec.per_source else [inside]
+        kept: list[TaskEntry] = []
         if self.model is not None:
             async with ctx.open_model(self.model) as model:
-                kept, report = await fn(tasks, self.params, self._context(ctx, model))
+                for group in groups:
+                    kept += await self._filter(group, ctx, model)
         else:
-            kept, report = await fn(tasks, self.params, self._context(ctx, None))
-        ctx.report.dropped += report.dropped
-        ctx.report.notes += report.notes
-        for t in kept:
+            for group in groups:
+                kept += await self._filter(group, ctx, None)
+        for t in _in_order(tasks, inside, kept):
             yield t
+
+    async def _filter(self, tasks: list[TaskEntry], ctx: StageContext, model) -> list[TaskEntry]:
+        if not tasks:
+            return []
+        kept, report = await type(self).fn(tasks, self.params, self._context(ctx, model))
+        ctx.report.dropped += report.dropped
+        if self.spec.per_source:
+            ctx.report.notes += [f"{tasks[0].source}: {note}" for note in report.notes]
+        else:
+            ctx.report.notes += report.notes
+        return kept
 
     def _context(self, ctx: StageContext, model) -> FilterContext:
         return FilterContext(model=model, builder=ctx.builder, workdir=ctx.out,
@@ -73,6 +89,24 @@ class TaskFilterStage(Stage):
             for p in sorted(Path(folder).glob("*.md")) if Path(folder).is_dir() else []:
                 h.update(p.name.encode() + b"\0" + p.read_bytes())
         return h.hexdigest()[:16]
+
+
+def _by_source(tasks: list[TaskEntry]) -> list[list[TaskEntry]]:
+    groups: dict[str, list[TaskEntry]] = {}
+    for t in tasks:
+        groups.setdefault(t.source, []).append(t)
+    return list(groups.values())
+
+
+def _in_order(tasks: list[TaskEntry], inside: list[TaskEntry], kept: list[TaskEntry]) -> list[TaskEntry]:
+    """The tasks outside the filter's scope untouched, in place; each kept task where it stood (task names
+    are unique in a set; a filter may hand back an updated copy, e.g. with scores)."""
+    if len(inside) == len(tasks):
+        return kept  # the whole set was filtered: its own order (a filter may rank)
+    scoped = {t.name for t in inside}
+    by_name = {t.name: t for t in kept}
+    out = [t if t.name not in scoped else by_name.pop(t.name) for t in tasks if t.name not in scoped or t.name in by_name]
+    return out + list(by_name.values())
 
 
 def register_task_filter(kind: str, fn: FilterFn, check: Callable[[dict], Any], *, needs_model: bool = False,

@@ -1,0 +1,56 @@
+"""Trial identity: every identity field, varied alone, makes a different trial (and a different
+recipe rollout key); every operational field leaves it alone. A field dropped from the hash would
+let the trial store and the recipe cache hand back trials made under other settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentmill.models.client import SamplingParams
+from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.identity import config_identity, settings_identity, trial_id
+
+BASE = dict(dataset="/d", task_hashes={"t": "h"}, agent="terminus", agent_version="1", model="m",
+            sampling=SamplingParams(), max_turns=20, max_context=None)
+VARIED = {
+    "agent": "tools",
+    "agent_version": "2",
+    "model": "other-model",
+    "max_turns": 21,
+    "max_context": 4096,
+    "sampling": SamplingParams(temperature=0.1),
+    "sampling.top_p": SamplingParams(top_p=0.5),
+    "sampling.max_tokens": SamplingParams(max_tokens=17),
+    "sampling.seed": SamplingParams(seed=3),
+}
+OPERATIONAL = {"dataset": "/elsewhere", "base_url": "http://10.1.2.3:9/v1", "api_key_env": "OTHER_KEY",
+               "concurrency": 7, "model_concurrency": 3, "request_timeout": 5.0, "max_retries": 0}
+
+
+@pytest.mark.parametrize("field", list(VARIED))
+def test_each_identity_field_changes_the_trial(field):
+    base = RolloutConfig(**BASE)
+    changed = RolloutConfig(**{**BASE, field.split(".")[0]: VARIED[field]})
+    assert trial_id(changed, "h", 0) != trial_id(base, "h", 0)
+    assert config_identity(changed) != config_identity(base)
+    assert changed.identity_changes(base) != []
+
+
+@pytest.mark.parametrize("field", list(OPERATIONAL))
+def test_operational_fields_keep_the_trial(field):
+    base = RolloutConfig(**BASE)
+    changed = RolloutConfig(**{**BASE, field: OPERATIONAL[field]})
+    assert trial_id(changed, "h", 0) == trial_id(base, "h", 0) and changed.identity_changes(base) == []
+
+
+def test_task_hash_and_attempt_are_identity():
+    base = RolloutConfig(**BASE)
+    assert len({trial_id(base, "h", 0), trial_id(base, "h2", 0), trial_id(base, "h", 1)}) == 3
+
+
+@pytest.mark.parametrize("field, value", [("agent_version", "2"), ("max_turns", 21), ("agent", "tools"),
+                                          ("model", "n"), ("sampling", SamplingParams(temperature=0.2))])
+def test_settings_identity_carries_every_field_the_recipe_keys_on(field, value):
+    # the recipe's rollout stage key (recipe/stages/rollout.py) is this dict: each field must change it
+    base = dict(agent="terminus", agent_version="1", model="m", sampling=SamplingParams(), max_turns=20)
+    assert settings_identity(**{**base, field: value}) != settings_identity(**base)
