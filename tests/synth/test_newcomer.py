@@ -26,36 +26,66 @@ from tests.synth.scripted import card_line, config_text, critic, judge, role_ser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "synth"
 NOW = "2026-03-16T09:30:00Z"
-RUNBOOK = {"title": "Server maintenance runbook",
-           "text": "Before a disk or memory replacement the owner team sets the server's CMDB status to maintenance, "
-                   "so monitoring stops paging. Find the server by its host name first; never guess its id."}
+RUNBOOK = {
+    "title": "Server maintenance runbook",
+    "text": "Before a disk or memory replacement the owner team sets the server's CMDB status to maintenance, "
+    "so monitoring stops paging. Find the server by its host name first; never guess its id.",
+}
 
 
 def _itsm(host: str, ci: str, prompt: str) -> dict:
     q = lambda sql, want: {"query": sql, "expected_value": want, "comparison_type": "equals"}  # noqa: E731
-    return {"system": "You are the IT service desk assistant of Corvid Logistics. You act as Amara Adeyemi (USR0015), "
-                      f"Systems Administrator, at {NOW}. Look records up before you change them.",
-            "prompt": prompt, "seed_sql": "UPDATE itsm_context SET value = 'USR0015' WHERE key = 'current_user';",
-            "calls": [{"tool": "search_config_items", "arguments": {"query": host}},
-                      {"tool": "update_config_item_status", "arguments": {"ci_id": ci, "status": "maintenance"}}],
-            "answer": f"{host} is in maintenance now.",
-            "verifiers": [
-                {"name": "in_maintenance", "verifier_type": "database_state", "validation_config": q(
-                    f"SELECT COUNT(*) FROM config_items WHERE id = '{ci}' AND status = 'maintenance' AND updated_at = '{NOW}'", 1)},
-                {"name": "audited", "verifier_type": "database_state", "validation_config": q(
+    return {
+        "system": "You are the IT service desk assistant of Corvid Logistics. You act as Amara Adeyemi (USR0015), "
+        f"Systems Administrator, at {NOW}. Look records up before you change them.",
+        "prompt": prompt,
+        "seed_sql": "UPDATE itsm_context SET value = 'USR0015' WHERE key = 'current_user';",
+        "calls": [
+            {"tool": "search_config_items", "arguments": {"query": host}},
+            {"tool": "update_config_item_status", "arguments": {"ci_id": ci, "status": "maintenance"}},
+        ],
+        "answer": f"{host} is in maintenance now.",
+        "verifiers": [
+            {
+                "name": "in_maintenance",
+                "verifier_type": "database_state",
+                "validation_config": q(
+                    f"SELECT COUNT(*) FROM config_items WHERE id = '{ci}' AND status = 'maintenance' AND updated_at = '{NOW}'",
+                    1,
+                ),
+            },
+            {
+                "name": "audited",
+                "verifier_type": "database_state",
+                "validation_config": q(
                     "SELECT group_concat(a.field || '|' || a.actor_id || '|' || ifnull(a.old_value, 'NULL') || '|' || "
                     f"ifnull(a.new_value, 'NULL'), ';') FROM audit_log a WHERE a.record = '{ci}' AND a.action = 'status'",
-                    "status|USR0015|operational|maintenance")},
-                {"name": "only_one_changed", "verifier_type": "database_state", "validation_config": q(
-                    f"SELECT COUNT(*) FROM config_items WHERE updated_at >= '{NOW}'", 1)}],
-            "entities": [{"table": "config_items", "column": "id", "value": ci}],
-            "documents": [RUNBOOK]}
+                    "status|USR0015|operational|maintenance",
+                ),
+            },
+            {
+                "name": "only_one_changed",
+                "verifier_type": "database_state",
+                "validation_config": q(f"SELECT COUNT(*) FROM config_items WHERE updated_at >= '{NOW}'", 1),
+            },
+        ],
+        "entities": [{"table": "config_items", "column": "id", "value": ci}],
+        "documents": [RUNBOOK],
+    }
 
 
-TASKS = {"win-csc-prod-01": _itsm("win-csc-prod-01", "CI00033", "win-csc-prod-01 gets a new disk this morning. "
-                                  "Please set it to maintenance in the CMDB, as the runbook says."),
-         "win-cssp-prod-02": _itsm("win-cssp-prod-02", "CI00044", "Memory swap on win-cssp-prod-02 starts now; flag "
-                                   "that server as in maintenance in the CMDB.")}
+TASKS = {
+    "win-csc-prod-01": _itsm(
+        "win-csc-prod-01",
+        "CI00033",
+        "win-csc-prod-01 gets a new disk this morning. Please set it to maintenance in the CMDB, as the runbook says.",
+    ),
+    "win-cssp-prod-02": _itsm(
+        "win-cssp-prod-02",
+        "CI00044",
+        "Memory swap on win-cssp-prod-02 starts now; flag that server as in maintenance in the CMDB.",
+    ),
+}
 
 
 def _generator(request: dict) -> Reply:
@@ -75,7 +105,10 @@ def _player(solves: bool):
         calls = TASKS[host]["calls"]
         if done >= len(calls):
             return Reply(TASKS[host]["answer"])
-        return Reply(None, tool_calls=[{"id": f"c{done}", "name": calls[done]["tool"], "arguments": calls[done]["arguments"]}])
+        return Reply(
+            None, tool_calls=[{"id": f"c{done}", "name": calls[done]["tool"], "arguments": calls[done]["arguments"]}]
+        )
+
     return policy
 
 
@@ -84,8 +117,13 @@ def test_the_example_config_and_cards_run_as_written_against_scripted_endpoints(
     work = tmp_path / "example"
     shutil.copytree(EXAMPLES, work)
     monkeypatch.setenv("TEACHER_API_KEY", "not-a-secret")
-    servers = {"generator": ChatServer(_generator), "critic": ChatServer(critic), "judge": ChatServer(judge),
-               "target": ChatServer(_player(False)), "solver": ChatServer(_player(True))}
+    servers = {
+        "generator": ChatServer(_generator),
+        "critic": ChatServer(critic),
+        "judge": ChatServer(judge),
+        "target": ChatServer(_player(False)),
+        "solver": ChatServer(_player(True)),
+    }
     with ExitStack() as stack:
         servers = {r: stack.enter_context(s) for r, s in servers.items()}
         text = (work / "synth.toml").read_text()
@@ -97,7 +135,9 @@ def test_the_example_config_and_cards_run_as_written_against_scripted_endpoints(
     assert result.exit_code == 0, result.output
     assert "accepted 1 target samples and 1 variants" in result.output
     # not a terminal: one progress line per finished box
-    assert re.search(r"box cmdb-maintenance-s0000: accepted \(1 of \d+ boxes; accepted 1\)", result.output), result.output
+    assert re.search(r"box cmdb-maintenance-s0000: accepted \(1 of \d+ boxes; accepted 1\)", result.output), (
+        result.output
+    )
     # the user's card named a source task found nowhere near it: used, with the barrier's note
     assert "the information barrier could not check this card" in result.output
     out = work / "synth-out"
@@ -106,9 +146,10 @@ def test_the_example_config_and_cards_run_as_written_against_scripted_endpoints(
     # the knowledge document is part of the task's setup: a file of the task, and what the agent was given
     assert (out / "tasks" / tasks[0] / "documents" / "00.md").read_text().startswith("# Server maintenance runbook")
     assert RUNBOOK["text"] in solver_requests[0]["messages"][0]["content"]
+    import asyncio
+
     from agentmill.rollout.check import check_tasks
     from agentmill.tasks import load_dataset
-    import asyncio
 
     results = asyncio.run(check_tasks(load_dataset(out / "tasks").tasks))
     assert {r.verdict for r in results} == {"ok"}
@@ -116,10 +157,14 @@ def test_the_example_config_and_cards_run_as_written_against_scripted_endpoints(
 
 def test_user_cards_meet_the_information_barrier(tmp_path):
     clean = CapabilityCard.model_validate_json((EXAMPLES / "cards.jsonl").read_text().splitlines()[0])
-    leaky = clean.model_copy(update={"card_id": "leaky", "workflow": ["search the CMDB for win-ef-prod-04",
-                                                                     "set CI00016 to maintenance"]})
-    config = SimpleNamespace(diagnosis=None, barrier=None,
-                             synth=SimpleNamespace(benchmarks=[sample_tools_path()], cards=tmp_path / "cards.jsonl"))
+    leaky = clean.model_copy(
+        update={"card_id": "leaky", "workflow": ["search the CMDB for win-ef-prod-04", "set CI00016 to maintenance"]}
+    )
+    config = SimpleNamespace(
+        diagnosis=None,
+        barrier=None,
+        synth=SimpleNamespace(benchmarks=[sample_tools_path()], cards=tmp_path / "cards.jsonl"),
+    )
     store = SynthStore(tmp_path / "out")
     try:
         kept, notes = barrier_user_cards([clean, leaky], config, store)
@@ -136,9 +181,15 @@ def test_a_token_budget_stops_the_run_cleanly_and_holds_on_resume(tmp_path):
     cards.write_text("".join(card_line(c) + "\n" for c in ("good", "weak", "badref")))
     with ExitStack() as stack:
         servers = {r: stack.enter_context(s) for r, s in role_servers().items()}
-        (tmp_path / "synth.toml").write_text(config_text(servers, cards, workers=1, multiply_per_target=1, max_tokens=1))
-        runs = [CliRunner().invoke(app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"),
-                                         "--no-report"]) for _ in range(2)]
+        (tmp_path / "synth.toml").write_text(
+            config_text(servers, cards, workers=1, multiply_per_target=1, max_tokens=1)
+        )
+        runs = [
+            CliRunner().invoke(
+                app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"), "--no-report"]
+            )
+            for _ in range(2)
+        ]
     for result in runs:
         assert result.exit_code == 0, result.output
         assert "stopped: token budget spent" in result.output
@@ -150,14 +201,22 @@ def test_a_token_budget_stops_the_run_cleanly_and_holds_on_resume(tmp_path):
 
 
 def test_a_missing_or_unknown_gym_is_one_clear_error_and_out_is_untouched(tmp_path):
-    base = config_text({r: SimpleNamespace(base_url="http://127.0.0.1:9/v1") for r in ("generator", "critic", "judge",
-                                                                                         "target", "solver")},
-                       tmp_path / "cards.jsonl")
-    cases = {"missing": (base.replace('gym_dir = "', 'gym_dir = "/nonexistent'), "env.gym_dir", "no such folder"),
-             "unknown": (re.sub(r'gym_dir = "[^"]*"', 'gyms = ["hr"]', base), "env.gyms", "unknown gym 'hr'")}
+    base = config_text(
+        {
+            r: SimpleNamespace(base_url="http://127.0.0.1:9/v1")
+            for r in ("generator", "critic", "judge", "target", "solver")
+        },
+        tmp_path / "cards.jsonl",
+    )
+    cases = {
+        "missing": (base.replace('gym_dir = "', 'gym_dir = "/nonexistent'), "env.gym_dir", "no such folder"),
+        "unknown": (re.sub(r'gym_dir = "[^"]*"', 'gyms = ["hr"]', base), "env.gyms", "unknown gym 'hr'"),
+    }
     for name, (text, field, problem) in cases.items():
         (tmp_path / f"{name}.toml").write_text(text)
-        result = CliRunner().invoke(app, ["synth", "run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / name)])
+        result = CliRunner().invoke(
+            app, ["synth", "run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / name)]
+        )
         assert result.exit_code == 2 and field in result.output and problem in result.output, result.output
         assert not (tmp_path / name).exists()  # a corrected config runs into the same --out
     # a role name in brackets is text, not markup rich would swallow

@@ -11,8 +11,10 @@ from agentmill.synth.store import SynthStore
 class Budget:
     def __init__(self, settings, store: SynthStore, clients: dict):
         self.max_tokens, self.max_cost = settings.max_tokens, settings.max_cost_usd
-        before = store.rows("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS t, "
-                            "COALESCE(SUM(cost_usd), 0) AS c FROM usage")[0]
+        before = store.rows(
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS t, "
+            "COALESCE(SUM(cost_usd), 0) AS c FROM usage"
+        )[0]
         self.tokens_before, self.cost_before = before["t"], before["c"]
         self.clients = clients
         self.spent: str | None = None  # why the run stopped, once it did

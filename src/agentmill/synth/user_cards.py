@@ -20,25 +20,35 @@ def source_folder(card: CapabilityCard, config) -> Path | None:
         roots.append(config.synth.cards.parent)
     for root in roots:
         folder = Path(root) / card.source_task
-        if card.source_task not in ("", ".", "..") and "/" not in card.source_task and (folder / "instruction.md").is_file():
+        if (
+            card.source_task not in ("", ".", "..")
+            and "/" not in card.source_task
+            and (folder / "instruction.md").is_file()
+        ):
             return folder
     return None
 
 
-def barrier_user_cards(cards: list[CapabilityCard], config, store: SynthStore) -> tuple[list[CapabilityCard], list[str]]:
+def barrier_user_cards(
+    cards: list[CapabilityCard], config, store: SynthStore
+) -> tuple[list[CapabilityCard], list[str]]:
     kept, notes = [], []
     for card in cards:
         folder = source_folder(card, config)
         if folder is None:
-            notes.append(f"{card.card_id}: source task {card.source_task!r} not found among the evaluation tasks; "
-                         "the information barrier could not check this card")
+            notes.append(
+                f"{card.card_id}: source task {card.source_task!r} not found among the evaluation tasks; "
+                "the information barrier could not check this card"
+            )
             kept.append(card)
             continue
         leaks = check_card_against_task(card, folder, config.barrier or BarrierConfig())
         if leaks:
             store.barrier_rejection(card, [leak.model_dump() for leak in leaks])
-            notes.append(f"{card.card_id}: card rejected by the information barrier: {leaks[0].kind} "
-                         f"{leaks[0].value!r} in {leaks[0].field} (from {card.source_task})")
+            notes.append(
+                f"{card.card_id}: card rejected by the information barrier: {leaks[0].kind} "
+                f"{leaks[0].value!r} in {leaks[0].field} (from {card.source_task})"
+            )
             continue
         kept.append(card)
     return kept, notes
