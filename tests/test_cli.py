@@ -31,7 +31,10 @@ def test_check_json_and_broken_tasks(tmp_path):
     assert rows["broken"]["verdict"] == "broken" and rows["broken"]["oracle"] is None
     assert "broken/task.toml: field 'agent.timeout_sec'" in rows["broken"]["reason"]
     assert rows["good"]["verdict"] == "ok"
-    assert rows["good"]["oracle"] == {"reward": 1.0, "outcome": "passed", "exception": None}
+    good = rows["good"]["oracle"]
+    assert {k: good[k] for k in ("reward", "outcome", "exception")} == {"reward": 1.0, "outcome": "passed", "exception": None}
+    assert Path(good["trial_dir"], "result.json").is_file() and good["notes"] == []
+    assert rows["unsolvable"]["reason"].startswith("oracle: ")  # the oracle's own cause (the test's output)
     assert rows["good"]["nop"]["reward"] == 0.0 and rows["good"]["nop"]["outcome"] == "failed"
     assert rows["vacuous"]["verdict"] == "vacuous"
     assert rows["unsolvable"]["verdict"] == "unsolvable"

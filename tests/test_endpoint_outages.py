@@ -483,3 +483,29 @@ def test_sigterm_ends_a_ground_run_as_ctrl_c_does(tmp_path):
         r = agentmill(*cmd, env=env)
     assert r.returncode == 0, r.stderr
     assert "1 of 1 seeds admitted" in r.stdout, r.stderr
+
+
+# -- the trial store ---------------------------------------------------------------------------------
+
+def test_a_new_out_beside_an_earlier_one_does_not_pay_the_model_again(tmp_path):
+    for i in range(2):
+        simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
+    with ChatServer(HELLO) as server:
+        def rollout(out, *extra):
+            return agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url",
+                             server.base_url, "--temperature", "0", "--out", tmp_path / "runs" / out, *extra)
+
+        assert rollout("a").returncode == 0
+        paid = len(server.requests)
+        r = rollout("b")
+        assert r.returncode == 0, r.stderr
+        assert "0 trials run, 0 already done, 0 recovered, 2 reused from earlier runs" in r.stderr
+        assert len(server.requests) == paid  # nothing asked again
+        s = json.loads(agentmill("status", tmp_path / "runs" / "b", "--json").stdout)
+        assert s["outcomes"] == {"passed": 2} and (tmp_path / "runs" / ".trial-store").is_dir()
+        r = agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url", server.base_url,
+                      "--temperature", "0.5", "--out", tmp_path / "runs" / "c")  # other sampling: other trials, paid for
+        assert "2 trials run" in r.stderr and len(server.requests) > paid
+        paid = len(server.requests)
+        r = rollout("d", "--no-store")
+        assert "2 trials run" in r.stderr and len(server.requests) > paid

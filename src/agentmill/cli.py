@@ -135,6 +135,8 @@ def check(
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Trials run at once."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write per-task results as JSON here."),
+    trials: Optional[Path] = typer.Option(None, "--trials", help="Keep each trial's record (result.json, the "
+                                          "verifier's output) here; default: a new folder in the temp folder."),
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
@@ -142,9 +144,13 @@ def check(
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
     ds = _load(dataset, sample, task, sample_tools)
+    if trials is None:
+        import tempfile
+
+        trials = Path(tempfile.mkdtemp(prefix="agentmill-check-"))
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
-            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency,
+            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency, keep=trials,
                                               on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
         except AgentmillError as e:
             _fail(str(e))
@@ -162,6 +168,7 @@ def check(
         table.add_row(row["task"], "-", "-", "[red]broken[/red]", Text(row["reason"][:200]))
     out.print(table)
     out.print(check_summary(rows), highlight=False)
+    out.print(f"trial records (result.json, verifier/stdout.txt): {trials}/<task>/<agent>", highlight=False)
     if json_path:
         _write_json(json_path, sorted(rows, key=lambda r: r["task"]))
     # needs_judge and no_verifier are no failure of the task: what can be audited was audited
@@ -220,13 +227,15 @@ def rollout(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
     no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Trial store shared across run folders: finished trials with the same identity are taken from it, not run again. Default: .trial-store beside --out."),
+    no_store: bool = typer.Option(False, "--no-store", help="Run every trial here, taking none from the trial store and keeping none in it."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
     from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
-    from agentmill.rollout.commands import execute_rollout, infra_exit, report_line
+    from agentmill.rollout.commands import default_store, execute_rollout, infra_exit, report_line
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.runner import unique_tasks
 
@@ -269,7 +278,8 @@ def rollout(
     try:
         report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
                                  retry_infra=retry == "infra", retry_unjudged=retry == "unjudged", console=console,
-                                 executor=runner, check_endpoint=not no_preflight)
+                                 executor=runner, check_endpoint=not no_preflight,
+                                 store=None if no_store else (store or default_store(out)))
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
@@ -310,10 +320,10 @@ def export(
     reasoning: str = typer.Option("think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"),
     tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokenizer.json, HF tokenizer folder or .gguf, for --max-tokens"),
     filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
-    min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5; 0 disables)."),
+    min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5, and 2 for a tool-calling model agent's traces; 0 disables)."),
     drop_outcome: list[str] = typer.Option([], "--drop-outcome", help="Drop this outcome (repeatable; replaces the default set)."),
     keep_all_outcomes: bool = typer.Option(False, "--keep-all-outcomes", help="Drop no outcome."),
-    reward: Optional[str] = typer.Option(None, "--reward", help="success | failure | any (default: any)"),
+    reward: Optional[str] = typer.Option(None, "--reward", help="success | failure | any (default: any: failed traces are exported too; success keeps only passed ones)"),
     min_reward: Optional[float] = typer.Option(None, "--min-reward", help="Keep traces whose reward is at least this (default: no threshold)."),
     completion: Optional[str] = typer.Option(None, "--completion", help="claimed | unclaimed | any (default: any)"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this under the chat template."),

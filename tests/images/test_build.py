@@ -101,34 +101,89 @@ def test_failing_run_step_reports_line_and_output(tmp_path):
     assert "about-to-fail" in err.value.log
 
 
+# A RUN step that appends to a file, then fetches from a real HTTP server on the host's loopback
+# (build steps have the network), printing what a failed fetch prints.
 FLAKY_FETCH = ("FROM debian:bookworm\nWORKDIR /app\n"
-               "RUN n=$(cat /root/tries 2>/dev/null || echo 0); echo $((n+1)) > /root/tries; "
-               "if [ $n -lt {fail_times} ]; then echo 'curl: (6) Could not resolve host: files.example.org' >&2; exit 6; fi; "
-               "echo fetched > /app/payload\n")
+               "RUN echo ran >> /app/runs && python3 -c \"import urllib.request as u; "
+               "print(u.urlopen('http://127.0.0.1:{port}/payload').read().decode())\" > /app/payload "
+               "|| { echo 'fetch: 503 Service Unavailable'; exit 6; }\n")
 
 
-def test_transient_network_error_is_retried(tmp_path):
-    task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{fail_times}", "1")))
-    builder = ImageBuilder(cache=scratch_cache(tmp_path), retry_delays=(0.05, 0.05))
-    image = asyncio.run(builder.get(task))
+class _Flaky:
+    """An HTTP server whose first `fail_times` answers are 503; it counts the requests it got."""
+
+    def __init__(self, fail_times: int):
+        import http.server
+        import threading
+
+        flaky = self
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                flaky.requests += 1
+                ok = flaky.requests > fail_times
+                self.send_response(200 if ok else 503)
+                self.end_headers()
+                self.wfile.write(b"fetched" if ok else b"busy")
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_transient_network_error_is_retried_from_an_empty_tree(tmp_path):
+    # The failed attempt had already appended to /app/runs: a retry in place would run the step on
+    # a tree that holds its half-result (`adduser` then says the user exists). The retry starts the
+    # build again, so every RUN runs once on its parent's result (planted in-place retry: runs twice).
+    server = _Flaky(fail_times=1)
+    try:
+        task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{port}", str(server.port))))
+        builder = ImageBuilder(cache=scratch_cache(tmp_path), retry_delays=(0.05, 0.05))
+        image = asyncio.run(builder.get(task))
+    finally:
+        server.close()
+    assert server.requests == 2  # failed once, then succeeded
     assert (image.rootfs / "app/payload").read_text() == "fetched\n"
-    assert (image.rootfs / "root/tries").read_text().strip() == "2"  # failed once, then succeeded
+    assert (image.rootfs / "app/runs").read_text() == "ran\n"
+
+
+def test_a_step_that_adds_a_user_is_built_as_a_real_image_not_refused():
+    # The host's /etc is read-only in host builds: such a step is for the Debian builder, decided
+    # before it runs (never half-run on the host's tree first).
+    from agentmill.images.build import _USER_TOOLS
+
+    assert _USER_TOOLS.search("adduser --disabled-password --gecos '' appuser")
+    assert _USER_TOOLS.search("apt-get update && useradd -m agent")
+    assert not _USER_TOOLS.search("pip install fastapi-users && echo add-user-docs")
 
 
 def test_network_failure_is_reported_but_never_cached_on_disk(tmp_path):
     from agentmill.images.build import NetworkFetchError, image_key
 
-    task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{fail_times}", "99")))
-    cache = scratch_cache(tmp_path)
-    builder = ImageBuilder(cache=cache, retry_delays=(0.05, 0.05))
-    with pytest.raises(NetworkFetchError, match=r"Dockerfile:3: RUN's network fetch failed 3 times") as err:
-        asyncio.run(builder.get(task))
-    assert "container backend" in str(err.value)  # still reported as what it needs
-    assert not list(builder.root.glob("*.needs-container"))
-    with pytest.raises(NetworkFetchError):  # this process does not hammer the network again
-        asyncio.run(builder.get(task))
-    fresh = ImageBuilder(cache=cache, retry_delays=(0.05,))
-    assert fresh._load(image_key(task)) is None  # a later run builds again
+    server = _Flaky(fail_times=99)
+    try:
+        task = load_task(simple_task(tmp_path, dockerfile=FLAKY_FETCH.replace("{port}", str(server.port))))
+        cache = scratch_cache(tmp_path)
+        builder = ImageBuilder(cache=cache, retry_delays=(0.05, 0.05))
+        with pytest.raises(NetworkFetchError, match=r"Dockerfile:3: RUN's network fetch failed 3 times") as err:
+            asyncio.run(builder.get(task))
+        assert server.requests == 3
+        assert "container backend" in str(err.value)  # still reported as what it needs
+        assert not list(builder.root.glob("*.needs-container"))
+        with pytest.raises(NetworkFetchError):  # this process does not hammer the network again
+            asyncio.run(builder.get(task))
+        assert server.requests == 3
+        fresh = ImageBuilder(cache=cache, retry_delays=(0.05,))
+        assert fresh._load(image_key(task)) is None  # a later run builds again
+    finally:
+        server.close()
 
 
 def test_images_command_lists_and_prunes(tmp_path, monkeypatch):
@@ -188,3 +243,25 @@ def test_one_builder_serves_several_event_loops(tmp_path):
 
     first, second = asyncio.run(together()), asyncio.run(together())
     assert len({image.key for image in first + second}) == 1
+
+
+def test_astrals_uv_installer_in_a_run_step_installs_the_asked_uv(tmp_path):
+    # `curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh` in a Dockerfile: where astral.sh is
+    # unreachable (here: only PyPI, Debian's archive and npm are), the same uv release comes from
+    # PyPI's uv wheel and the image says so (planted: no curl shim, caught: uv not found).
+    df = ("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\n"
+          "RUN curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nENV PATH=\"/root/.local/bin:$PATH\"\n"
+          "RUN uv --version > /app/uv-version && . $HOME/.local/bin/env && uvx --version >> /app/uv-version\n")
+    _, _, image = build(tmp_path, df)
+    assert (image.rootfs / "app/uv-version").read_text() == "uv 0.7.13\nuvx 0.7.13\n"
+    noted = [n for n in image.notes if "astral.sh is unreachable" in n]
+    assert noted == [] or "uv 0.7.13 was installed from PyPI's uv wheel" in noted[0]
+
+
+def test_a_failed_steps_reason_is_its_last_words_not_curls_progress_meter():
+    from agentmill.images.errors import last_words
+
+    meter = ("  % Total    % Received % Xferd  Average Speed\n\r  0     0    0     0    0     0      0      0 "
+             "--:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: huggingface.co\n")
+    assert last_words(meter) == "curl: (6) Could not resolve host: huggingface.co"
+    assert last_words("E: Unable to locate package nope\n  100  2.5k\n") == "E: Unable to locate package nope"

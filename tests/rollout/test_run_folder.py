@@ -87,7 +87,7 @@ FAULTS = textwrap.dedent('''
     """Injected faults for one test run: they stand where the real parts stand (uid pool, copy, verifier)."""
     import itertools, os, subprocess
     import agentmill.images.build as build
-    import agentmill.rollout.trial as trial
+    import agentmill.verify.test_script as test_script  # a terminal task's verifier, imported where it is called
     import agentmill.sandbox.bwrap as bwrap
 
     _leases = itertools.count(1)
@@ -107,14 +107,14 @@ FAULTS = textwrap.dedent('''
         return _real_instantiate(self, dest)
 
     build.Image.instantiate = instantiate
-    _real_verify = trial.verify
+    _real_verify = test_script.verify
 
     async def verify(task, *args, **kw):
         if task.name == "boom":
             raise ValueError("an unexpected bug in the harness")
         return await _real_verify(task, *args, **kw)
 
-    trial.verify = verify
+    test_script.verify = verify
 ''')
 
 

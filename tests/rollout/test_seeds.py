@@ -38,7 +38,7 @@ def test_seeds_on_the_wire_repeat_across_runs_and_differ_across_attempts_and_tur
         _rollout(data, tmp_path / "a", srv.base_url, "--seed", "7")
         first = _seeds(srv.requests)
         srv.requests.clear()
-        _rollout(data, tmp_path / "b", srv.base_url, "--seed", "7")
+        _rollout(data, tmp_path / "b", srv.base_url, "--seed", "7", "--no-store")  # the wire again, not the store
         again = _seeds(srv.requests)
         srv.requests.clear()
         _rollout(data, tmp_path / "c", srv.base_url)

@@ -81,9 +81,9 @@ def _trial(outcome: Outcome, exception: str | None = None) -> TrialResult:
 
 
 def test_check_reports_a_task_that_needs_a_judge_and_does_not_call_it_ok(tmp_path):
-    from agentmill.tasks.model import Task
+    from agentmill.tasks.model import Task, TaskConfig
 
-    task = Task.model_construct(name="t", path=tmp_path)
+    task = Task.model_construct(name="t", path=tmp_path, config=TaskConfig())
     why = "explains: needs a judge (set AGENTMILL_JUDGE_MODEL/AGENTMILL_JUDGE_BASE_URL); every other check passed"
     needs = CheckResult(task, _trial(Outcome.UNJUDGED, why), _trial(Outcome.FAILED))
     assert needs.verdict == "needs_judge" and needs.verdict in CHECK_PASSES

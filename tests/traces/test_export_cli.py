@@ -31,7 +31,7 @@ def test_zero_rows_names_the_rule_and_exits_non_zero(rollout, tmp_path):
     out = tmp_path / "o.jsonl"
     r = agentmill("export", str(rollout), "--format", "trl", "--out", str(out))  # default min_turns 5
     assert r.returncode == 2
-    assert "0 rows: the trace filter 'min_turns' (>= 5 assistant turns) removed the last 3 traces" in r.stderr
+    assert "0 rows: the trace filter 'min_turns' (>= 5 assistant turns, 2 for tool-calling agents) removed the last 3 traces" in r.stderr
     assert "lower --min-turns" in r.stderr and "--allow-empty" in r.stderr
     assert "Traceback" not in r.stderr and not out.exists()
 

@@ -112,3 +112,34 @@ def test_pythonpath_and_image_path_folders_count(tmp_path):
                                                           ("/srv/lib/os.py", "shadow_module"),
                                                           ("/opt/tools/bash", "planted_tool")}
     shutil.rmtree(tmp_path / "quarantine")
+
+
+def test_root_links_are_compared_with_what_the_image_had(tmp_path):
+    # A template whose /lib64 link points elsewhere (an image's own layout) is no evidence when
+    # the trial kept it; a real /lib32 folder of the template is the image's folder, walked as any.
+    template = _tree(tmp_path / "t", {"lib32/libc.so": "image's"})
+    os.unlink(template / "lib64")
+    os.symlink("usr/lib/x86_64-linux-gnu", template / "lib64")
+    root = tmp_path / "r"
+    subprocess.run(["cp", "-a", str(template), str(root)], check=True)
+    assert _pass(tmp_path, root, template) == []
+    os.unlink(root / "lib64")
+    os.symlink("usr/lib64", root / "lib64")  # the generic link, not this image's: changed
+    evidence = _pass(tmp_path, root, template)
+    assert [(e.path, e.kind.value) for e in evidence] == [("/lib64", "root_layout")]
+    assert os.readlink(root / "lib64") == "usr/lib/x86_64-linux-gnu"
+
+
+def test_an_overlay_upper_is_judged_by_what_it_changed(tmp_path):
+    # An overlay's upper holds only the agent's changes: an absent /bin is the image's own link
+    # (planted: absence as removal, caught by the corpus check); a whiteout is a removal, as a
+    # char device (kernels that allow it) or a `.wh.` file (fuse-overlayfs's fallback).
+    template = _tree(tmp_path / "t", {})
+    upper = tmp_path / "upper"
+    (upper / "app").mkdir(parents=True)
+    (upper / "app/out.txt").write_text("hello")
+    assert harden(upper, template, tmp_path / "q", workdir="/app", env={}, overlay=True) == []
+    (upper / ".wh.bin").write_text("")
+    evidence = harden(upper, template, tmp_path / "q2", workdir="/app", env={}, overlay=True)
+    assert [(e.path, e.kind.value) for e in evidence] == [("/bin", "root_layout")]
+    assert os.readlink(upper / "bin") == "usr/bin" and not os.path.lexists(upper / ".wh.bin")

@@ -39,6 +39,9 @@ class ToolsBehaviour(KindBehaviour):
     audits = True
     task_faults: ClassVar[tuple[type[BaseException], ...]] = (ToolEnvError,)  # the gym, its tools or seed
 
+    async def build(self, task) -> list[str]:
+        return []  # no test scripts: the verifiers are SQL over the tool host's databases
+
     async def begin(self, task, image, scratch, limits) -> ToolsTrial:
         rootfs = await asyncio.to_thread(image.instantiate, scratch / "tools-rootfs")  # cp -a: off the loop
         return ToolsTrial(task, await start_tool_host(task, image, rootfs, limits), rootfs)

@@ -17,6 +17,7 @@ import functools
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -27,9 +28,10 @@ from pathlib import Path
 from agentmill.atomic import write_json_atomic
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
+from agentmill.images.context import build_context, missing_source
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
 from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildError, NetworkFetchError,
-                                     TransientNeedsContainer)
+                                     TransientNeedsContainer, last_words)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
@@ -46,6 +48,10 @@ BUILDER_VERSION = "3"  # bump when a build of the same inputs would differ
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER", "ONBUILD"}
 _NEEDS_CONTAINER_MARK = "AGENTMILL_NEEDS_CONTAINER:"
 _NOTE_MARK = "AGENTMILL_NOTE:"
+# Host builds mount the host's /etc read-only: steps that edit users or write /etc need a real image.
+_USER_TOOLS = re.compile(r"(^|[\s;&|(/])(adduser|useradd|addgroup|groupadd|usermod|groupmod|chpasswd|deluser|userdel|"
+                         r"update-alternatives|locale-gen|update-ca-certificates)(\s|$)")
+_ETC_WRITE = re.compile(r"/etc/\S*:? .*Read-only file system|cannot lock /etc/|Read-only file system.*/etc/")
 @dataclass
 class Image:
     key: str
@@ -214,7 +220,7 @@ class ImageBuilder:
                 image.workdir, image.env = defaults.workdir, dict(defaults.env)
                 (image.rootfs / image.workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
             else:
-                await _Build(task, image, steps, self).run()
+                await self._host_build(task, image, steps, tmp)
         except TransientNeedsContainer as e:
             await asyncio.to_thread(_remove, tmp)
             self._unreachable[key] = e
@@ -237,6 +243,28 @@ class ImageBuilder:
         return image
 
 
+    async def _host_build(self, task: Task, image: Image, steps: list[Instruction], tmp: Path) -> None:
+        """The steps over the host's userland. A step whose network fetch failed cannot be undone in
+        place (it may have half-run: a user added, a file appended), so a retry starts the whole
+        build again from an empty tree: every RUN runs once on its parent's result."""
+        delays = list(self.retry_delays)
+        while True:
+            try:
+                await _Build(task, image, steps, self).run()
+                return
+            except _NetworkRetry as e:
+                if not delays:
+                    raise e.final from None
+                notes = e.notes_before
+            await asyncio.sleep(delays.pop(0))
+            for sub in ("rootfs", "usr_local"):
+                await asyncio.to_thread(_remove, tmp / sub)
+            (tmp / "rootfs").mkdir()
+            _make_usr_local(tmp / "usr_local")
+            prepare_root(tmp / "rootfs")
+            image.workdir, image.env, image.base = "/", {}, ""
+            image.notes = list(notes)
+
     async def _build_debian(self, task: Task, image: Image, steps: list[Instruction], tmp: Path) -> None:
         """auto: the host's userland first; what it cannot stand in for is built from Debian's archive."""
         from agentmill.images.debian_build import DebianBuild
@@ -245,7 +273,7 @@ class ImageBuilder:
         if self.mode == "auto":
             try:
                 if steps:
-                    await _Build(task, image, steps, self).run()
+                    await self._host_build(task, image, steps, tmp)
                 else:
                     image.base = task.config.environment.docker_image
                     image.notes += check_base(image.base)
@@ -297,15 +325,24 @@ def _seal(path: Path) -> None:
     subprocess.run(["chmod", "-R", "a+rX,go-w", str(path)], check=True)
 
 
+class _NetworkRetry(Exception):
+    """A RUN step's fetch failed: the host build starts again from an empty tree."""
+
+    def __init__(self, final: NetworkFetchError, notes_before: list[str]):
+        self.final, self.notes_before = final, notes_before
+        super().__init__(str(final))
+
+
 class _Build:
     """One Dockerfile's steps, applied in order to the image under construction."""
 
     def __init__(self, task: Task, image: Image, steps: list[Instruction], builder: ImageBuilder):
         self.task, self.image, self.steps, self.builder = task, image, steps, builder
-        self.context = task.environment_dir
+        self.context = build_context(task)
         self.args: dict[str, str] = {}
         self.shell = ["/bin/sh", "-c"]
         self.sandbox: Sandbox | None = None
+        self.notes_before = list(image.notes)  # a retried build starts with these again
         self.deadline = time.monotonic() + task.config.environment.build_timeout_sec
 
     def vars(self) -> dict[str, str]:
@@ -410,7 +447,7 @@ class _Build:
                 raise NeedsContainerError(f"{where}: ADD from a URL needs the network at build time")
             found = sorted(glob.glob(str(self.context / src)))
             if not found:
-                raise ImageBuildError(f"{where}: {step.keyword} source '{src}' not found in {self.context}")
+                raise ImageBuildError(missing_source(self.task, src, where, step.keyword))
             for f in found:
                 path = Path(f).resolve()
                 if not path.is_relative_to(self.context.resolve()):
@@ -438,6 +475,9 @@ class _Build:
         return path if path.startswith("/") else os.path.join(self.image.workdir, path)
 
     async def run_step(self, step: Instruction, where: str) -> None:
+        text = step.args + (step.heredoc or "")
+        if _USER_TOOLS.search(text):  # before it runs: a half-run step would leave the rootfs changed
+            raise NeedsContainerError(f"{where}: RUN manages users or groups, and /etc is the host's read-only tree here")
         if self.sandbox is None:
             spec = self.image.spec(
                 self.image.rootfs, network=True, writable_usr_local=True,
@@ -455,17 +495,12 @@ class _Build:
             argv = [*self.shell, script]
         env = {**self.args, **self.image.env, "DEBIAN_FRONTEND": "noninteractive", "PIP_BREAK_SYSTEM_PACKAGES": "1",
                "PIP_ROOT_USER_ACTION": "ignore", "PATH": "/.agentmill/shims:" + self.image.env.get("PATH", self.sandbox.base_env()["PATH"])}
-        delays = list(self.builder.retry_delays)
-        while True:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                raise ImageBuildError(f"{where}: build timed out")
-            result = await self.sandbox.exec(argv, timeout=remaining, env=env, cwd=self.image.workdir)
-            output = result.output
-            network = result.returncode != 0 and any(s in output for s in NETWORK_ERRORS)
-            if not (network and delays):
-                break
-            await asyncio.sleep(delays.pop(0))  # a transient failure: the step runs again
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise ImageBuildError(f"{where}: build timed out")
+        result = await self.sandbox.exec(argv, timeout=remaining, env=env, cwd=self.image.workdir)
+        output = result.output
+        network = result.returncode != 0 and any(s in output for s in NETWORK_ERRORS)
         for line in output.splitlines():
             if line.startswith(_NOTE_MARK):
                 note = f"{where}: {line[len(_NOTE_MARK):].strip()}"
@@ -477,10 +512,13 @@ class _Build:
         if result.timed_out:
             raise ImageBuildError(f"{where}: build timed out", output[-4000:])
         if result.returncode != 0:
-            tail = output.strip().splitlines()[-1] if output.strip() else ""
-            if network:
+            tail = last_words(output)
+            if _ETC_WRITE.search(output):
+                raise NeedsContainerError(f"{where}: RUN writes into /etc, the host's read-only tree here ({tail[:200]})")
+            if network:  # the whole build runs again (ImageBuilder._host_build), never this step in place
                 attempts = len(self.builder.retry_delays) + 1
-                raise NetworkFetchError(f"{where}: RUN's network fetch failed {attempts} times; the host may be "
-                                        f"outside the reachable registries ({tail[:200]})")
+                raise _NetworkRetry(NetworkFetchError(f"{where}: RUN's network fetch failed {attempts} times; the "
+                                                      f"host may be outside the reachable registries ({tail[:200]})"),
+                                    self.notes_before)
             raise ImageBuildError(f"{where}: RUN exited {result.returncode}: {tail[:300]}", output[-4000:])
 

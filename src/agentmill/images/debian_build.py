@@ -22,9 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentmill.errors import NeedsContainerError
+from agentmill.images.context import build_context, missing_source
 from agentmill.images.debian import MIRROR, BaseChoice, choose_base
 from agentmill.images.dockerfile import Instruction, parse_env, split_flags, substitute
-from agentmill.images.errors import NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer
+from agentmill.images.errors import (NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer,
+                                     last_words)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.layers import LayerError, LayerStore, build_base
 from agentmill.images.userns import DEBIAN_PATH, BuildIdentity, run_in_rootfs, step_ca_env
@@ -51,7 +53,7 @@ class DebianBuild:
     def __init__(self, task, image, steps: list[Instruction], builder, store: LayerStore, ident: BuildIdentity):
         self.task, self.image, self.steps, self.builder = task, image, steps, builder
         self.store, self.ident = store, ident
-        self.context = task.environment_dir
+        self.context = build_context(task)
         self.global_args: dict[str, str] = {}
         self.stages: dict[str, StageState] = {}
         self.deadline = time.monotonic() + task.config.environment.build_timeout_sec
@@ -187,7 +189,7 @@ class DebianBuild:
                 if network and delays:
                     await asyncio.sleep(delays.pop(0))  # from the parent's pristine copy again
                     continue
-                tail = output.strip().splitlines()[-1][:300] if output.strip() else ""
+                tail = last_words(output)[:300]
                 if network:
                     raise NetworkFetchError(f"{where}: RUN's network fetch failed {len(self.builder.retry_delays) + 1} "
                                             f"times; the host may be unreachable ({tail[:200]})") from None
@@ -220,7 +222,8 @@ class DebianBuild:
                     pattern = str(src_root / src)
                 found = sorted(glob.glob(pattern))
                 if not found:
-                    raise ImageBuildError(f"{where}: {step.keyword} source '{src}' not found")
+                    raise ImageBuildError(missing_source(self.task, src, where, step.keyword) if "from" not in flags
+                                          else f"{where}: {step.keyword} source '{src}' not found")
                 for f in found:
                     if not Path(f).resolve().is_relative_to(src_root.resolve()):
                         raise ImageBuildError(f"{where}: {step.keyword} source '{src}' leads outside "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from agentmill.errors import AgentmillError, NeedsContainerError
 
 # What a failed fetch prints. Here an unreachable host and a DNS hiccup read the same, so a step
@@ -27,3 +29,13 @@ class ImageBuildError(AgentmillError):
     def __init__(self, message: str, log: str = ""):
         self.log = log
         super().__init__(message)
+
+
+def last_words(output: str) -> str:
+    """A failed step's last line that says something: curl's progress meter (digits, `--:--:--`) in
+    front of its error, and lines of it alone, are dropped."""
+    for line in reversed(output.strip().splitlines()):
+        line = re.sub(r"^[\s\d.:kMG%-]+(?=[A-Za-z]{2})", "", line).strip()
+        if re.search(r"[A-Za-z]{2}", line):
+            return line
+    return ""

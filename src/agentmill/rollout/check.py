@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from agentmill.agents import NopAgent, OracleAgent
+from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
 from agentmill.paths import sweep_scratch
+from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
-from agentmill.rollout.trial import run_trial
+from agentmill.rollout.trial import BUILD_FAILED_NOTE, run_trial
 from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.model import Task
 from agentmill.verify.judge import NEEDS_JUDGE
 from agentmill.verify.mutation import ToolAudit
 from agentmill.verify.outcome import Outcome
+from agentmill.verify.test_deps import UNRESOLVED_NOTE
 from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
@@ -28,6 +32,8 @@ VERDICTS = {
     "no_verifier": "no verifier: the task has [verifier] kind = \"none\" (an unverified task; nothing to check)",
     "vacuous": "the untouched state already passes",
     "unsolvable": "the reference solution does not pass",
+    "test_deps_unresolved": "the packages the test script installs could not be resolved when the environment was built",
+    "build_failed": "the task's environment does not build",
     "no_solution": "the task has no reference solution",
     "needs_container": "the environment needs a container backend",
     "broken": "the task could not be checked (sandbox or verifier error)",
@@ -47,6 +53,7 @@ class CheckResult:
     oracle: TrialResult | None
     nop: TrialResult | None  # None: an unverified task, not run
     audit: ToolAudit | None = None  # tool tasks: lints and mutants
+    kept: dict[str, str] = field(default_factory=dict)  # agent -> the trial's kept folder
 
     @property
     def verdict(self) -> str:
@@ -80,6 +87,10 @@ class CheckResult:
             return "ok" if nop.outcome is Outcome.FAILED else "needs_judge" if nop.outcome is Outcome.UNJUDGED else "broken"
         if self.oracle.outcome is Outcome.UNJUDGED:  # never "ok": the judged part of the reward was not checked
             return "needs_judge" if nop.outcome in (Outcome.FAILED, Outcome.UNJUDGED) else "broken"
+        if self.oracle.outcome is Outcome.TASK_ERROR and BUILD_FAILED_NOTE in self.oracle.notes:
+            return "build_failed"
+        if any(n.startswith(UNRESOLVED_NOTE) for n in self.oracle.notes):
+            return "test_deps_unresolved"  # the tests could not run as written: not the solution's fault
         if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
             return "broken"
         return "unsolvable"
@@ -97,21 +108,43 @@ class CheckResult:
             return f"{NEEDS_JUDGE}; not run: {self._unjudged_checks()}; the oracle passes every check that ran, {nop}"
         if self.verdict == "weak_verifier":
             return "weak_verifier: " + "; ".join(f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors)
+        verdict = self.verdict
+        if verdict == "test_deps_unresolved":
+            note = next(n for n in self.oracle.notes if n.startswith(UNRESOLVED_NOTE))
+            return f"{note}; oracle: {cause(self.oracle)}"
+        if verdict in ("unsolvable", "broken") and self.oracle is not None and self.oracle.outcome is not Outcome.PASSED:
+            return f"oracle: {solution_failure(self.oracle)}{cause(self.oracle)}"  # its own failure, never the nop's
+        if verdict in ("vacuous", "broken") and self.nop.outcome is Outcome.PASSED:
+            return VERDICTS["vacuous"]
         for trial in (self.oracle, self.nop):
-            if trial is not None and trial.exception and self.verdict != "ok":
+            if trial is not None and trial.exception and verdict != "ok":
                 return f"{trial.agent}: {trial.exception}"
-        return VERDICTS[self.verdict]
+        return VERDICTS[verdict]
 
     def _unjudged_checks(self) -> str:
         exc = next((t.exception for t in (self.oracle, self.nop) if t is not None and t.outcome is Outcome.UNJUDGED), None)
         return (exc or "").split(": needs a judge", 1)[0] or "the rubric"
 
     def to_json(self) -> dict:
-        def side(t: TrialResult | None) -> dict | None:
-            return None if t is None else {"reward": t.reward, "outcome": t.outcome.value, "exception": t.exception}
+        def side(t: TrialResult | None, folder: str | None) -> dict | None:
+            if t is None:
+                return None
+            row = {"reward": t.reward, "outcome": t.outcome.value, "exception": t.exception,
+                   "verifier_tail": tail(verifier_output(t)), "notes": t.notes}
+            if t.tamper:
+                row["tamper"] = [e.model_dump(mode="json") for e in t.tamper]
+            if t.build_log:
+                row["build_log_tail"] = tail(t.build_log)
+            if "solution_exit_code" in t.agent_metadata:
+                row["solution"] = {"exit_code": t.agent_metadata["solution_exit_code"],
+                                   "output_tail": t.agent_metadata.get("output_tail", "")}
+            if folder:
+                row["trial_dir"] = folder
+            return row
 
-        return {"task": self.task.name, "task_hash": self.task.content_hash, "oracle": side(self.oracle),
-                "nop": side(self.nop), "verdict": self.verdict, "reason": self.reason,
+        return {"task": self.task.name, "task_hash": self.task.content_hash,
+                "oracle": side(self.oracle, self.kept.get("oracle")), "nop": side(self.nop, self.kept.get("nop")),
+                "verdict": self.verdict, "reason": self.reason,
                 **(self.audit.to_json() if self.audit is not None else {}), **self._image()}
 
     def _image(self) -> dict:
@@ -128,7 +161,10 @@ async def check_tasks(
     concurrency: int = 4,
     builder: ImageBuilder | None = None,
     on_done: Callable[[CheckResult], None] | None = None,
+    keep: Path | None = None,
 ) -> list[CheckResult]:
+    """`keep`: a folder where each trial's record (result.json, the verifier's output) is kept,
+    one folder per task and agent."""
     await asyncio.to_thread(require_toolkit)  # fail loudly, once, before any trial
     builder = builder or ImageBuilder()
     await asyncio.to_thread(sweep_scratch)
@@ -136,7 +172,13 @@ async def check_tasks(
 
     async def trial(task: Task, agent) -> TrialResult:
         async with gate:
-            return await run_trial(task, agent, builder)
+            said = AgentResult()
+            result = await run_trial(task, agent, builder, agent_result=said)
+            result.agent_metadata = said.metadata  # the solution's exit code
+            seen = said.steps[-1].observation if said.steps else None
+            if "solution_exit_code" in said.metadata and seen is not None and seen.results:  # what the solution printed
+                result.agent_metadata["output_tail"] = tail(str(seen.results[0].content), 40)
+            return result
 
     async def audit(task: Task) -> ToolAudit:
         async with gate:
@@ -156,6 +198,11 @@ async def check_tasks(
             result = CheckResult(task, oracle, nop)
         if behaviour_for(task).audits:  # e.g. tool tasks: lints and negative verification by mutation
             result.audit = await audit(task)
+        if keep is not None:
+            for t in (result.oracle, result.nop):
+                if t is not None:
+                    folder = await asyncio.to_thread(keep_trial, t, keep / task.name / t.agent)
+                    result.kept[t.agent] = str(folder)
         if on_done:
             on_done(result)
         return result

@@ -56,8 +56,18 @@ def endpoint_probes(config, model_name: str | None) -> list:
                   api_key_env=config.api_key_env, key_hint="--api-key-env", tools=tools)]
 
 
+STORE_NAME = ".trial-store"
+
+
+def default_store(out: Path) -> Path:
+    """The trial store `rollout` shares with its sibling run folders (runs/a, runs/b: runs/.trial-store):
+    a new --out beside an earlier one takes its finished trials instead of paying the model again."""
+    return Path(out).resolve().parent / STORE_NAME
+
+
 def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
-                    executor=None, check_endpoint: bool = True, retry_unjudged: bool = False):
+                    executor=None, check_endpoint: bool = True, retry_unjudged: bool = False,
+                    store: Path | None = None):
     """Check, start the model if one is needed, run with live progress; on Ctrl-C or SIGTERM say what
     finished, what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit
     codes as SystemExit."""
@@ -65,6 +75,7 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
     from agentmill.models.session import open_model
     from agentmill.progress import RolloutProgress
     from agentmill.rollout.runner import plan_trials, preflight, run_rollout
+    from agentmill.rollout.store import TrialStore
     from agentmill.signals import sigterm_as_interrupt
 
     preflight(out, config)  # before any model server starts: a refusal costs nothing
@@ -80,7 +91,8 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
                 holder["progress"] = progress
                 return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
                                          retry_unjudged=retry_unjudged, executor=executor,
-                                         on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total)
+                                         on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total,
+                                         store=TrialStore(store) if store is not None else None)
 
         if config.model is None:
             return await run(None)

@@ -34,6 +34,7 @@ class TrialResult(BaseModel):
     exception: str | None = None
     verifier_stdout: str = ""
     verifier_stderr: str = ""
+    build_log: str = ""  # the failing build step's last output, when the environment did not build
     notes: list[str] = Field(default_factory=list)
     timings: Timings = Field(default_factory=Timings)
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0})

@@ -36,6 +36,9 @@ def task_limits(task: Task) -> Limits:
     return Limits(memory_mb=env.memory_mb, cpus=env.cpus, storage_mb=env.storage_mb)
 
 
+BUILD_FAILED_NOTE = "the environment did not build (a step of the task's Dockerfile failed)"
+
+
 @trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
 async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
     started = time.monotonic()
@@ -51,20 +54,22 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         try:
             image = await builder.get(task)
         except ImageBuildError as e:  # a step of the task's own Dockerfile failed
-            result.outcome, result.exception = Outcome.TASK_ERROR, str(e)
+            result.outcome, result.exception, result.build_log = Outcome.TASK_ERROR, str(e), e.log[-8000:]
+            result.notes.append(BUILD_FAILED_NOTE)
             return result
         except AgentmillError as e:
             result.exception = str(e)
             return result
+        behaviour = behaviour_for(task)
+        deps_notes = await behaviour.build(task)  # what the kind resolves with the environment (test deps)
         timings.environment = time.monotonic() - t
-        result.notes += image.notes
+        result.notes += image.notes + deps_notes
         try:
             rootfs = await asyncio.to_thread(image.instantiate, scratch / "rootfs")  # cp -a: off the event loop
         except (OSError, subprocess.CalledProcessError) as e:
             result.exception = f"could not copy the environment for the trial: {_brief(e)}"
             return result
         limits = task_limits(task)
-        behaviour = behaviour_for(task)
         try:  # the kind's own part, before the agent's sandbox (tool tasks: a tool host with their databases)
             kind_trial = await behaviour.begin(task, image, scratch, limits)
         except Exception as e:  # noqa: BLE001 - a broken gym or seed: reported, never raised

@@ -56,6 +56,16 @@ class KindBehaviour:
     task_faults: ClassVar[tuple[type[BaseException], ...]] = ()
     audits: ClassVar[bool] = False  # `check` runs `audit` beyond the oracle and nop trials
 
+    async def build(self, task: Task) -> list[str]:
+        """What the kind resolves with the environment's build, with the network as a build step has it;
+        returns notes for the trial. A terminal task: the packages its test scripts install
+        (verify/test_deps.py), into a cached layer the verifier mounts offline."""
+        import asyncio
+
+        from agentmill.verify.test_deps import prepare  # at call time: the verifier sits above tasks
+
+        return (await asyncio.to_thread(prepare, task))[1]
+
     async def begin(self, task: Task, image: Any, scratch: Path, limits: Limits) -> KindTrial:
         """This trial's part, set up before the agent's sandbox (e.g. a tool host with its databases)."""
         return KindTrial()

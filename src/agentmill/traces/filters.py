@@ -26,7 +26,8 @@ DEFAULT_DROP = ["agent_error", "sandbox_error", "infra_error", "verifier_error",
 class FilterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    min_turns: int | None = Field(5, ge=0, description="minimum assistant turns")
+    min_turns: int | None = Field(5, ge=0, description="minimum assistant turns; unless set, 2 for a model-driven "
+                                                       "tool-calling agent's traces (they are short)")
     drop_outcomes: list[str] = Field(default_factory=lambda: list(DEFAULT_DROP))
     reward: Literal["success", "failure", "any"] = "any"
     min_reward: float | None = None
@@ -53,7 +54,7 @@ class FilterSpec(BaseModel):
 
     def merged(self, **overrides) -> "FilterSpec":
         """This spec with the given (non-None) values replacing its own: flags override the file."""
-        data = self.model_dump()
+        data = self.model_dump(exclude_unset=True)  # defaults stay defaults: min_turns' fits the agent
         data.update({k: v for k, v in overrides.items() if v is not None})
         return FilterSpec.model_validate(data)
 
@@ -72,6 +73,22 @@ Rule = tuple[str, str, Callable[[TraceRecord], bool]]
 # Rules about the length of a trajectory: they say nothing about a task's prompt, so prompt-only
 # exports (rl) do not apply them.
 TRACE_LENGTH_RULES = frozenset({"min_turns", "max_tokens"})
+
+
+# A tool-calling agent's trace is short: a few calls and an answer (3-4 assistant turns), where a
+# terminal agent needs many. The default of 5 would drop every tool trace; unless min_turns is set,
+# a model-driven tool-calling agent's trace needs only this many (a call, then the answer).
+TOOL_MIN_TURNS = 2
+
+
+def default_min_turns(record: TraceRecord, default: int) -> int:
+    from agentmill.agents.registry import agent_class
+
+    try:
+        cls = agent_class(record.trial.get("agent") or "")
+    except Exception:  # noqa: BLE001 - an agent this install does not know (an imported run): the general default
+        return default
+    return TOOL_MIN_TURNS if cls.needs_model and getattr(cls, "rendering", None) == "tool_calls" else default
 
 
 def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *, prompt_rows: bool = False) -> list[Rule]:
@@ -95,7 +112,10 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *,
     if spec.completion != "any":
         want = spec.completion == "claimed"
         out.append(("completion", f"completion {spec.completion}", lambda r: r.telemetry.completion_claimed == want))
-    if spec.min_turns:
+    if spec.min_turns and "min_turns" not in spec.model_fields_set:  # the default fits the agent
+        out.append(("min_turns", f">= {spec.min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
+                    lambda r: r.telemetry.assistant_turns >= default_min_turns(r, spec.min_turns)))
+    elif spec.min_turns:
         out.append(("min_turns", f">= {spec.min_turns} assistant turns", lambda r: r.telemetry.assistant_turns >= spec.min_turns))
     if spec.max_repeated_commands is not None:
         out.append(("repeated_commands", f"<= {spec.max_repeated_commands} repeated commands",

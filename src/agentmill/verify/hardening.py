@@ -58,6 +58,7 @@ class Hardening:
     workdir: str = "/"
     env: dict[str, str] = field(default_factory=dict)
     known_commands: frozenset[str] = frozenset()
+    overlay: bool = False  # rootfs is an overlay's upper over the template: absent means unchanged
     evidence: list[Tamper] = field(default_factory=list)
     _planted_inodes: set[tuple[int, int]] = field(default_factory=set)
 
@@ -117,15 +118,35 @@ class Hardening:
 
     # -- the root: interpreter links and the verifier's mount points -------------------------------
 
+    def _root_links(self) -> dict[str, str]:
+        """The root links this image really has (/bin -> usr/bin on merged-/usr images): the
+        template's own targets; a name the template holds as a real folder is the image's folder."""
+        links = {}
+        for name, default in ROOT_SYMLINKS.items():
+            if self.template is None:
+                links[name] = default
+                continue
+            t = self.template / name
+            if t.is_symlink():
+                links[name] = os.readlink(t)
+            elif not os.path.lexists(t):
+                links[name] = default  # every sandbox root gets the link (sandbox/bwrap.prepare_root)
+        return links
+
     def _root_layout(self) -> None:
-        for name, target in ROOT_SYMLINKS.items():
+        for name, target in self._root_links().items():
             path = self.host(name)
             try:
                 st = os.lstat(path)
             except FileNotFoundError:
                 st = None
-            if st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target:
+            whiteout = self.overlay and os.path.lexists(self.host(f".wh.{name}"))
+            if st is not None and stat.S_ISLNK(st.st_mode) and os.readlink(path) == target and not whiteout:
                 continue
+            if st is None and self.overlay and not whiteout:
+                continue  # an overlay's upper holds only what changed: the image's own link, untouched
+            if whiteout:
+                os.unlink(self.host(f".wh.{name}"))
             if st is not None:
                 self.move_aside("/" + name, TamperKind.ROOT_LAYOUT,
                                 f"/{name} must be the link to /{target} (every ELF loader and #!/bin/sh lives behind it)")
@@ -187,6 +208,7 @@ class Hardening:
     def _walk(self) -> None:
         homes = ["/root"] + [f"/home/{d}" for d in _listdir(self.host("/home"))]
         ctx = _Places(self.workdir, self.env, homes)
+        links = self._root_links()  # a real /bin (not merged-/usr) is walked like any folder
         todo = deque([""])
         seen = 0
         while todo:
@@ -195,7 +217,7 @@ class Hardening:
             for name in sorted(_listdir_unpinned(base)):
                 inside = f"{rel}/{name}"
                 if not rel and (name in _HOST_MOUNTS or name in {"logs", "tests", "solution", ".agentmill"}
-                                or name in ROOT_SYMLINKS):
+                                or name in links):
                     continue
                 seen += 1
                 if seen > _MAX_ENTRIES:
@@ -382,7 +404,7 @@ def known_commands(*dirs: Path) -> frozenset[str]:
 
 
 def harden(rootfs: Path, template: Path | None, quarantine: Path, *, workdir: str, env: dict[str, str],
-           command_dirs: tuple[Path, ...] = ()) -> list[Tamper]:
+           command_dirs: tuple[Path, ...] = (), overlay: bool = False) -> list[Tamper]:
     """Neutralise what the agent left that would steer verification; return the evidence."""
     cmds = known_commands(*(command_dirs or (Path("/usr/bin"), Path("/usr/sbin"))))
-    return Hardening(rootfs, template, quarantine, workdir=workdir, env=env, known_commands=cmds).run()
+    return Hardening(rootfs, template, quarantine, workdir=workdir, env=env, known_commands=cmds, overlay=overlay).run()

@@ -4,7 +4,8 @@
   git identity, an installed uv: the task's files), so the agent's `~/.bashrc`, `~/.local/bin/env`,
   user site-packages and dotfiles are not read; the agent's /root stays readable by absolute path.
 - Python: no user site (PYTHONNOUSERSITE), no start-up or home overrides; the pytest guard's folder
-  leads PYTHONPATH (the task's own PYTHONPATH follows).
+  leads PYTHONPATH (the task's own PYTHONPATH follows, then the test-deps layer when the test
+  scripts install packages: verify/test_deps.py). pip is offline (PIP_NO_INDEX).
 - pytest, however it is started: PYTEST_ADDOPTS pins rootdir and conftest cut-off to /tests, the
   task's ini file in /tests (or an empty one of the toolkit's) with `-c`, no cache provider, and
   the guard plugin; plugin autoload is off and the guard loads only trusted plugins.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agentmill.verify.test_deps import SITE as TEST_DEPS_SITE
 from agentmill.verify.toolkit import LIB, MOUNT
 
 HOME = "/.agentmill/home"
@@ -51,7 +53,8 @@ def write_pin(pin: Path, tests: Path) -> str:
     return addopts
 
 
-def verifier_env(image_env: dict[str, str], task_env: dict[str, str], addopts: str, *, toolkit: bool) -> dict[str, str]:
+def verifier_env(image_env: dict[str, str], task_env: dict[str, str], addopts: str, *, toolkit: bool,
+                 test_deps: bool = False) -> dict[str, str]:
     """The complete environment of the test script (it replaces the image's, not extends it)."""
     env = {"LANG": "C.UTF-8", "TERM": "xterm-256color", "USER": "root", **image_env, **task_env}
     for key in DROPPED:
@@ -62,7 +65,10 @@ def verifier_env(image_env: dict[str, str], task_env: dict[str, str], addopts: s
     env["HOME"] = HOME
     env["PYTHONNOUSERSITE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONPATH"] = ":".join([LIB] + [p for p in env.get("PYTHONPATH", "").split(":") if p])
+    env["PYTHONPATH"] = ":".join([LIB] + [p for p in env.get("PYTHONPATH", "").split(":") if p]
+                                 + ([TEST_DEPS_SITE] if test_deps else []))
+    # Offline: pip answers "already satisfied" for what the test-deps layer holds, and fails fast otherwise.
+    env.update({"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
     if toolkit:
         env["PYTEST_ADDOPTS"] = addopts
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the guard loads the trusted plugins itself

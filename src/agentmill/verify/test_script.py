@@ -29,6 +29,8 @@ from agentmill.verify.reward_files import JUDGE_INPUT, RewardFiles, read_reward_
 from agentmill.verify.staging import stage
 from agentmill.verify.start_blame import starts_over_pristine_tree
 from agentmill.verify.tamper import Tamper, TamperKind, parse_markers
+from agentmill.verify.test_deps import MOUNT as TEST_DEPS_MOUNT
+from agentmill.verify.test_deps import prepare as prepare_test_deps
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
 _KEEP_OUTPUT = 64 << 10
@@ -51,12 +53,15 @@ class VerifierResult:
 
 async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) -> VerifierResult:
     started = time.monotonic()
-    tests, toolkit, logs, home, addopts = await asyncio.to_thread(_host_folders, task, image, scratch)
+    tests, toolkit, logs, home, addopts, deps = await asyncio.to_thread(_host_folders, task, image, scratch)
     mounts = {"/tests": tests, PIN: scratch / "verifier-pin"}
     if toolkit is not None:
         mounts[MOUNT] = toolkit
+    if deps is not None:
+        mounts[TEST_DEPS_MOUNT] = deps.path
     spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs, HOME: home})
-    spec.env = verifier_env(image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None)
+    spec.env = verifier_env(image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None,
+                            test_deps=deps is not None)
     # The commands a planted tool could shadow: the system tree the sandbox mounts (the host's, or a
     # real image's own), the image's /usr/local, the toolkit.
     system = Path(getattr(spec, "system_root", None) or "/")
@@ -64,7 +69,7 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
         ((toolkit / "bin",) if toolkit is not None else ())
     try:
         tamper = await asyncio.to_thread(harden, rootfs, image.rootfs, scratch / "quarantine", workdir=image.workdir,
-                                         env=dict(image.env), command_dirs=command_dirs)
+                                         env=dict(image.env), command_dirs=command_dirs, overlay=image.overlay)
     except OSError as e:  # the pass itself failed: never judge an unvetted tree
         return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
                               seconds=time.monotonic() - started)
@@ -144,7 +149,8 @@ def _host_folders(task: Task, image: Image, scratch: Path):
     logs, home = _fresh(scratch / "verifier-logs"), _fresh(scratch / "verifier-home")
     _seed_home(image, home)
     addopts = write_pin(_fresh(scratch / "verifier-pin"), tests)
-    return tests, toolkit, logs, home, addopts
+    deps, _notes = prepare_test_deps(task)  # built with the environment (rollout/trial.py): a cache hit here
+    return tests, toolkit, logs, home, addopts, deps
 
 
 def _seed_home(image: Image, home: Path) -> None:

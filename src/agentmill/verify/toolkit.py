@@ -58,7 +58,7 @@ def ensure_toolkit(*, build: bool = True) -> Path | None:
         subprocess.run(["cp", "-a", "--reflink=auto", str(venv), str(tmp / "venv")], check=True)
         (tmp / "bin").mkdir()
         (tmp / "lib").mkdir()
-        for src in (package_assets("toolkit"), package_assets("shims")):
+        for src in (package_assets("shims"), package_assets("toolkit")):  # the toolkit's curl wins over the build's
             for f in src.iterdir():
                 if f.is_file():
                     shutil.copy2(f, tmp / ("lib" if f.suffix == ".py" else "bin") / f.name)

@@ -10,7 +10,7 @@ places; anything else is reported on stderr as tamper evidence and ends the sess
 import os
 import sys
 
-TRUSTED = ("/.agentmill/toolkit/", "/.agentmill/pin/", "/usr/lib/python3", "/usr/local/lib/python3", "/tests/")
+TRUSTED = ("/.agentmill/toolkit/", "/.agentmill/testdeps/", "/.agentmill/pin/", "/usr/lib/python3", "/usr/local/lib/python3", "/tests/")
 MARK = "AGENTMILL_TAMPER"
 
 
