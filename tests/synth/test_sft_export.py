@@ -69,9 +69,14 @@ def test_sft_rows_are_the_solver_conversations_the_ballot_verified(synth_run):
 
 def test_the_export_keeps_only_verified_trajectories_and_says_why_it_is_empty(synth_run):
     tmp, _ = synth_run
-    # the default export rules (min_turns 5) remove every 3-turn solver trace: one clear error, nothing written
+    # the default min_turns fits the tools agent (its 3-turn traces are kept); 5 removes every one of them:
+    # one clear error naming the rule, nothing written
+    default = CliRunner().invoke(
+        app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "d.jsonl")]
+    )
+    assert default.exit_code == 0 and len((tmp / "d.jsonl").read_text().splitlines()) == 2, default.output
     result = CliRunner().invoke(
-        app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "none.jsonl")]
+        app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "none.jsonl"), "--min-turns", "5"]
     )
     assert result.exit_code == 2 and "min_turns" in result.output and not (tmp / "none.jsonl").exists()
     # a failed solver trial is no demonstration, whatever the filters file says about rewards

@@ -151,7 +151,7 @@ def export_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth outp
                dest: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
                reasoning: str = typer.Option("think", "--reasoning", help="think | drop"),
                filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
-               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5)."),
+               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default: fits the agent, 2 for the tools agent)."),
                max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this."),
                tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="for --max-tokens"),
                allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when nothing is kept.")) -> None:
