@@ -23,30 +23,58 @@ from tests.synth.scripted import GOOD, GYM, card_line, config_text, role_servers
 pytestmark = sandbox
 
 # another valid way to do it: the ticket found through the open-ticket list, the note in other words
-ALTERNATIVE = [{"tool": "list_tickets", "arguments": {"status": "open"}},
-               {"tool": "close_ticket", "arguments": {"ticket_id": 10, "resolution": "Swapped the faulty access point."}}]
-STRICT = {**GOOD, "alternatives": [ALTERNATIVE], "verifiers": GOOD["verifiers"][:1] + [
-    {"name": "exact_note", "verifier_type": "database_state",
-     "validation_config": {"query": "SELECT resolution FROM tickets WHERE id = 10",
-                           "expected_value": "Replaced the access point."}}] + GOOD["verifiers"][2:]}
+ALTERNATIVE = [
+    {"tool": "list_tickets", "arguments": {"status": "open"}},
+    {"tool": "close_ticket", "arguments": {"ticket_id": 10, "resolution": "Swapped the faulty access point."}},
+]
+STRICT = {
+    **GOOD,
+    "alternatives": [ALTERNATIVE],
+    "verifiers": GOOD["verifiers"][:1]
+    + [
+        {
+            "name": "exact_note",
+            "verifier_type": "database_state",
+            "validation_config": {
+                "query": "SELECT resolution FROM tickets WHERE id = 10",
+                "expected_value": "Replaced the access point.",
+            },
+        }
+    ]
+    + GOOD["verifiers"][2:],
+}
 FAIR = {**GOOD, "alternatives": [ALTERNATIVE]}  # its note verifier: `contains` "access point"
 BROKEN = {**GOOD, "alternatives": [[{"tool": "close_ticket", "arguments": {"ticket_id": 10, "resolution": " "}}]]}
 
 
 def _ctx(tmp_path, body: dict) -> GateContext:
-    config = SynthConfig.model_validate({"env": {"gym_dir": GYM}, "synth": {"cards": "x.jsonl"}, "ballot": {"enabled": False},
-                                         "roles": {r: {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
-                                                   for r in ("generator", "critic", "judge")}})
+    config = SynthConfig.model_validate(
+        {
+            "env": {"gym_dir": GYM},
+            "synth": {"cards": "x.jsonl"},
+            "ballot": {"enabled": False},
+            "roles": {r: {"base_url": "http://127.0.0.1:9/v1", "model": "m"} for r in ("generator", "critic", "judge")},
+        }
+    )
     cand = Candidate(candidate_id="cand", card_id="c", body=body)
     folder = write_task_folder(cand, tmp_path / "cand", GymSet(gym_dir=GYM))
-    return GateContext(candidate=cand, task=load_tool_task(folder), task_dir=folder, work_dir=tmp_path,
-                       builder=ImageBuilder(), clients={}, settings=config)
+    return GateContext(
+        candidate=cand,
+        task=load_tool_task(folder),
+        task_dir=folder,
+        work_dir=tmp_path,
+        builder=ImageBuilder(),
+        clients={},
+        settings=config,
+    )
 
 
 def test_a_too_strict_verifier_fails_on_the_declared_alternative_and_a_fair_one_does_not(tmp_path):
     async def go():
-        return [await VerifierCompleteness().run(_ctx(tmp_path / name, body))
-                for name, body in (("strict", STRICT), ("fair", FAIR), ("broken", BROKEN), ("none", GOOD))]
+        return [
+            await VerifierCompleteness().run(_ctx(tmp_path / name, body))
+            for name, body in (("strict", STRICT), ("fair", FAIR), ("broken", BROKEN), ("none", GOOD))
+        ]
 
     strict, fair, broken, none = asyncio.run(go())
     assert (strict.passed, strict.code, strict.category) == (False, "verifiers_reject_alternative", "weak_verifier")
@@ -62,7 +90,10 @@ class Strict:
 
     def __call__(self, request: dict) -> Reply:
         if "You repair" in request["messages"][0]["content"]:
-            keys = [k.strip() for k in request["messages"][1]["content"].rsplit("each a corrected replacement:", 1)[1].split(",")]
+            keys = [
+                k.strip()
+                for k in request["messages"][1]["content"].rsplit("each a corrected replacement:", 1)[1].split(",")
+            ]
             return Reply(json.dumps({k: STRICT[k] for k in keys}))
         return Reply(json.dumps(STRICT))
 
@@ -113,4 +144,6 @@ def test_the_honest_twin_is_accepted_and_the_solvers_other_path_is_recorded(tmp_
     assert summary["accepted"] == 1
     store = SynthStore.open_existing(tmp_path / "out")
     ballot = json.loads(store.rows("SELECT details FROM gate_results WHERE gate = 'ballot'")[0]["details"])
-    assert ballot["solver_passing_paths"] == 2 and ballot["solver_alternative_paths"] == ["list_tickets -> close_ticket"]
+    assert ballot["solver_passing_paths"] == 2 and ballot["solver_alternative_paths"] == [
+        "list_tickets -> close_ticket"
+    ]

@@ -16,6 +16,9 @@ def write(tmp_path, text: str):
 
 
 def test_a_complete_config_loads_with_paths_resolved(tmp_path):
+    (tmp_path / "gym").mkdir()  # a gym folder must be one when the config loads
+    (tmp_path / "gym" / "schema.sql").write_text("CREATE TABLE t (id INTEGER);\n")
+    (tmp_path / "gym" / "tools.py").write_text("")
     cfg = load_config(write(tmp_path, '[synth]\ncards = "c.jsonl"\n[env]\ngym_dir = "gym"\n' + ALL))
     assert cfg.synth.cards == tmp_path / "c.jsonl" and cfg.env.gym_dir == tmp_path / "gym"
     assert cfg.ballot.k == 3 and cfg.roles["solver"].client().model == "m"

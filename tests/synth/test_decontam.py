@@ -25,7 +25,10 @@ from tests.synth.scripted import GOOD, GYM, _body, card_line, config_text, role_
 
 ENV = GymSet(gym_dir=GYM)
 # an evaluation task that asks what the 'good' sample asks, in the same words (the planted overlap)
-LEAKED = {**GOOD, "prompt": "Ticket 10 (Wi-Fi drops in room 4) is fixed: we replaced the access point. Please close it with a note."}
+LEAKED = {
+    **GOOD,
+    "prompt": "Ticket 10 (Wi-Fi drops in room 4) is fixed: we replaced the access point. Please close it with a note.",
+}
 # an evaluation task on the same gym, same system prompt, another request: no overlap
 UNRELATED = _body("eval", 60, "Laptop battery swells", "battery pack")
 UNRELATED["prompt"] = "Our Lisbon office reports the laptop battery pack in ticket 60 swelled; raise it to priority 1."
@@ -33,14 +36,20 @@ UNRELATED["prompt"] = "Our Lisbon office reports the laptop battery pack in tick
 
 def _bench(root, tasks: dict[str, dict]):
     for name, body in tasks.items():
-        write_task_folder(Candidate(candidate_id=name, card_id="eval", body=CandidateBody.model_validate(body)),
-                          root / name, ENV)
+        write_task_folder(
+            Candidate(candidate_id=name, card_id="eval", body=CandidateBody.model_validate(body)), root / name, ENV
+        )
     return root
 
 
 def _task(tmp_path, body: dict, name="synth-task"):
-    return load_tool_task(write_task_folder(Candidate(candidate_id=name, card_id="c", body=CandidateBody.model_validate(body)),
-                                            tmp_path / "cand" / name, ENV))
+    return load_tool_task(
+        write_task_folder(
+            Candidate(candidate_id=name, card_id="c", body=CandidateBody.model_validate(body)),
+            tmp_path / "cand" / name,
+            ENV,
+        )
+    )
 
 
 def test_the_gate_refuses_a_copied_request_and_not_a_task_that_only_shares_the_gym(tmp_path):
@@ -59,12 +68,17 @@ def test_the_diagnosis_tasks_are_always_an_evaluation_set(tmp_path):
     (tmp_path / "bench").mkdir()
     (tmp_path / "synth.toml").write_text(
         '[synth]\nbenchmarks = ["bench"]\n[env]\ngyms = ["itsm"]\n[diagnosis]\ntasks = "eval"\ntarget_run = "t"\n'
-        'teacher_run = "s"\n' + "".join(f'[roles.{r}]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n' for r in (
-            "generator", "critic", "judge", "target", "solver", "card_writer", "teacher")))
+        'teacher_run = "s"\n'
+        + "".join(
+            f'[roles.{r}]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+            for r in ("generator", "critic", "judge", "target", "solver", "card_writer", "teacher")
+        )
+    )
     assert eval_sets(load_config(tmp_path / "synth.toml")) == [str(tmp_path / "eval"), str(tmp_path / "bench")]
     (tmp_path / "bench").rmdir()
-    from agentmill.errors import AgentmillError
     import pytest
+
+    from agentmill.errors import AgentmillError
 
     with pytest.raises(AgentmillError, match="synth.benchmarks.*no such folder"):
         load_config(tmp_path / "synth.toml")
@@ -73,7 +87,10 @@ def test_the_diagnosis_tasks_are_always_an_evaluation_set(tmp_path):
 def test_decontaminate_names_the_planted_overlap_in_an_output_folder(tmp_path):
     out = tmp_path / "synth-out"
     SynthStore(out).close()
-    for cid, body in (("card-good-s0000", GOOD), ("card-good-s0001", _body("good", 27, "Printer jams on tray 2", "roller"))):
+    for cid, body in (
+        ("card-good-s0000", GOOD),
+        ("card-good-s0001", _body("good", 27, "Printer jams on tray 2", "roller")),
+    ):
         publish(Candidate(candidate_id=cid, card_id="card-good", body=CandidateBody.model_validate(body)), out, ENV)
     bench = _bench(tmp_path / "bench", {"eval-wifi": LEAKED, "eval-battery": UNRELATED})
     result = CliRunner().invoke(app, ["synth", "decontaminate", str(out), "--benchmark", str(bench)])
@@ -97,8 +114,9 @@ def test_a_run_with_a_benchmark_never_accepts_the_leaking_candidate(tmp_path):
         servers = {r: stack.enter_context(s) for r, s in role_servers().items()}
         text = config_text(servers, cards, max_slots=1, benchmarks=[str(bench)])
         (tmp_path / "synth.toml").write_text(text)
-        result = CliRunner().invoke(app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"),
-                                          "--no-report"])
+        result = CliRunner().invoke(
+            app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"), "--no-report"]
+        )
         target_requests = len(servers["target"].requests)
     assert result.exit_code == 0, result.output
     store = SynthStore.open_existing(tmp_path / "out")

@@ -13,16 +13,21 @@ from typer.testing import CliRunner
 from agentmill.cli import app
 from agentmill.synth.candidate import Candidate, CandidateBody
 from agentmill.synth.coverage import coverage
-from agentmill.synth.dedupe import check, changed_axes, similarity
+from agentmill.synth.dedupe import changed_axes, check, similarity
 from agentmill.synth.store import SynthStore
 from tests.conftest import sandbox
-from tests.helpers.chat_server import ChatServer, Reply
+from tests.helpers.chat_server import Reply
 from tests.synth.scripted import GOOD, _body, card_line, config_text, role_servers
 
 
 def _cand(body: dict, cid: str = "c", parent: str | None = None) -> Candidate:
-    return Candidate(candidate_id=cid, card_id="card", kind="multiply" if parent else "target", parent_id=parent,
-                     body=CandidateBody.model_validate(body))
+    return Candidate(
+        candidate_id=cid,
+        card_id="card",
+        kind="multiply" if parent else "target",
+        parent_id=parent,
+        body=CandidateBody.model_validate(body),
+    )
 
 
 def test_exact_and_near_repeats_are_refused_and_a_different_task_is_not():
@@ -53,7 +58,12 @@ def test_a_variant_must_change_a_declared_axis_of_its_parent():
     assert check(_cand(stricter, "v", parent="p"), [parent], 0.85).code == "duplicate"
     moved = _body("good", 31, "Badge reader dead at door B", "reader board")
     assert set(changed_axes(CandidateBody.model_validate(moved), parent.body)) == {
-        "request", "state", "entities", "reference", "verifiers"}
+        "request",
+        "state",
+        "entities",
+        "reference",
+        "verifiers",
+    }
     assert check(_cand(moved, "v", parent="p"), [parent], 0.85).passed
 
 
@@ -82,8 +92,9 @@ def test_a_generator_that_repeats_itself_gets_one_task_accepted_through_the_cli(
     with ExitStack() as stack:
         servers = {r: stack.enter_context(s) for r, s in role_servers(generator=Repeater()).items()}
         (tmp_path / "synth.toml").write_text(config_text(servers, cards, max_slots=3, multiply_per_target=1))
-        result = CliRunner().invoke(app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"),
-                                          "--no-report"])
+        result = CliRunner().invoke(
+            app, ["synth", "run", str(tmp_path / "synth.toml"), "--out", str(tmp_path / "out"), "--no-report"]
+        )
         generator_requests = list(servers["generator"].requests)
     assert result.exit_code == 0, result.output
     assert "accepted 1 target samples and 0 variants" in result.output

@@ -64,3 +64,40 @@ def test_meta_review_reweights_flags_and_records_guidance(tmp_path):
         sent = server.requests[0]["messages"][1]["content"]
         assert server.requests[0]["messages"][0]["content"] == "HOUSE GENERATOR PROMPT"
     assert "Guidance from the last meta-review" in sent and review["guidance"] in sent
+
+
+def test_meta_review_reports_repetition_and_uncovered_dimensions(tmp_path):
+    from agentmill.synth.gates.base import GateResult
+    from tests.synth.scripted import _body
+
+    store = SynthStore(tmp_path)
+    card = json.loads(card_line("good").replace("card-good", "wide"))
+    card["tools"] += ["set_priority"]  # a tool of the card that no accepted sample calls
+    store.add_card(CapabilityCard.model_validate(card), 4)
+    # two accepted samples that differ only in their request: state, entities, calls and verifiers are fixed
+    same_state = [{**FINAL["good"], "prompt": p} for p in (FINAL["good"]["prompt"], "Close ticket 10, the AP was swapped.")]
+    for i, body in enumerate(same_state):
+        store.start_candidate(f"wide-{i}", "wide", "target", None, store.next_slot())
+        store.accept(Candidate(candidate_id=f"wide-{i}", card_id="wide", body=body),
+                     store.add_attempt(f"wide-{i}", 0, "generate", None, "", None))
+    store.start_candidate("wide-2", "wide", "target", None, store.next_slot())
+    attempt = store.add_attempt("wide-2", 0, "generate", None, "", None)
+    store.add_gate(attempt, GateResult(gate="novelty", passed=False, code="duplicate", message="repeats wide-0"))
+    store.reject("wide-2", "novelty: duplicate")
+    review = meta_review(store, Scheduler([CardQuota(card_id="wide", target_count=4)], seed=0), flag_after=5)
+    assert review["repeats"] == {"wide": 1}
+    assert review["unused_tools"] == {"wide": ["set_priority"]}
+    assert review["fixed_axes"] == {"wide": ["state", "entities", "reference", "verifiers"]}
+    assert review["most_alike"]["wide"]["pair"] == ["wide-0", "wide-1"]
+    for text in ("1 candidate repeated accepted samples", "set_priority", "share the same state, entities"):
+        assert text in review["guidance"], text
+    # honest twin: varied samples that call every tool of their card leave nothing to report
+    other = _body("good", 27, "Printer jams on tray 2", "roller")
+    store2 = SynthStore(tmp_path / "2")
+    store2.add_card(_card("plain"), 4)
+    for i, body in enumerate((FINAL["good"], other)):
+        store2.start_candidate(f"p-{i}", "plain", "target", None, store2.next_slot())
+        store2.accept(Candidate(candidate_id=f"p-{i}", card_id="plain", body=body),
+                      store2.add_attempt(f"p-{i}", 0, "generate", None, "", None))
+    clean = meta_review(store2, Scheduler([CardQuota(card_id="plain", target_count=4)], seed=0), flag_after=5)
+    assert (clean["repeats"], clean["unused_tools"], clean["fixed_axes"]) == ({}, {}, {})

@@ -41,8 +41,9 @@ def synth_run(tmp_path_factory):
 def test_sft_rows_are_the_solver_conversations_the_ballot_verified(synth_run):
     tmp, exchanges = synth_run
     rows_path = tmp / "sft.jsonl"
-    result = CliRunner().invoke(app, ["synth", "export", str(tmp / "synth-out"), "--format", "trl", "--out",
-                                      str(rows_path), "--min-turns", "0"])
+    result = CliRunner().invoke(
+        app, ["synth", "export", str(tmp / "synth-out"), "--format", "trl", "--out", str(rows_path), "--min-turns", "0"]
+    )
     assert result.exit_code == 0, result.output
     from datasets import load_dataset
 
@@ -68,8 +69,15 @@ def test_sft_rows_are_the_solver_conversations_the_ballot_verified(synth_run):
 
 def test_the_export_keeps_only_verified_trajectories_and_says_why_it_is_empty(synth_run):
     tmp, _ = synth_run
-    # the default export rules (min_turns 5) remove every 3-turn solver trace: one clear error, nothing written
-    result = CliRunner().invoke(app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "none.jsonl")])
+    # the default min_turns fits the tools agent (its 3-turn traces are kept); 5 removes every one of them:
+    # one clear error naming the rule, nothing written
+    default = CliRunner().invoke(
+        app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "d.jsonl")]
+    )
+    assert default.exit_code == 0 and len((tmp / "d.jsonl").read_text().splitlines()) == 2, default.output
+    result = CliRunner().invoke(
+        app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "none.jsonl"), "--min-turns", "5"]
+    )
     assert result.exit_code == 2 and "min_turns" in result.output and not (tmp / "none.jsonl").exists()
     # a failed solver trial is no demonstration, whatever the filters file says about rewards
     filters = tmp / "filters.toml"
@@ -78,8 +86,20 @@ def test_the_export_keeps_only_verified_trajectories_and_says_why_it_is_empty(sy
     saved = trial.read_text()
     trial.write_text(json.dumps({**json.loads(saved), "outcome": "failed", "reward": 0.0}))
     try:
-        result = CliRunner().invoke(app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o",
-                                          str(tmp / "one.jsonl"), "--filters", str(filters)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "synth",
+                "export",
+                str(tmp / "synth-out"),
+                "-f",
+                "trl",
+                "-o",
+                str(tmp / "one.jsonl"),
+                "--filters",
+                str(filters),
+            ],
+        )
     finally:
         trial.write_text(saved)
     assert result.exit_code == 0, result.output

@@ -26,8 +26,8 @@ from agentmill.models.client import ModelClient
 from agentmill.synth.candidate import (COMPONENTS, Candidate, CandidateBody, CandidateParseError, candidate_schema,
                                         parse_body, write_task_folder)
 from agentmill.synth.config import SynthConfig
-from agentmill.synth.dedupe import novelty_at_acceptance
 from agentmill.synth.critic import Diagnosis, ask_critic, gate_diagnosis, read_diagnosis, repair
+from agentmill.synth.dedupe import novelty_at_acceptance
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
 from agentmill.synth.llm import ask_json, dumps
 from agentmill.synth.output import publish, write_jsonl

@@ -21,7 +21,7 @@ from agentmill.errors import AgentmillError
 
 Kind = Literal["target", "multiply"]
 # what a repair may change, one name per part of the candidate
-COMPONENTS = ("system", "prompt", "seed_sql", "calls", "answer", "verifiers", "entities", "alternatives")
+COMPONENTS = ("system", "prompt", "seed_sql", "calls", "answer", "verifiers", "entities", "alternatives", "documents")
 
 
 class CandidateParseError(AgentmillError):
@@ -33,6 +33,14 @@ class EntityRef(BaseModel):
     table: str = Field(min_length=1)
     column: str = Field(min_length=1)
     value: Any
+
+
+class Document(BaseModel):
+    """A knowledge document the task's setup gives the agent (a runbook, a policy page): part of the task
+    tuple, shown under the system specification and kept as a file of the task."""
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1)
 
 
 class CallSpec(BaseModel):
@@ -53,6 +61,7 @@ class CandidateBody(BaseModel):
     entities: list[EntityRef] = Field(default_factory=list, description="existing records the task is about")
     alternatives: list[list[CallSpec]] = Field(default_factory=list, description="other valid call sequences that "
                                                "solve the task (another tool path); the verifiers must accept each")
+    documents: list[Document] = Field(default_factory=list, description="knowledge documents the agent is given")
 
 
 class Candidate(BaseModel):
@@ -163,6 +172,15 @@ class GymSet(BaseModel):
     gym_dir: Path | None = Field(None, description="a gym folder (schema.sql, seed.sql, tools.py) copied into each task")
 
 
+def system_text(b: CandidateBody) -> str:
+    """The system specification, then the knowledge documents the task's setup gives the agent."""
+    parts = [b.system.strip()]
+    if b.documents:
+        parts.append("## Reference documents")
+        parts += [f"### {d.title.strip()}\n\n{d.text.strip()}" for d in b.documents]
+    return "\n\n".join(parts) + "\n"
+
+
 def write_task_folder(candidate: Candidate, dest: Path, env: GymSet) -> Path:
     """The candidate as a tool-task folder (written fresh; the caller renames it into place)."""
     b = candidate.body
@@ -172,7 +190,10 @@ def write_task_folder(candidate: Candidate, dest: Path, env: GymSet) -> Path:
     (dest / "tests").mkdir()
     (dest / "solution").mkdir()
     (dest / "instruction.md").write_text(b.prompt.strip() + "\n")
-    (dest / "system.md").write_text(b.system.strip() + "\n")
+    (dest / "system.md").write_text(system_text(b))
+    for i, doc in enumerate(b.documents):  # also as files: the decontamination check compares them byte for byte
+        (dest / "documents").mkdir(exist_ok=True)
+        (dest / "documents" / f"{i:02d}.md").write_text(f"# {doc.title.strip()}\n\n{doc.text.strip()}\n")
     gyms = ", ".join(json.dumps(g) for g in env.gyms)
     lineage = {"card": candidate.card_id, "kind": candidate.kind, **({"parent": candidate.parent_id} if candidate.parent_id else {})}
     meta = "\n".join(f"synth_{k} = {json.dumps(v)}" for k, v in lineage.items())

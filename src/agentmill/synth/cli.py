@@ -32,13 +32,14 @@ class _Progress:
         self.accepted = self.rejected = self.started = 0
         self.total = total
         self.failed: dict[str, int] = {}
+        self.plain = not progress.console.is_terminal  # a log file or a pipe: one line per finished box instead
 
     def __call__(self, kind: str, **info) -> None:
         if kind == "local_model":
             self.p.console.print(f"starting the embedded model for {', '.join(info['roles'])} (SmolLM2-135M: a smoke-test "
                                  "model, not a teacher)", highlight=False)
         elif kind == "pause":
-            self.p.console.print(f"[yellow]paused {info['seconds']:.0f}s:[/yellow] {info['what']}", highlight=False)
+            self.p.console.print(f"[yellow]paused {info['seconds']:.0f}s:[/yellow] {escape(info['what'])}", highlight=False)
         if kind == "gate" and not info["passed"]:
             key = f"{info['gate']}:{info['code']}"
             self.failed[key] = self.failed.get(key, 0) + 1
@@ -51,6 +52,10 @@ class _Progress:
             self.accepted += info["accepted"]
             self.rejected += not info["accepted"]
             self.p.advance(self.boxes)
+            if self.plain:
+                done = self.accepted + self.rejected
+                self.p.console.print(f"box {info['candidate']}: {'accepted' if info['accepted'] else 'not accepted'} "
+                                     f"({done} of {self.total} boxes; accepted {self.accepted})", highlight=False, markup=False)
         top = ", ".join(f"{k} {v}" for k, v in sorted(self.failed.items(), key=lambda kv: -kv[1])[:3])
         self.p.update(self.boxes, stats=f"accepted {self.accepted}  rejected {self.rejected}  {top}")
 
@@ -94,7 +99,10 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
                           f"command again to resume from {out}", highlight=False)
                 raise typer.Exit(stop.exit_code) from None
     for problem in summary["card_problems"]:
-        err.print(f"[yellow]card skipped:[/yellow] {problem}", highlight=False)
+        err.print(f"[yellow]card:[/yellow] {escape(problem)}", highlight=False)
+    if summary.get("budget_spent"):
+        err.print(f"[yellow]stopped:[/yellow] {escape(summary['budget_spent'])}; no new box started (raise the budget "
+                  "and run the same command to resume)", highlight=False)
     err.print(f"accepted {summary['accepted']} target samples and {summary['multiplied']} variants in "
               f"{summary['seconds']:.1f}s -> {out / 'tasks'}", highlight=False)
     _print_funnel(out)
@@ -143,7 +151,7 @@ def export_cmd(out: Path = typer.Argument(..., metavar="OUT", help="A synth outp
                dest: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet"),
                reasoning: str = typer.Option("think", "--reasoning", help="think | drop"),
                filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
-               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5)."),
+               min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default: fits the agent, 2 for the tools agent)."),
                max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this."),
                tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="for --max-tokens"),
                allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when nothing is kept.")) -> None:

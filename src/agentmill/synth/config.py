@@ -116,6 +116,9 @@ class SynthSettings(_Strict):
                                        "3-grams) at which a candidate repeats an accepted sample")
     outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
     outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
+    max_tokens: int | None = Field(None, gt=0, description="budget: prompt + completion tokens of every role, all runs "
+                                   "of this folder together; no box starts once it is spent")
+    max_cost_usd: float | None = Field(None, gt=0, description="budget: cost of every priced role, all runs together")
 
 
 class SynthConfig(_Strict):
@@ -155,6 +158,22 @@ def _resolve(cfg: SynthConfig, base: Path) -> SynthConfig:
     return cfg
 
 
+def _check_gyms(env: GymSet, path: Path) -> None:
+    """A gym that is not there is one clear error when the config loads, before the output folder is touched."""
+    from agentmill.tasks.tool_task import bundled_gym_names
+
+    known = bundled_gym_names()
+    for name in env.gyms:
+        if name not in known:
+            raise AgentmillError(f"{path}: field 'env.gyms': unknown gym {name!r} (bundled: {', '.join(known)}; "
+                                 "or gym_dir = a gym folder)")
+    if env.gym_dir is not None:
+        missing = [f for f in ("schema.sql", "tools.py") if not (env.gym_dir / f).is_file()]
+        if not env.gym_dir.is_dir() or missing:
+            raise AgentmillError(f"{path}: field 'env.gym_dir': {env.gym_dir}: "
+                                 + ("no such folder" if not env.gym_dir.is_dir() else f"not a gym (no {', '.join(missing)})"))
+
+
 def load_config(path: Path) -> SynthConfig:
     path = Path(path)
     try:
@@ -168,8 +187,10 @@ def load_config(path: Path) -> SynthConfig:
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise AgentmillError(f"{path}: field '{field}': {err['msg']}") from None
+        # a check across fields has no location: its message names what is wrong
+        raise AgentmillError(f"{path}: " + (f"field '{field}': " if field else "") + err["msg"].removeprefix("Value error, ")) from None
     cfg = _resolve(cfg, path.parent.resolve())
+    _check_gyms(cfg.env, path)
     for bench in cfg.synth.benchmarks:
         if not bench.exists():
             raise AgentmillError(f"{path}: field 'synth.benchmarks': {bench}: no such folder")

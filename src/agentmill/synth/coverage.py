@@ -16,10 +16,15 @@ REPEAT_CODES = ("duplicate", "near_duplicate", "variant_unchanged")
 
 
 def coverage(store: SynthStore) -> dict:
-    repeats = {r["card_id"]: r["n"] for r in store.rows(
-        "SELECT c.card_id, COUNT(*) AS n FROM gate_results g JOIN attempts a USING (attempt_id) "
-        f"JOIN candidates c USING (candidate_id) WHERE g.passed = 0 AND g.code IN ({','.join('?' * len(REPEAT_CODES))}) "
-        "GROUP BY c.card_id", REPEAT_CODES)}
+    repeats = {
+        r["card_id"]: r["n"]
+        for r in store.rows(
+            "SELECT c.card_id, COUNT(*) AS n FROM gate_results g JOIN attempts a USING (attempt_id) "
+            f"JOIN candidates c USING (candidate_id) WHERE g.passed = 0 AND g.code IN ({','.join('?' * len(REPEAT_CODES))}) "
+            "GROUP BY c.card_id",
+            REPEAT_CODES,
+        )
+    }
     by_card: dict[str, list] = {}
     for cand in store.accepted():
         by_card.setdefault(cand.card_id, []).append(cand)
@@ -38,7 +43,10 @@ def coverage(store: SynthStore) -> dict:
             if same:
                 fixed_axes[cid] = same
             a, b = max(combinations(samples, 2), key=lambda p: similarity(p[0].body, p[1].body))
-            most_alike[cid] = {"pair": [a.candidate_id, b.candidate_id], "similarity": round(similarity(a.body, b.body), 3)}
+            most_alike[cid] = {
+                "pair": [a.candidate_id, b.candidate_id],
+                "similarity": round(similarity(a.body, b.body), 3),
+            }
     return {"repeats": repeats, "most_alike": most_alike, "unused_tools": unused_tools, "fixed_axes": fixed_axes}
 
 
@@ -46,8 +54,10 @@ def guidance(cov: dict) -> list[str]:
     lines = []
     if cov["repeats"]:
         n = sum(cov["repeats"].values())
-        lines.append(f"{n} candidate{'s' if n != 1 else ''} repeated accepted samples: write a new request over "
-                     "different records, with a different seed state and call sequence.")
+        lines.append(
+            f"{n} candidate{'s' if n != 1 else ''} repeated accepted samples: write a new request over "
+            "different records, with a different seed state and call sequence."
+        )
     for cid, tools in sorted(cov["unused_tools"].items()):
         lines.append(f"No accepted sample yet uses {', '.join(tools)} (card {cid}): exercise them.")
     for cid, axes in sorted(cov["fixed_axes"].items()):

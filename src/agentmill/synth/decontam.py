@@ -50,8 +50,13 @@ class Checker:
         return len(self.index.labels)
 
     def overlap(self, task: Task) -> str | None:
-        entry = TaskEntry(name=task.name, path=str(task.path), source="synth", content_hash=task.content_hash,
-                          instruction=task.instruction)
+        entry = TaskEntry(
+            name=task.name,
+            path=str(task.path),
+            source="synth",
+            content_hash=task.content_hash,
+            instruction=task.instruction,
+        )
         reason, _ = verdict(entry, self.params, self.index)
         return reason
 
@@ -64,13 +69,22 @@ def check_output(out: Path, benchmarks: list[str], ngram: int = 13) -> dict:
 
     checker = Checker(benchmarks, ngram)
     overlaps = {}
-    folders = sorted(p for p in tasks_dir(out).iterdir() if p.is_dir() and not p.name.startswith(".")) \
-        if tasks_dir(out).is_dir() else []
+    folders = (
+        sorted(p for p in tasks_dir(out).iterdir() if p.is_dir() and not p.name.startswith("."))
+        if tasks_dir(out).is_dir()
+        else []
+    )
     for folder in folders:
         reason = checker.overlap(load_tool_task(folder))
         if reason:
             overlaps[folder.name] = reason
-    report = {"benchmarks": benchmarks, "ngram": ngram, "benchmark_tasks": checker.indexed,
-              "checked": len(folders), "overlaps": overlaps, "notes": checker.index.notes}
+    report = {
+        "benchmarks": benchmarks,
+        "ngram": ngram,
+        "benchmark_tasks": checker.indexed,
+        "checked": len(folders),
+        "overlaps": overlaps,
+        "notes": checker.index.notes,
+    }
     write_text_atomic(Path(out) / REPORT, json.dumps(report, indent=1) + "\n")
     return report

@@ -22,8 +22,13 @@ from agentmill.synth.candidate import Candidate, CandidateBody
 from agentmill.synth.gates.base import GateResult
 
 # the axes a variant may differ from its parent on, and the candidate parts behind each
-AXES = {"request": ("prompt",), "state": ("seed_sql",), "entities": ("entities",), "reference": ("calls",),
-        "verifiers": ("verifiers",)}
+AXES = {
+    "request": ("prompt",),
+    "state": ("seed_sql",),
+    "entities": ("entities",),
+    "reference": ("calls",),
+    "verifiers": ("verifiers",),
+}
 # the parts a duplicate's repair rewrites: everything but the gym-wide system spec
 REWRITE = ["prompt", "seed_sql", "entities", "calls", "answer", "verifiers"]
 
@@ -35,10 +40,13 @@ def _norm(value) -> str:
 
 
 def axis_values(body: CandidateBody) -> dict[str, str]:
-    return {"request": _norm(body.prompt), "state": _norm(body.seed_sql),
-            "entities": _norm(sorted(json.dumps(e.model_dump(), sort_keys=True, default=str) for e in body.entities)),
-            "reference": _norm([[c.tool, c.arguments] for c in body.calls]),
-            "verifiers": _norm(body.verifiers)}
+    return {
+        "request": _norm(body.prompt),
+        "state": _norm(body.seed_sql),
+        "entities": _norm(sorted(json.dumps(e.model_dump(), sort_keys=True, default=str) for e in body.entities)),
+        "reference": _norm([[c.tool, c.arguments] for c in body.calls]),
+        "verifiers": _norm(body.verifiers),
+    }
 
 
 def fingerprint(body: CandidateBody) -> dict[str, str]:
@@ -84,19 +92,30 @@ def check(cand: Candidate, accepted: list[Candidate], threshold: float, gate: st
         if parent is not None:
             axes = changed_axes(cand.body, parent.body)
             if not axes:
-                return GateResult(gate=gate, passed=False, code="variant_unchanged", category="bad_task_composition",
-                                  components=REWRITE, details={"parent": parent.candidate_id, "changed_axes": []},
-                                  message=f"the variant differs from its parent {parent.candidate_id} on none of "
-                                          f"{', '.join(AXES)}")
+                return GateResult(
+                    gate=gate,
+                    passed=False,
+                    code="variant_unchanged",
+                    category="bad_task_composition",
+                    components=REWRITE,
+                    details={"parent": parent.candidate_id, "changed_axes": []},
+                    message=f"the variant differs from its parent {parent.candidate_id} on none of {', '.join(AXES)}",
+                )
     near = nearest(cand.body, accepted, skip=cand.candidate_id)
     if near is not None and near[1] >= threshold:
         other, sim = near
         code = "duplicate" if sim >= 1.0 else "near_duplicate"
-        return GateResult(gate=gate, passed=False, code=code, category="bad_task_composition", components=REWRITE,
-                          details={"of": other, "similarity": round(sim, 3), "threshold": threshold},
-                          message=f"{'repeats' if sim >= 1.0 else 'nearly repeats'} accepted sample {other} "
-                                  f"(request, seed state and calls {sim:.2f} similar; at most {threshold:g} allowed): "
-                                  f"write a different request over different records")
+        return GateResult(
+            gate=gate,
+            passed=False,
+            code=code,
+            category="bad_task_composition",
+            components=REWRITE,
+            details={"of": other, "similarity": round(sim, 3), "threshold": threshold},
+            message=f"{'repeats' if sim >= 1.0 else 'nearly repeats'} accepted sample {other} "
+            f"(request, seed state and calls {sim:.2f} similar; at most {threshold:g} allowed): "
+            f"write a different request over different records",
+        )
     return GateResult.ok(gate, nearest=near[0] if near else None, similarity=round(near[1], 3) if near else 0.0)
 
 

@@ -13,9 +13,11 @@ from agentmill.envs.state import prepare_tool_state, tool_schemas
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.synth.box import BoxEnv, run_box
+from agentmill.synth.budget import Budget
 from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet, write_task_folder
 from agentmill.synth.clients import open_role_clients
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
+from agentmill.synth.user_cards import barrier_user_cards
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.decontam import eval_sets
 from agentmill.synth.gates import default_gates
@@ -60,6 +62,8 @@ async def load_cards(config: SynthConfig, store: SynthStore, clients) -> list[st
         return []
     if config.synth.cards is not None:
         cards, problems = read_cards(config.synth.cards)
+        cards, notes = barrier_user_cards(cards, config, store)  # user cards meet the barrier as written ones do
+        problems += notes
     else:
         cards, problems = await cards_from_diagnosis(config, clients, store)
     for card in cards:
@@ -124,17 +128,19 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
             review()
         return ok
 
+    budget = Budget(config.synth, store, clients)
     # interrupted boxes gave their slots back (store.slots_used); slot indexes stay unique (next_index)
-    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - store.slots_used()))
-    await _multiply(env, config)
+    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - store.slots_used()),
+                      stop=budget.exhausted)
+    await _multiply(env, config, budget)
     seconds = time.monotonic() - started
     store.set_meta("seconds", str(float(store.get_meta("seconds") or 0) + seconds))
     return {"interrupted_before": interrupted, "card_problems": problems,
             "accepted": len(store.accepted("target")), "multiplied": len(store.accepted("multiply")),
-            "gate_seconds": env.gate_seconds, "seconds": seconds}
+            "gate_seconds": env.gate_seconds, "seconds": seconds, "budget_spent": budget.spent}
 
 
-async def _multiply(env: BoxEnv, config: SynthConfig) -> None:
+async def _multiply(env: BoxEnv, config: SynthConfig, budget: Budget) -> None:
     """Variants of every accepted target sample (never of a variant: the store refuses that lineage)."""
     per = config.synth.multiply_per_target
     if per <= 0:
@@ -148,6 +154,8 @@ async def _multiply(env: BoxEnv, config: SynthConfig) -> None:
                 rows = store.rows("SELECT state FROM candidates WHERE parent_id = ?", (parent.candidate_id,))
                 if sum(r["state"] in ("accepted", "rejected") for r in rows) >= per or len(rows) >= 3 * per:
                     return  # done, or boxes keep dying: the next run tries again
+                if budget.exhausted():
+                    return
                 await run_box(env, parent.card_id, f"{parent.candidate_id}-m{len(rows)}", parent=parent)
 
     await asyncio.gather(*(for_parent(p) for p in store.accepted("target")))

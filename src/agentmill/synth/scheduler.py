@@ -78,9 +78,10 @@ class Scheduler:
 
 
 async def run_workers(scheduler: Scheduler, work: Callable[[Slot], Awaitable[bool]], workers: int,
-                      max_slots: int) -> list[SlotResult]:
+                      max_slots: int, stop: Callable[[], bool] | None = None) -> list[SlotResult]:
     """`workers` concurrent loops, each taking the next slot when its last one is done, until every
-    card is at its target or `max_slots` slots have started. `work` returns whether it accepted."""
+    card is at its target, `max_slots` slots have started or `stop()` says so (a spent budget: slots
+    already running finish). `work` returns whether it accepted."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     results: list[SlotResult] = []
@@ -92,7 +93,7 @@ async def run_workers(scheduler: Scheduler, work: Callable[[Slot], Awaitable[boo
         while True:
             async with changed:
                 while True:
-                    if started >= max_slots:
+                    if started >= max_slots or (stop is not None and stop()):
                         return
                     slot = scheduler.next_slot()
                     if slot is not None:

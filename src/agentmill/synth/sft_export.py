@@ -24,8 +24,10 @@ def verified_trials(out: Path) -> tuple[list[Path], list[str]]:
     """The accepted samples' solver trial folders (ballot of the accepted attempt, same task hash), and notes."""
     store = SynthStore.open_existing(out)
     try:
-        rows = store.rows("SELECT a.candidate_id, t.n FROM acceptances a JOIN attempts t USING (attempt_id) "
-                          "ORDER BY a.at, a.candidate_id")
+        rows = store.rows(
+            "SELECT a.candidate_id, t.n FROM acceptances a JOIN attempts t USING (attempt_id) "
+            "ORDER BY a.at, a.candidate_id"
+        )
     finally:
         store.close()
     folders, notes = [], []
@@ -48,14 +50,24 @@ def verified_trials(out: Path) -> tuple[list[Path], list[str]]:
     return folders, notes
 
 
-def export_synth(out: Path, fmt: str, dest: Path, *, spec: FilterSpec | None = None, reasoning: str = "think",
-                 tokenizer: str | Path | None = None, allow_empty: bool = False) -> tuple[ExportReport, list[str]]:
+def export_synth(
+    out: Path,
+    fmt: str,
+    dest: Path,
+    *,
+    spec: FilterSpec | None = None,
+    reasoning: str = "think",
+    tokenizer: str | Path | None = None,
+    allow_empty: bool = False,
+) -> tuple[ExportReport, list[str]]:
     """Rows of the verified solver trajectories. The spec's reward rule is forced to `success`: a
     trajectory the verifiers failed is no demonstration."""
     spec = (spec or FilterSpec()).merged(reward="success")
     folders, notes = verified_trials(Path(out))
     if not folders and not allow_empty:
-        raise AgentmillError(f"{out}: no accepted sample has solver trajectories to export"
-                             + (f" ({notes[0]})" if notes else ""))
-    return export_trials(folders, fmt, dest, spec=spec, reasoning=reasoning, tokenizer=tokenizer,
-                         allow_empty=allow_empty, workers=1), notes
+        raise AgentmillError(
+            f"{out}: no accepted sample has solver trajectories to export" + (f" ({notes[0]})" if notes else "")
+        )
+    return export_trials(
+        folders, fmt, dest, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty, workers=1
+    ), notes

@@ -2,10 +2,10 @@
 semantic check, positive verification, verifier completeness, negative verification, the solver ballot. `default_gates()` gives them in the order a candidate meets them
 (cheapest first: the duplicate check before any sandbox, the ballot's model trials last)."""
 
+from agentmill.synth.gates.ballot import BallotGate
 from agentmill.synth.gates.base import Gate, GateContext, GateResult
 from agentmill.synth.gates.completeness import VerifierCompleteness
 from agentmill.synth.gates.contamination import ContaminationGate
-from agentmill.synth.gates.ballot import BallotGate
 from agentmill.synth.gates.lint import StructuralLint
 from agentmill.synth.gates.negative import NegativeVerification
 from agentmill.synth.gates.novelty import NoveltyGate

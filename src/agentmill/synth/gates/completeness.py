@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentmill.synth.candidate import Candidate, CallSpec, write_task_folder
+from agentmill.synth.candidate import CallSpec, Candidate, write_task_folder
 from agentmill.synth.gates.base import GateContext, GateResult
 from agentmill.synth.gates.positive import PositiveVerification
 from agentmill.tasks.tool_task import load_tool_task
@@ -21,11 +21,23 @@ class VerifierCompleteness:
     async def run(self, ctx: GateContext) -> GateResult:
         cand = ctx.candidate
         for i, path in enumerate(cand.body.alternatives):
-            alt = Candidate(candidate_id=cand.candidate_id, card_id=cand.card_id, kind=cand.kind, parent_id=cand.parent_id,
-                            body=cand.body.model_copy(update={"calls": path}))
+            alt = Candidate(
+                candidate_id=cand.candidate_id,
+                card_id=cand.card_id,
+                kind=cand.kind,
+                parent_id=cand.parent_id,
+                body=cand.body.model_copy(update={"calls": path}),
+            )
             folder = write_task_folder(alt, ctx.work_dir / f"alternative-{i}" / cand.candidate_id, ctx.settings.env)
-            replay = GateContext(candidate=alt, task=load_tool_task(folder), task_dir=folder, work_dir=folder.parent,
-                                 builder=ctx.builder, clients=ctx.clients, settings=ctx.settings)
+            replay = GateContext(
+                candidate=alt,
+                task=load_tool_task(folder),
+                task_dir=folder,
+                work_dir=folder.parent,
+                builder=ctx.builder,
+                clients=ctx.clients,
+                settings=ctx.settings,
+            )
             r = await PositiveVerification().run(replay)
             if r.passed or r.fault == "infra":
                 if r.fault == "infra":
@@ -33,13 +45,25 @@ class VerifierCompleteness:
                 continue
             tools = " -> ".join(c.tool for c in path)
             if r.code == "verifiers_reject_reference":
-                return GateResult(gate=self.name, passed=False, code="verifiers_reject_alternative",
-                                  category="weak_verifier", components=["verifiers", "alternatives"], details=r.details,
-                                  message=f"alternative {i} ({tools}) solves the task another way, but "
-                                          f"{r.message.split(': ', 1)[-1]} fail: a verifier checks how, not what")
-            return GateResult(gate=self.name, passed=False, code="alternative_error", category="bad_reference",
-                              components=["alternatives"], details=r.details,
-                              message=f"alternative {i} ({tools}): {r.code}: {r.message}"[:800])
+                return GateResult(
+                    gate=self.name,
+                    passed=False,
+                    code="verifiers_reject_alternative",
+                    category="weak_verifier",
+                    components=["verifiers", "alternatives"],
+                    details=r.details,
+                    message=f"alternative {i} ({tools}) solves the task another way, but "
+                    f"{r.message.split(': ', 1)[-1]} fail: a verifier checks how, not what",
+                )
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="alternative_error",
+                category="bad_reference",
+                components=["alternatives"],
+                details=r.details,
+                message=f"alternative {i} ({tools}): {r.code}: {r.message}"[:800],
+            )
         return GateResult.ok(self.name, alternatives=len(cand.body.alternatives))
 
 
@@ -59,8 +83,11 @@ def solver_paths(run_dir: Path, reference: list[CallSpec]) -> dict:
         if rec.outcome != "passed":
             continue
         passing += 1
-        calls = [CallSpec(tool=c.function_name, arguments=c.arguments)
-                 for step in rec.trajectory.steps for c in (step.tool_calls or [])]
+        calls = [
+            CallSpec(tool=c.function_name, arguments=c.arguments)
+            for step in rec.trajectory.steps
+            for c in (step.tool_calls or [])
+        ]
         if _path(calls) != ref:
             seen.add(" -> ".join(c.tool for c in calls) or "(no calls)")
     return {"solver_passing_paths": passing, "solver_alternative_paths": sorted(seen)}

@@ -22,8 +22,14 @@ class ContaminationGate:
             return GateResult.ok(self.name, benchmarks=0)
         reason = self._checker.overlap(ctx.task)
         if reason:
-            return GateResult(gate=self.name, passed=False, code="eval_overlap", category="bad_task_composition",
-                              components=["prompt", "seed_sql", "entities", "calls", "answer", "verifiers"],
-                              message=f"{reason}: a synthesised task must not repeat evaluation data; write the "
-                                      "request in your own words over other records", details={"reason": reason})
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="eval_overlap",
+                category="bad_task_composition",
+                components=["prompt", "seed_sql", "entities", "calls", "answer", "verifiers"],
+                message=f"{reason}: a synthesised task must not repeat evaluation data; write the "
+                "request in your own words over other records",
+                details={"reason": reason},
+            )
         return GateResult.ok(self.name, benchmark_tasks=self._checker.indexed)

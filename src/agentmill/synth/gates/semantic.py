@@ -51,5 +51,5 @@ class SemanticCheck:
                               category="bad_task_composition", components=["prompt", "system"], details=details)
         if arbitrary:
             return GateResult(gate=self.name, passed=False, code="arbitrary_constraint", message="; ".join(arbitrary),
-                              category="bad_task_composition", components=["system", "prompt"], details=details)
+                              category="bad_task_composition", components=["system", "prompt", "verifiers"], details=details)
         return GateResult(gate=self.name, passed=True, code="ok", details=details)
