@@ -5,10 +5,8 @@ agent (out of the agent's reach), verified by SQL state, judge and tool-call ver
 from __future__ import annotations
 
 import asyncio
-
 from typing import ClassVar
 
-from agentmill.agents.tool_replay import replay_reference
 from agentmill.envs import open_tool_session
 from agentmill.envs.state import ToolEnvError
 from agentmill.envs.tool_host import attach, start_tool_host
@@ -47,6 +45,8 @@ class ToolsBehaviour(KindBehaviour):
         return ToolsTrial(task, await start_tool_host(task, image, rootfs, limits), rootfs)
 
     async def oracle(self, task, sandbox, result) -> bool:
+        from agentmill.agents.tool_replay import replay_reference  # at call time: agents sit above envs
+
         async with open_tool_session(task, sandbox) as session:  # solution/calls.json through the tools
             await replay_reference(task, session, result)
         return True

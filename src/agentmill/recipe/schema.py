@@ -58,8 +58,7 @@ class Source(_Strict):
     sample: bool = False  # the bundled sample tasks
     tasks: list[str] = Field(default_factory=list)  # only these task names
     score: float | None = None  # ranking score for top-N mixing
-    # a generator kind's options (agentmill/sources/: functions' columns, repo_bugs' pypi, ...)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)  # a generator kind's options (docs/sources.md)
 
     @model_validator(mode="after")
     def _one_place(self):
