@@ -59,7 +59,9 @@ def sweep_scratch() -> int:
         if Path(f"/proc/{parts[1]}").exists():
             continue
         if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+            from agentmill.sandbox.disk_quota import remove_folder  # a dead trial's quota is still mounted
+
+            remove_folder(entry)
         else:
             entry.unlink(missing_ok=True)
         removed += 1

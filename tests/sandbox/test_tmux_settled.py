@@ -4,6 +4,9 @@ catches however much had arrived, which differs run to run. The terminus agent t
 observations this way when no prompt told it the command was done."""
 
 import asyncio
+import contextlib
+import os
+import subprocess
 
 from agentmill.sandbox import BwrapSandbox, TmuxSession
 from tests.conftest import sandbox
@@ -26,6 +29,55 @@ def test_a_settled_look_sees_every_typed_key_of_a_fresh_shell():
 
     for text in run(go()):
         assert TYPED[5:] in text.replace("\n", ""), text[-200:]
+
+
+@contextlib.contextmanager
+def cpu_pressure(per_core: int = 4, seconds: int = 60):
+    """Busy loops, `per_core` for every core, each ended by `timeout` even if this process dies."""
+    busy = [subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"])
+            for _ in range(per_core * (os.cpu_count() or 1))]
+    try:
+        yield
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+def test_a_settled_look_sees_every_typed_key_under_cpu_pressure():
+    # the look waits for the typed text's echo, not for a quiet moment: under load a fresh shell can
+    # stay silent for longer than the quiet interval before it echoes (planted: no echo wait, it failed)
+    async def go():
+        seen = []
+        for _ in range(6):
+            async with BwrapSandbox(fresh_spec()) as sb:
+                term = TmuxSession(sb, cwd="/tmp")
+                await term.start()
+                await term.send_keys(TYPED)
+                seen.append(await term.settled_history())
+        return seen
+
+    with cpu_pressure():
+        for text in run(go()):
+            assert TYPED[5:] in text.replace("\n", ""), text[-200:]
+
+
+def test_a_look_after_keys_that_echo_nothing_waits_a_bounded_time():
+    # honest twin of the wait: text typed where nothing echoes (a silent read) costs at most echo_within
+    async def go():
+        async with BwrapSandbox(fresh_spec()) as sb:
+            term = TmuxSession(sb, cwd="/tmp")
+            await term.start()
+            await term.send_keys("read -s secret\n")
+            await term.settled_history()
+            await term.send_keys("hunter2")
+            loop = asyncio.get_running_loop()
+            t = loop.time()
+            text = await term.settled_history(echo_within=0.4)
+            return loop.time() - t, text
+
+    took, text = run(go())
+    assert 0.4 <= took < 2.0 and "hunter2" not in text
 
 
 def test_a_settled_look_gives_up_on_a_screen_that_keeps_changing():

@@ -38,3 +38,21 @@ def test_non_finite_reward_json_is_a_reward_error(js):
     # Python's json reads NaN and Infinity: a NaN reward compares false with every threshold
     with pytest.raises(RewardError, match="not a finite number"):
         parse_reward(None, js)
+
+
+def test_bytes_that_are_not_utf8_are_a_reward_error_not_a_crash():
+    # a reward file of stray bytes must end as verifier_error, never as an exception out of the verifier
+    with pytest.raises(RewardError, match="not a number"):
+        parse_reward(b"\xff\xfe1", None)
+    assert parse_reward(None, b'{"reward": 1, "n\xff": 0}') == (1.0, {"reward": 1.0, "n\ufffd": 0.0})
+    with pytest.raises(RewardError, match="not JSON"):
+        parse_reward(None, b'{"reward": \xff}')
+
+
+def test_a_long_garbage_reward_is_quoted_cut_to_80_characters():
+    with pytest.raises(RewardError) as e:
+        parse_reward(b"y" * 200, None)
+    assert str(e.value) == f"reward.txt is not a number: {'y' * 80!r}"
+    with pytest.raises(RewardError) as e:
+        parse_reward(b"inf" + b" " * 3, None)
+    assert str(e.value) == "reward.txt is not finite: 'inf'"

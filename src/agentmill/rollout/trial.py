@@ -6,7 +6,6 @@ Every failure becomes a typed outcome; nothing here raises for a bad task or a b
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import time
 import traceback
@@ -23,6 +22,7 @@ from agentmill.paths import scratch_temp
 from agentmill.rollout.early import StartFailed, run_early, runs_early, start_key
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox
+from agentmill.sandbox.disk_quota import DiskQuotaExceeded, NoQuota, remove_folder, trial_quota
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
 from agentmill.tasks.model import Task
@@ -49,7 +49,11 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
     kind_trial: KindTrial | None = None  # the task kind's part of the trial (tasks/behaviour.py)
+    quota = NoQuota()
     try:
+        # every file of the trial in a filesystem of storage_mb (sandbox/disk_quota.py); a mount: off the loop
+        quota, note = await asyncio.to_thread(trial_quota, scratch, task.config.environment.storage_mb)
+        result.notes += [note] if note else []
         t = time.monotonic()
         try:
             image = await builder.get(task)
@@ -107,12 +111,14 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
             if early is None:
-                await asyncio.wait_for(agent.run(task, sandbox, agent_result), timeout=task.config.agent.timeout_sec)
+                await asyncio.wait_for(quota.guard(agent.run(task, sandbox, agent_result)), timeout=task.config.agent.timeout_sec)
             else:
-                await run_early(agent, task, sandbox, early, agent_result, timings, t)
+                await quota.guard(run_early(agent, task, sandbox, early, agent_result, timings, t))
         except StartFailed as e:
             result.exception = f"sandbox failed to start: {_brief(e.error)}"
             return result
+        except DiskQuotaExceeded as e:  # the agent filled its own disk: its failure, stopped there
+            agent_outcome, result.exception = Outcome.AGENT_ERROR, str(e)
         except (asyncio.TimeoutError, TimeoutError):
             agent_outcome = Outcome.AGENT_TIMEOUT
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
@@ -136,6 +142,8 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
             await kind_trial.stop()  # the kind's own processes end with the agent, before verification
+        if quota.full() and agent_outcome is not Outcome.AGENT_ERROR:  # filled between two looks
+            agent_outcome, result.exception = Outcome.AGENT_ERROR, str(quota.exceeded())
 
         if agent_outcome is Outcome.AGENT_ERROR:
             result.outcome = agent_outcome
@@ -160,7 +168,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             await kind_trial.stop()
         timings.total = time.monotonic() - started
         # the lowest-priority threads: trials still running go first (loop_priority.removal_threads)
-        await asyncio.get_running_loop().run_in_executor(removal_threads(), shutil.rmtree, scratch, True)
+        await asyncio.get_running_loop().run_in_executor(removal_threads(), remove_folder, scratch)
 
 
 def _agent_sandbox(task: Task, agent: Agent, spec):

@@ -173,7 +173,7 @@ def overlay_launch_env(uid: int | None) -> dict[str, str]:
 
 
 def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None,
-              guest_fd: int | None) -> None:
+              guest_fd: int | None, work: Path | None = None) -> None:
     if guest_fd is not None:  # the socket's last reference: its release is kernel work, kept off the loop
         os.close(guest_fd)
     if cgroup is not None:
@@ -181,6 +181,8 @@ def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_
         cgroup.remove()
     if ovl is not None:  # its mount namespace died with the sandbox's processes
         shutil.rmtree(ovl, ignore_errors=True)
+    if work is not None:
+        shutil.rmtree(work, ignore_errors=True)
     if ctl is not None:
         shutil.rmtree(ctl, ignore_errors=True)
     if stderr_path is not None:
@@ -202,6 +204,7 @@ class BwrapSandbox:
         self._cgroup: Cgroup | None = None
         self._ctl: Path | None = None
         self._ovl: Path | None = None
+        self._work: Path | None = None  # the overlay's work folder: on the upper layer's filesystem
         self._stderr_path: Path | None = None
         self._guest_fd: int | None = None
         self.started_at = 0.0
@@ -277,6 +280,13 @@ class BwrapSandbox:
                 (self._ovl / sub).mkdir(parents=True, exist_ok=True)
             os.chmod(self._ovl, 0o700)
             _chown_tree(self._ovl, self.uid)
+            self._work = self._ovl / "work"
+            if os.stat(self._ovl).st_dev != os.stat(self.spec.rootfs).st_dev:
+                # fuse-overlayfs renames from work into upper: a trial's upper on its own disk quota
+                # (sandbox/disk_quota.py) needs its work folder there too, beside it, private
+                self._work = self.spec.rootfs.with_name(f".{self.spec.rootfs.name}.work-{self._ctl.name}")
+                self._work.mkdir(mode=0o700)
+                _chown_tree(self._work, self.uid)
         # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
         # suffix lets a later process sweep groups whose owner died.
         self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", self.spec.limits)
@@ -322,7 +332,7 @@ class BwrapSandbox:
         if spec.lower is not None:  # the namespace's unshare takes the uid instead of setpriv
             root = self._ovl / "merged"
             argv += [*overlay_namespace_argv(as_uid), "--", "/bin/sh", "-c", _OVERLAY, "sh",
-                     str(spec.lower), str(spec.rootfs), str(self._ovl / "work"), str(root)]
+                     str(spec.lower), str(spec.rootfs), str(self._work), str(root)]
         argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
         if spec.network:
@@ -405,11 +415,12 @@ class BwrapSandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
         cgroup, ovl, ctl, stderr_path = self._cgroup, self._ovl, self._ctl, self._stderr_path
-        self._cgroup = self._ovl = self._ctl = None
+        work = self._work if self._work is not None and ovl is not None and ovl not in self._work.parents else None
+        self._cgroup = self._ovl = self._ctl = self._work = None
         guest_fd, self._guest_fd = self._guest_fd, None  # no new connection from here on
         # The cgroup's kill (returning once it is empty) and removal, the folders' removal, the
         # pinned socket's close: kernel work, off the event loop; meanwhile the watcher reaps bwrap.
-        await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path, guest_fd)
+        await asyncio.to_thread(_clean_up, cgroup, ovl, ctl, stderr_path, guest_fd, work)
         if proc is not None:
             await proc.wait()
         if self._lease is not None:

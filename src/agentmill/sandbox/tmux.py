@@ -20,6 +20,8 @@ from agentmill.sandbox.protocol import Capability, Sandbox
 from agentmill.sandbox.tmux_channel import CLIENT_FLAGS, ChannelLost, NotSendable, TmuxChannel, TmuxCommandError
 
 SOCKET = "/tmp/.agentmill-tmux"
+ECHO_TAIL = 24  # characters of the text typed last that a settled look waits to see echoed
+ECHO_WITHIN = 5.0  # seconds it waits for them at most (a loaded machine; or nothing echoes)
 # Keys that tmux understands by name; anything else is typed literally.
 SPECIAL_KEYS = {"Enter", "Escape", "Tab", "BSpace", "Up", "Down", "Left", "Right", "Home", "End",
                 "PageUp", "PageDown", "Space", "DC", "IC"} | {f"C-{c}" for c in "abcdefghijklmnopqrstuvwxyz\\[]"} | {f"M-{c}" for c in "abcdefghijklmnopqrstuvwxyz"}
@@ -32,6 +34,8 @@ class TmuxSession:
         self.use_channel = channel_enabled() if channel is None else channel
         self._channel: TmuxChannel | None = None
         self.channel_note = "" if self.use_channel else "off"  # why commands go by exec, when they do
+        self._seen = ""  # the last scrollback read: how often a typed text showed before it was typed
+        self._echo: tuple[str, int] | None = None  # (tail of the literal text typed last, its count in _seen)
 
     @property
     def transport(self) -> str:
@@ -126,6 +130,9 @@ class TmuxSession:
         commands = [("send-keys", "-t", self.name, item) if item in SPECIAL_KEYS else ("send-keys", "-t", self.name, "-l", item)
                     for item in items if item]
         if commands:
+            last = items[-1] if items and items[-1] else ""
+            tail = "" if last in SPECIAL_KEYS else last.rstrip()[-ECHO_TAIL:]
+            self._echo = (tail, _joined(self._seen).count(tail)) if tail and tail.isprintable() else None
             await self._run(*commands, effects=True)
 
     async def wait_for_prompt(self, prompt: str, before: str, seconds: float, lines: int = 2000) -> str | None:
@@ -150,15 +157,29 @@ class TmuxSession:
 
     async def history_text(self, lines: int = 2000) -> str:
         """Scrollback plus screen, up to `lines` lines back."""
-        return await self._run(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name))
+        self._seen = await self._run(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name))
+        return self._seen
 
-    async def settled_history(self, quiet: float = 0.02, at_most: float = 0.5, lines: int = 2000) -> str:
-        """The scrollback once it has not changed for `quiet` seconds (waiting at most `at_most`):
-        the shell echoes typed keys, and prints a completion, after send-keys has returned, so a
-        single look can catch half of it, at a moment that differs from run to run."""
+    async def settled_history(self, quiet: float = 0.02, at_most: float = 0.5, lines: int = 2000,
+                              echo_within: float = ECHO_WITHIN) -> str:
+        """The scrollback once the echo of the text typed last has arrived and it has not changed for
+        `quiet` seconds (waiting at most `at_most` for quiet): the shell echoes typed keys, and prints
+        a completion, after send-keys has returned, so a single look can catch half of it, at a moment
+        that differs from run to run. Quiet alone is not enough: under CPU load a fresh shell can
+        stay silent for longer than `quiet` before it echoes, so the look first waits (at most
+        `echo_within`) until the typed text's tail shows once more than it did before it was typed.
+        Text typed where nothing echoes (a password prompt) costs that wait."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + at_most
         text = await self.history_text(lines)
+        expected, self._echo = self._echo, None
+        if expected is not None:
+            tail, before = expected
+            until, delay = loop.time() + echo_within, 0.002
+            while _joined(text).count(tail) <= before and loop.time() < until:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+                text = await self.history_text(lines)
+        deadline = loop.time() + at_most
         while loop.time() < deadline:
             await asyncio.sleep(quiet)
             again = await self.history_text(lines)
@@ -186,6 +207,11 @@ class TmuxSession:
 
 def channel_enabled() -> bool:
     return os.environ.get("AGENTMILL_TMUX_CHANNEL", "1") != "0"
+
+
+def _joined(text: str) -> str:
+    """Scrollback with its line breaks removed: a typed text wraps wherever the screen's width falls."""
+    return text.replace("\n", "")
 
 
 def _client_argv(commands: Sequence[Sequence[str]]) -> list[str]:

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Mutation testing of the trust-critical core (docs/testing.md): mutmut plants one-line defects in a
+# module, one at a time, and runs that module's own fast tests against each; a mutant the tests
+# do not fail on ("survived") is a behaviour no test protects.
+#
+# Each module runs in a work folder of its own (a copy of src/ and tests/, and a pyproject.toml
+# holding only that module's [tool.mutmut] settings), so runs never touch the worktree and
+# modules can run one at a time on a small machine.
+#
+# Usage: scripts/mutation.sh [MODULE ...]     (default: every module below, smallest first)
+#        MUTATION_WORK=/var/tmp/m scripts/mutation.sh traces/redact.py
+#        MUTATION_CHILDREN=2 ...              (parallel mutants; default 1)
+# Afterwards: cd $MUTATION_WORK/<module> && mutmut results / mutmut show <mutant>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+MUTMUT=${MUTMUT:-$(dirname "$PY")/mutmut}
+WORK=${MUTATION_WORK:-/var/tmp/agentmill-mutation}
+CHILDREN=${MUTATION_CHILDREN:-1}
+
+# module (under src/agentmill) -> its fast tests (space-separated pytest selections)
+declare -A TESTS=(
+  [rollout/identity.py]="tests/rollout/test_identity.py tests/rollout/test_seams.py"
+  [rollout/lock.py]="tests/rollout/test_lock.py"
+  [rollout/ledger.py]="tests/rollout/test_ledger.py"
+  [traces/redact.py]="tests/traces/test_redact.py tests/traces/test_redact_fast.py"
+  [traces/filters.py]="tests/traces/test_filters.py"
+  [traces/render.py]="tests/traces/test_export.py -k render"
+  [verify/outcome.py]="tests/verify/test_reward.py"
+  [verify/reward_files.py]="tests/verify/test_reward_files.py"
+  [verify/tamper.py]="tests/verify/test_reward_files.py tests/verify/test_hardening.py"
+  [verify/isolation.py]="tests/verify/test_reward_hacks.py"
+  [verify/hardening.py]="tests/verify/test_hardening.py"
+  [verify/test_script.py]="tests/verify/test_trials.py tests/verify/test_reward_files.py"
+  [verify/start_blame.py]="tests/verify/test_agent_damage.py"
+  [verify/mutation.py]="tests/verify/test_check_infra.py tests/envs"
+  [verify/sql_state.py]="tests/envs"
+  [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
+)
+# smallest first: a run of the small ones fits in minutes, the sandbox-backed ones take hours on 2 cores
+ORDER=(rollout/identity.py verify/outcome.py rollout/lock.py verify/tamper.py verify/reward_files.py
+       rollout/ledger.py traces/filters.py traces/render.py traces/redact.py verify/start_blame.py
+       verify/isolation.py verify/mutation.py verify/test_script.py verify/sql_state.py verify/hardening.py
+       sandbox/bwrap.py)
+
+modules=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")
+
+toml_list() { local out="" x; for x in "$@"; do out+="${out:+, }\"$x\""; done; echo "[$out]"; }
+
+for module in "${modules[@]}"; do
+  [ -n "${TESTS[$module]:-}" ] || { echo "unknown module $module (known: ${ORDER[*]})" >&2; exit 2; }
+  dir="$WORK/${module//\//_}"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  # the project as committed plus what is changed here, without caches
+  (cd "$ROOT" && git ls-files -co --exclude-standard src tests) | grep -v '\.pyc$' \
+    | (cd "$ROOT" && xargs -d '\n' cp --parents -t "$dir")
+  read -r -a selection <<< "${TESTS[$module]}"
+  cat > "$dir/pyproject.toml" <<EOF
+[tool.mutmut]
+source_paths = ["src/agentmill"]
+only_mutate = ["src/agentmill/$module"]
+also_copy = ["tests"]
+pytest_add_cli_args_test_selection = $(toml_list "${selection[@]}")
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+EOF
+  echo "== $module: ${TESTS[$module]}"
+  (cd "$dir" && "$MUTMUT" run --max-children "$CHILDREN" > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
+  (cd "$dir" && "$MUTMUT" results --all true > results.txt 2>&1 || true)
+  killed=$(grep -c ': killed$' "$dir/results.txt" || true)
+  total=$(grep -c ': ' "$dir/results.txt" || true)
+  echo "   $killed of $total mutants killed; survivors: grep -v killed $dir/results.txt"
+done
