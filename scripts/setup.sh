@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # guest's python3 with pip (image builds install into /usr/local), and what the sample tasks use.
 need=()
 for pair in bwrap:bubblewrap tmux:tmux setpriv:util-linux prlimit:util-linux /usr/bin/python3:python3 \
-            git:git sqlite3:sqlite3 jq:jq mmdebstrap:mmdebstrap newuidmap:uidmap fuse-overlayfs:fuse-overlayfs; do
+            git:git sqlite3:sqlite3 jq:jq mmdebstrap:mmdebstrap newuidmap:uidmap fuse-overlayfs:fuse-overlayfs \
+            mkfs.ext4:e2fsprogs losetup:mount; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then need+=("$pkg"); fi
 done
