@@ -25,7 +25,7 @@ from rich.table import Table
 
 from agentmill.images import ImageBuilder
 from agentmill.images.layers import remove_tree
-from agentmill.paths import scratch_dir, scratch_temp
+from agentmill.runtime.paths import scratch_dir, scratch_temp
 from agentmill.sandbox.disk_quota import quota_available, remove_folder, trial_quota
 from agentmill.sandbox.registry import create_sandbox
 from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs

@@ -62,7 +62,7 @@ from agentmill.agents.base import AgentResult  # noqa: E402
 from agentmill.agents.terminus import TerminusAgent  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
 from agentmill.models.client import ModelClient, SamplingParams  # noqa: E402
-from agentmill.paths import scratch_dir  # noqa: E402
+from agentmill.runtime.paths import scratch_dir  # noqa: E402
 from agentmill.rollout.config import RolloutConfig  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
 from agentmill.rollout.trial import run_trial  # noqa: E402

@@ -46,7 +46,7 @@ from rich.table import Table
 
 from agentmill.agents import OracleAgent
 from agentmill.images.build import ImageBuilder
-from agentmill.paths import scratch_dir
+from agentmill.runtime.paths import scratch_dir
 from agentmill.rollout.trial import run_trial
 from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import SandboxSpec

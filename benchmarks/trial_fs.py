@@ -28,7 +28,7 @@ from rich.table import Table
 from agentmill.images import ImageBuilder
 from agentmill.images.layers import remove_tree
 from agentmill.images.trial_fs import OVERLAY_FROM
-from agentmill.paths import scratch_dir
+from agentmill.runtime.paths import scratch_dir
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks import load_task, write_task
 from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs

@@ -43,7 +43,7 @@ sandbox = pytest.mark.skipif(not needs_sandbox(), reason="bubblewrap not install
 
 def scratch_cache(tmp_path: Path) -> Path:
     """A private image cache that sandbox uids can reach (pytest's tmp dirs are 0700)."""
-    from agentmill.paths import scratch_dir
+    from agentmill.runtime.paths import scratch_dir
 
     path = scratch_dir() / "test-cache" / tmp_path.name
     shutil.rmtree(path, ignore_errors=True)

@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from agentmill.child_processes import spawn
-from agentmill.loop_priority import CHOICE_ENV, LOOP_THREAD_RAISE, loop_first
+from agentmill.runtime.child_processes import spawn
+from agentmill.runtime.loop_priority import CHOICE_ENV, LOOP_THREAD_RAISE, loop_first
 from agentmill.rollout.executor import make_executor
 from tests.rollout.test_process_executor import importable_tests  # noqa: F401  (workers import this module)
 from tests.sandbox.helpers import in_sandbox

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from agentmill.child_processes import spawn, use_pidfd_watcher
+from agentmill.runtime.child_processes import spawn, use_pidfd_watcher
 
 
 async def _exit_status(*argv: str) -> int:
@@ -66,7 +66,7 @@ def test_many_children_at_once_each_get_their_own_status():
 def test_a_watcher_someone_else_chose_is_left_alone(monkeypatch):
     import warnings
 
-    import agentmill.child_processes as cp
+    import agentmill.runtime.child_processes as cp
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -90,7 +90,7 @@ def test_a_watcher_someone_else_chose_is_left_alone(monkeypatch):
 def test_spawn_alone_installs_the_pidfd_watcher_in_a_fresh_process():
     import subprocess
 
-    code = ("import asyncio, warnings; from agentmill.child_processes import spawn\n"
+    code = ("import asyncio, warnings; from agentmill.runtime.child_processes import spawn\n"
             "async def main():\n    p = await spawn('true'); return await p.wait()\n"
             "rc = asyncio.run(main())\n"
             "warnings.simplefilter('ignore')\n"

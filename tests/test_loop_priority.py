@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from agentmill import loop_priority
+from agentmill.runtime import loop_priority
 from agentmill.errors import AgentmillError
-from agentmill.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, REMOVAL_THREAD_NICE,
+from agentmill.runtime.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, REMOVAL_THREAD_NICE,
                                      loop_first, mode_here, trials_first)
 from tests.conftest import sandbox
 
@@ -179,7 +179,7 @@ def test_off_leaves_the_loop_thread_as_it_was_and_a_bad_choice_is_named(monkeypa
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
 def test_without_the_privilege_the_loop_thread_stays_and_the_file_threads_are_still_lowered():
     probe = ("import asyncio, os, threading\n"
-             "from agentmill.loop_priority import loop_first, mode_here\n"
+             "from agentmill.runtime.loop_priority import loop_first, mode_here\n"
              "def nice(): return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())\n"
              "async def main():\n"
              "    with loop_first():\n"

@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from agentmill import open_files
+from agentmill.runtime import open_files
 from agentmill.agents import OracleAgent
 from agentmill.images import ImageBuilder
 from agentmill.rollout import run_trial
 from agentmill.tasks import load_task
 from tests.conftest import sandbox, scratch_cache, simple_task
 
-PROBE = ("import resource; from agentmill.open_files import allow_open_files; "
+PROBE = ("import resource; from agentmill.runtime.open_files import allow_open_files; "
          "got = allow_open_files(); print(got, *resource.getrlimit(resource.RLIMIT_NOFILE))")
 _, HARD = resource.getrlimit(resource.RLIMIT_NOFILE)
 room_to_raise = pytest.mark.skipif(HARD != resource.RLIM_INFINITY and HARD < 2048,

@@ -13,7 +13,7 @@ from agentmill.agents.registry import agent_class
 from agentmill.rollout import runner
 from agentmill.rollout.config import RolloutConfig
 from agentmill.tasks import load_task
-from agentmill.whole_steps import whole_step
+from agentmill.runtime.whole_steps import whole_step
 from tests.conftest import sandbox, simple_task
 
 

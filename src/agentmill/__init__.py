@@ -3,12 +3,12 @@
 The public API (docs/api.md) is the names in `__all__`, re-exported here from the modules that
 define them. They load lazily, on first use (`agentmill.load_dataset` imports the tasks package
 then), so `import agentmill` stays fast and this face imports no part of the package: every module
-may import `agentmill` itself without a cycle (`agentmill.lazy` imports nothing of the package). Anything not listed here is private and may change.
+may import `agentmill` itself without a cycle (`agentmill.runtime.lazy` imports nothing of the package). Anything not listed here is private and may change.
 """
 
 from __future__ import annotations
 
-from agentmill.lazy import lazy_names
+from agentmill.runtime.lazy import lazy_names
 
 __version__ = "0.1.0"
 

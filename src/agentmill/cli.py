@@ -402,7 +402,7 @@ def run_recipe(
         except AgentmillError as e:
             _fail(str(e))
     from agentmill.progress import RolloutProgress
-    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.runtime.signals import sigterm_as_interrupt
 
     def progress(total):
         p = RolloutProgress(total=total, console=console)
@@ -596,7 +596,7 @@ def eval_cmd(
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
         raise typer.Exit(e.code) from None
     if scores is not None:
-        from agentmill.atomic import write_json_atomic
+        from agentmill.runtime.atomic import write_json_atomic
 
         write_json_atomic(scores, record.scores)
     _print_status(record.run_dir, as_json=False)
@@ -647,7 +647,7 @@ def images_prune(
 
 
 def _write_json(path: Path, data) -> None:
-    from agentmill.atomic import write_json_atomic
+    from agentmill.runtime.atomic import write_json_atomic
 
     write_json_atomic(path, data)
 

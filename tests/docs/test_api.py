@@ -43,7 +43,7 @@ def test_import_agentmill_loads_nothing_else():
             "agentmill.load_dataset; print('agentmill.tasks' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     first, second = r.stdout.splitlines()
-    assert first == "['agentmill.lazy']" and second == "True"  # the lazy-face helper, which imports nothing of ours
+    assert first == "['agentmill.runtime.lazy']" and second == "True"  # the lazy-face helper, which imports nothing of ours
 
 
 def test_the_same_objects_as_their_modules():

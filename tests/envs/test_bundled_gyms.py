@@ -414,7 +414,7 @@ def test_a_planted_weak_verifier_set_lets_mutants_survive(report):
 def test_planted_vacuous_and_broken_verifiers_are_caught(tmp_path):
     import shutil
 
-    from agentmill.paths import scratch_temp
+    from agentmill.runtime.paths import scratch_temp
 
     root = scratch_temp("planted")
     name = "itsm-resolve-printer-incident"

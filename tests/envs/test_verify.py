@@ -10,7 +10,7 @@ import pytest
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
 from agentmill.traces.atif import Step, ToolCall

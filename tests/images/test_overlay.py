@@ -137,7 +137,7 @@ def test_the_overlay_daemons_namespace_cannot_write_the_template_or_host_files(t
     import os
     import subprocess
 
-    from agentmill.paths import scratch_temp
+    from agentmill.runtime.paths import scratch_temp
     from agentmill.sandbox.bwrap import _OVERLAY, overlay_launch_env, overlay_namespace_argv
     from agentmill.sandbox.overlay import own_template
     from agentmill.sandbox.uids import TEMPLATE_UID, lease_uid

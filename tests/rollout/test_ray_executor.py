@@ -24,7 +24,7 @@ from agentmill.agents import agent_class
 from agentmill.errors import AgentmillError
 from agentmill.images.layers import remove_tree
 from agentmill.models.client import ModelClient
-from agentmill.paths import scratch_dir
+from agentmill.runtime.paths import scratch_dir
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import make_executor
 from agentmill.rollout.executors.ray import RayExecutor

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from agentmill import defaults
-from agentmill.atomic import atomic_path, write_json_atomic, write_text_atomic
+from agentmill.runtime.atomic import atomic_path, write_json_atomic, write_text_atomic
 from agentmill.rollout.executor import EXECUTORS, Executor, LocalExecutor, make_executor
 
 
@@ -94,7 +94,7 @@ def test_a_killed_writer_never_leaves_a_torn_file(tmp_path):
     path = tmp_path / "big.txt"
     write_text_atomic(path, "old\n")
     code = ("import os, sys; sys.path.insert(0, %r)\n"
-            "from agentmill.atomic import atomic_path\n"
+            "from agentmill.runtime.atomic import atomic_path\n"
             "with atomic_path(%r) as tmp:\n"
             "    tmp.write_text('x' * 1000)\n"
             "    os._exit(9)\n") % (os.path.dirname(os.path.dirname(__import__("agentmill").__file__)), str(path))

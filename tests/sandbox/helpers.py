@@ -8,7 +8,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox import BwrapSandbox, Limits, SandboxSpec, launcher, launcher_server
 
 

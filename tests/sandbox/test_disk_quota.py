@@ -13,7 +13,7 @@ import pytest
 
 from agentmill.agents import OracleAgent
 from agentmill.images import ImageBuilder
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout import run_trial
 from agentmill.sandbox.disk_quota import IMAGE, mount_quota, quota_available, remove_folder, unmount
 from agentmill.tasks import TaskConfig, load_task
@@ -88,7 +88,7 @@ def test_a_task_writing_a_moderate_amount_passes(tmp_path):
 
 
 def test_a_dead_processs_mounted_quota_is_swept():
-    from agentmill.paths import scratch_dir, sweep_scratch
+    from agentmill.runtime.paths import scratch_dir, sweep_scratch
 
     folder = scratch_dir() / "trial-4194303999-deadbeef"  # no such pid
     folder.mkdir(mode=0o711)

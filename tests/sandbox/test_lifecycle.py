@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from agentmill.errors import SandboxError
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox import BwrapSandbox, Limits, bwrap, launcher, sockets, watch
 from agentmill.sandbox.bwrap import launch_argv
 from agentmill.sandbox.limits import Cgroup, wait_unpopulated

@@ -59,7 +59,7 @@ def test_a_right_answer_without_damage_still_passes(tmp_path):
 
 def test_a_verifier_start_that_fails_for_the_machinery_stays_infra(tmp_path, monkeypatch):
     # the harness's own part gone (its verifier toolkit folder): the start fails over any tree
-    from agentmill.paths import scratch_dir
+    from agentmill.runtime.paths import scratch_dir
     from agentmill.verify import test_script
 
     monkeypatch.setattr(test_script, "ensure_toolkit", lambda build=True: scratch_dir() / "no-such-toolkit")

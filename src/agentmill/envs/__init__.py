@@ -4,7 +4,7 @@
 is agents/tool_replay.py); `prepare_tool_state` builds a trial's databases inside its sandbox.
 """
 
-from agentmill.lazy import lazy_names
+from agentmill.runtime.lazy import lazy_names
 
 # names load on first use: `agentmill --help` imports this package's cli and must stay cheap
 _WHERE = {name: f"agentmill.envs.{module}" for module, names in {

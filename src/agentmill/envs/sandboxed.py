@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agentmill.images import ImageBuilder
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox.protocol import Limits, Sandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task

@@ -19,7 +19,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError, SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 from agentmill.tasks.tool_spec import GymRef, ToolSpec
 
 TOOLS_ROOT = "/var/lib/agentmill/tools"

@@ -4,7 +4,7 @@ judged admission. See docs/grounded.md; `agentmill ground --help` for the comman
 
 Model-facing parts import their libraries lazily; importing this package is cheap."""
 
-from agentmill.lazy import lazy_names
+from agentmill.runtime.lazy import lazy_names
 
 # names load on first use: `agentmill --help` imports this package's cli and must stay cheap
 _WHERE = {name: f"agentmill.grounded.{module}" for module, names in {

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.grounded.records import Seed, Spec, Workspace
 
 T = TypeVar("T", bound=BaseModel)

@@ -105,7 +105,7 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
     from agentmill.models.outages import outage_lines
     from agentmill.models.preflight import run_preflight
     from agentmill.rollout.commands import resume_command
-    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.runtime.signals import sigterm_as_interrupt
 
     try:
         cfg = GroundConfig.load(config)

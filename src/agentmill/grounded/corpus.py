@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.grounded import readers
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 
 # dataset -> (subfolder, formats to write). Public-domain US government and NOAA data, and the
 # CC0 Palmer penguins data, as their packages state.

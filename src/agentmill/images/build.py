@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from agentmill.atomic import write_json_atomic
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
 from agentmill.images.context import build_context, missing_source
@@ -36,7 +36,7 @@ from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
 from agentmill.images.tree_copy import copy_tree
-from agentmill.paths import cache_dir, ensure_traversable, package_assets
+from agentmill.runtime.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
 from agentmill.sandbox.overlay import own_template
 from agentmill.sandbox.protocol import Limits, Sandbox, SandboxSpec

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from agentmill.images.layers import LayerStore, remove_tree
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 
 
 class CacheEntry(BaseModel):

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.userns import BuildIdentity, run_as_builder, run_in_userns
-from agentmill.paths import cache_dir, ensure_traversable
+from agentmill.runtime.paths import cache_dir, ensure_traversable
 from agentmill.tasks.hashing import hash_text
 
 LAYER_FORMAT = "1"

@@ -1,4 +1,4 @@
-"""One asyncio lock per key and per event loop (see agentmill/loops.py).
+"""One asyncio lock per key and per event loop (see agentmill/runtime/loops.py).
 
 Across loops, threads and processes the file locks (flock) beside each image or layer serialise
 the actual build; these locks only keep one loop from racing itself.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentmill.loops import PerLoop
+from agentmill.runtime.loops import PerLoop
 
 
 class KeyedLocks:

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentmill.child_processes import spawn
+from agentmill.runtime.child_processes import spawn
 from agentmill.errors import AgentmillError
-from agentmill.paths import package_assets
+from agentmill.runtime.paths import package_assets
 from agentmill.sandbox.limits import prlimit_args
 from agentmill.sandbox.protocol import ExecResult, Limits
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.interop.foreign_files import read_bytes, read_json, read_text
 from agentmill.rollout.config import RolloutConfig

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import tomli_w
 
-from agentmill.atomic import write_json_atomic
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.table import check_scores
 

@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.recipe.records import StageReport
 from agentmill.tasks.hashing import hash_text
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.atomic import write_json_atomic
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model

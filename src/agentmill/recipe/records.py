@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 
 
 class TaskEntry(BaseModel):

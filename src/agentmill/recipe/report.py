@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import StageReport, load_tasks
 from agentmill.rollout.status import mean_se, summarize

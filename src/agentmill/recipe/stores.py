@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentmill.atomic import atomic_path
+from agentmill.runtime.atomic import atomic_path
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import TaskEntry
 from agentmill.traces.records import TraceRecord, load_trace

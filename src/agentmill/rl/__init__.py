@@ -6,7 +6,7 @@ The trainers' frameworks are not imported here: these are plain functions and cl
 signatures verl and TRL call.
 """
 
-from agentmill.lazy import lazy_names
+from agentmill.runtime.lazy import lazy_names
 
 # Loaded on first use: `agentmill train --help` (which imports agentmill.rl.cli, and so this
 # package) must not pay for the sandbox, agents and rollout machinery these names pull in.

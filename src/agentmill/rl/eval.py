@@ -30,7 +30,7 @@ from rich.table import Table
 
 from agentmill import defaults
 from agentmill.agents.registry import agent_class, split_by_support
-from agentmill.atomic import write_json_atomic
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import LOCAL_MODEL, served_name

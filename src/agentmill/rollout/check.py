@@ -14,7 +14,7 @@ from pathlib import Path
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
-from agentmill.paths import sweep_scratch
+from agentmill.runtime.paths import sweep_scratch
 from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit

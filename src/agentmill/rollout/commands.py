@@ -76,7 +76,7 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
     from agentmill.progress import RolloutProgress
     from agentmill.rollout.runner import plan_trials, preflight, run_rollout
     from agentmill.rollout.store import TrialStore
-    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.runtime.signals import sigterm_as_interrupt
 
     preflight(out, config)  # before any model server starts: a refusal costs nothing
     if check_endpoint:

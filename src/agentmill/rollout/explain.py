@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from agentmill.atomic import write_json_atomic
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.rollout.result import TrialResult
 
 TAIL_LINES = 30

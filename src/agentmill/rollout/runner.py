@@ -21,13 +21,13 @@ from pathlib import Path
 from agentmill import __version__
 from agentmill.agents import make_agent
 from agentmill.agents.base import AgentResult
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
-from agentmill.loop_priority import trials_first
+from agentmill.runtime.loop_priority import trials_first
 from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
-from agentmill.paths import sweep_scratch
+from agentmill.runtime.paths import sweep_scratch
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import Executor, LocalExecutor
 from agentmill.rollout.identity import config_identity, trial_id
@@ -42,7 +42,7 @@ from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.traces.text import clean_text
 from agentmill.verify.outcome import Outcome
-from agentmill.whole_steps import whole_step
+from agentmill.runtime.whole_steps import whole_step
 
 
 @dataclass

@@ -14,11 +14,11 @@ from pathlib import Path
 from agentmill.agents.base import Agent, AgentResult, SandboxStart
 from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.models.client import ContextExceededError, EndpointError
-from agentmill.open_files import allow_open_files
+from agentmill.runtime.open_files import allow_open_files
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
-from agentmill.loop_priority import removal_threads, trials_first
-from agentmill.paths import scratch_temp
+from agentmill.runtime.loop_priority import removal_threads, trials_first
+from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout.early import StartFailed, run_early, runs_early, start_key
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.sandbox.command import OneCommandSandbox

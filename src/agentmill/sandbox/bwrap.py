@@ -20,10 +20,10 @@ import time
 import uuid
 from pathlib import Path
 
-from agentmill.child_processes import spawn
+from agentmill.runtime.child_processes import spawn
 from agentmill.errors import GuestError, SandboxError
-from agentmill.loops import PerLoop
-from agentmill.paths import package_assets, scratch_temp
+from agentmill.runtime.loops import PerLoop
+from agentmill.runtime.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
 from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
 from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values

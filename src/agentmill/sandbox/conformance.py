@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox.protocol import Capability, Limits, Sandbox, SandboxSpec
 
 Factory = Callable[[SandboxSpec], Sandbox]

@@ -11,7 +11,7 @@ import importlib.util
 import py_compile
 from pathlib import Path
 
-from agentmill.paths import package_assets
+from agentmill.runtime.paths import package_assets
 
 GUEST_DIR = "/.agentmill/guest"
 # The server's folder first on sys.path (-I leaves the script's folder off it), then its main().

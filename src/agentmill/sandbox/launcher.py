@@ -31,9 +31,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.child_processes import at_base
+from agentmill.runtime.child_processes import at_base
 from agentmill.errors import AgentmillError, SandboxError
-from agentmill.loop_priority import children_nice
+from agentmill.runtime.loop_priority import children_nice
 
 LAUNCHER_ENV = "AGENTMILL_LAUNCHER"
 SERVER = Path(__file__).with_name("launcher_server.py")

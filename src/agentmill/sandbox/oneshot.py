@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from agentmill.paths import ensure_traversable, scratch_temp
+from agentmill.runtime.paths import ensure_traversable, scratch_temp
 from agentmill.sandbox.protocol import ExecResult, Limits, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 from agentmill.tasks.hashing import hash_text
 
 REPORT = "report.json"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.paths import ensure_traversable, scratch_temp
+from agentmill.runtime.paths import ensure_traversable, scratch_temp
 from agentmill.sandbox.protocol import Limits, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.verify.toolkit import MOUNT, ensure_toolkit

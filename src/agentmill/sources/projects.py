@@ -52,7 +52,7 @@ def from_pypi(pin: str, work: Path) -> Project:
 
 
 async def _sandboxed_download(pin: str, dest: Path):
-    from agentmill.paths import ensure_traversable, scratch_temp
+    from agentmill.runtime.paths import ensure_traversable, scratch_temp
     from agentmill.sandbox.protocol import SandboxSpec
     from agentmill.sandbox.registry import create_sandbox
 

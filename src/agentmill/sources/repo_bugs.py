@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sources.folders import (SourceReport, admit, cached_output, fresh_output, is_done, mark_done, run_sync,
                                        slug)
 from agentmill.sources.mutations import Mutation, mutations, still_parses

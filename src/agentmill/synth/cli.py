@@ -70,7 +70,7 @@ def run_cmd(config_path: Path = typer.Argument(..., metavar="CONFIG", help="The 
     from agentmill.exit_codes import INFRA
     from agentmill.models.outages import outage_lines
     from agentmill.models.preflight import run_preflight
-    from agentmill.signals import sigterm_as_interrupt
+    from agentmill.runtime.signals import sigterm_as_interrupt
     from agentmill.synth.clients import role_probes
     from agentmill.synth.config import load_config
     from agentmill.synth.report import write_report

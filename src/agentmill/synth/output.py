@@ -9,7 +9,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.synth.candidate import Candidate, GymSet, write_task_folder
 from agentmill.synth.store import SynthStore
 

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.recipe.report import STYLE, bar_chart, esc
 from agentmill.synth.store import SynthStore
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import tomli_w
 
-from agentmill.atomic import write_text_atomic
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import TaskError
 from agentmill.tasks.tool_task import load_calls, parse_verifier
 

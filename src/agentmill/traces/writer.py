@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from agentmill.atomic import atomic_path, write_json_atomic
+from agentmill.runtime.atomic import atomic_path, write_json_atomic
 from agentmill.errors import AgentmillError
 
 SUFFIXES = (".jsonl", ".parquet")

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.model import Task
 from agentmill.verify.test_deps_scan import Requests, requested  # noqa: F401 - re-exported

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from agentmill.paths import cache_dir, package_assets
+from agentmill.runtime.paths import cache_dir, package_assets
 from agentmill.tasks.hashing import hash_text, hash_tree
 
 PACKAGES = ("pytest", "pytest-json-ctrf")

@@ -1,4 +1,6 @@
-"""Stage: teacher rollouts over the mixed task set, in a resumable run folder inside the stage.
+"""Stage: teacher rollouts over the mixed task set, in a resumable run folder inside the stage
+(`<stage folder>/run`, an ordinary rollout folder: resumable by `agentmill rollout`, readable by
+`status`, `export` and `view`); tasks in, one trace per finished trial out.
 
 Finished trials are also kept in the cache's trial store (`<cache>/trials/`), keyed by trial
 identity: a later run sharing the cache (another mix budget, seed or filter) reuses every trial
@@ -8,6 +10,7 @@ whose identity is unchanged instead of paying the teacher again.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -17,13 +20,15 @@ from agentmill.errors import AgentmillError, InfraStopError, TaskError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model, served_name
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.schema import ModelSpec, Rollout
+from agentmill.recipe.schema import ModelSpec, Recipe, Rollout
+from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.rollout.commands import interrupted_counts
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.identity import settings_identity
 from agentmill.rollout.runner import preflight, run_rollout
 from agentmill.rollout.store import TrialStore
 from agentmill.tasks import load_task
+from agentmill.traces.records import iter_traces
 from agentmill.verify.outcome import Outcome
 
 
@@ -125,3 +130,42 @@ def stop_on_outage(run_dir: Path, planned: int) -> None:
         raise InfraStopError(f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
                              + "; ".join(outage_lines(r["exception"] for r in failed)) + "). The stage is not cached: "
                              "run the same command again once the endpoint works, and only those trials run again")
+
+
+@register_stage
+class RolloutStage(Stage):
+    name = kind = "rollout"
+    consumes, produces = "tasks", "traces"
+
+    def __init__(self, recipe: Recipe):
+        self.recipe, self.step = recipe, "rollout"
+        self.model = recipe.rollout.model or recipe.model
+
+    def settings(self):
+        return rollout_identity(self.recipe.rollout, self.model)
+
+    def describe(self) -> str:
+        return f"rollout: {self.recipe.rollout.agent}"
+
+    async def run(self, records, ctx: StageContext):
+        tasks = [t async for t in records]
+        hooks = ctx.progress(len(tasks) * self.recipe.rollout.attempts) if ctx.progress else None
+        try:
+            report = await rollout_tasks(tasks, self.recipe.rollout, self.model, ctx.out / "run",
+                                         dataset_id=f"recipe:{ctx.out.name}", on_start=hooks.started if hooks else None,
+                                         on_done=hooks.finished if hooks else None, say=ctx.say)
+        finally:
+            if hooks:
+                hooks.close()
+        ctx.report.dropped += report.dropped
+        ctx.report.notes += report.notes
+        skipped: list[str] = []
+        for rec in iter_traces(ctx.out / "run", errors=skipped):
+            yield rec
+        ctx.report.notes += [f"unreadable trial: {s}" for s in skipped]
+
+    def publish(self, out: Path, run_dir: Path) -> None:
+        link = run_dir / "rollout"
+        if link.is_symlink() or link.is_file():
+            link.unlink()
+        link.symlink_to(os.path.relpath(out / "run", run_dir))

@@ -26,9 +26,9 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from agentmill.child_processes import spawn
+from agentmill.runtime.child_processes import spawn
 from agentmill.errors import AgentmillError
-from agentmill.paths import scratch_temp
+from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout.executor import Executor, unrunnable
 
 _FRAME = struct.Struct("!Q")  # every message: its length, then a pickle

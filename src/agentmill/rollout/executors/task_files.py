@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.paths import cache_dir
+from agentmill.runtime.paths import cache_dir
 from agentmill.tasks.hashing import _SKIP, hash_tree
 from agentmill.tasks.io import load_task
 from agentmill.tasks.model import Task

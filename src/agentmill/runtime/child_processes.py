@@ -15,7 +15,7 @@ import shutil
 import sys
 import warnings
 
-from agentmill.loop_priority import BASE_NICE_ENV, base_nice, steps_to_base
+from agentmill.runtime.loop_priority import BASE_NICE_ENV, base_nice, steps_to_base
 
 _checked = False
 
