@@ -22,14 +22,14 @@ import time
 
 from rich.console import Console
 from rich.table import Table
+from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs
+from trial_fs import template_task
 
 from agentmill.images import ImageBuilder
 from agentmill.images.layers import remove_tree
 from agentmill.runtime.paths import scratch_dir, scratch_temp
 from agentmill.sandbox.disk_quota import quota_available, remove_folder, trial_quota
 from agentmill.sandbox.registry import create_sandbox
-from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs
-from trial_fs import template_task
 
 
 async def one_start(image, quota: bool, storage_mb: int) -> float:
@@ -55,8 +55,17 @@ async def main(args) -> int:
     root.mkdir(parents=True)
     root.chmod(0o711)
     builder = ImageBuilder(cache=root / "cache", mode="host")
-    table = Table(title=f"trial start without and with the disk quota ({args.runs} paired runs, storage_mb {args.storage_mb})")
-    for col in ("root", "without p50 / p90 ms", "without CPU ms", "with p50 / p90 ms", "with CPU ms", "p50 difference ms"):
+    table = Table(
+        title=f"trial start without and with the disk quota ({args.runs} paired runs, storage_mb {args.storage_mb})"
+    )
+    for col in (
+        "root",
+        "without p50 / p90 ms",
+        "without CPU ms",
+        "with p50 / p90 ms",
+        "with CPU ms",
+        "p50 difference ms",
+    ):
         table.add_column(col, justify="right")
     meter = CpuMeter()
     try:
@@ -68,14 +77,17 @@ async def main(args) -> int:
             for quota in (False, True):  # warm-up
                 await one_start(variant, quota, args.storage_mb)
             for i in range(args.runs):
-                for quota in ((False, True) if i % 2 == 0 else (True, False)):
+                for quota in (False, True) if i % 2 == 0 else (True, False):
                     c = meter.seconds()
                     walls[quota].append(await one_start(variant, quota, args.storage_mb))
                     cpu[quota] += meter.seconds() - c
             row = ["overlay" if overlay else "copy"]
             for quota in (False, True):
                 p90 = statistics.quantiles(walls[quota], n=10)[-1]
-                row += [f"{statistics.median(walls[quota]) * 1000:.1f} / {p90 * 1000:.1f}", f"{cpu[quota] / args.runs * 1000:.1f}"]
+                row += [
+                    f"{statistics.median(walls[quota]) * 1000:.1f} / {p90 * 1000:.1f}",
+                    f"{cpu[quota] / args.runs * 1000:.1f}",
+                ]
             diffs = [b - a for a, b in zip(walls[False], walls[True])]
             row.append(f"{statistics.median(diffs) * 1000:+.1f}")
             table.add_row(*row)

@@ -36,11 +36,22 @@ def build_run(run: Path, n: int, turns: int) -> None:
         return
     shutil.rmtree(run, ignore_errors=True)
     for i in range(n):
-        steps = [(f"cd /app && grep -n 'item {i}-{t}' data.csv | head -20\n",
-                  "\n".join(f"{k}: row {i},{t},{k},value-{k * t}" for k in range(12))) for t in range(turns)]
+        steps = [
+            (
+                f"cd /app && grep -n 'item {i}-{t}' data.csv | head -20\n",
+                "\n".join(f"{k}: row {i},{t},{k},value-{k * t}" for k in range(12)),
+            )
+            for t in range(turns)
+        ]
         traj = terminus_trajectory(steps, reasoning=f"Looking at the output of step {i}; next I check the totals.")
-        write_trial(run, f"t{i:07d}", traj, outcome="passed" if i % 3 else "failed", reward=1.0 if i % 3 else 0.0,
-                    task=f"task{i % 500}")
+        write_trial(
+            run,
+            f"t{i:07d}",
+            traj,
+            outcome="passed" if i % 3 else "failed",
+            reward=1.0 if i % 3 else 0.0,
+            task=f"task{i % 500}",
+        )
     marker.write_text("")
 
 
@@ -76,19 +87,37 @@ def main() -> None:
     out = work / f"out.{args.format}.jsonl"
     env = {**os.environ, "PYTHONPATH": str(args.src)} if args.src else None
     load_before = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, "-c", EXPORT, str(run), args.format, str(out), str(args.workers or "")],
-                          capture_output=True, text=True, cwd=ROOT, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", EXPORT, str(run), args.format, str(out), str(args.workers or "")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     if proc.returncode != 0:
         sys.exit(proc.stderr)
     res = json.loads(proc.stdout)
-    print(json.dumps({"trajectories": args.n, "turns": args.turns, "format": args.format, "rows": res["rows"],
-                      "build_s": round(built, 1), "export_s": round(res["export_s"], 1),
-                      "rows_per_s": round(res["rows"] / res["export_s"], 1), "peak_rss_mib": round(res["peak_rss_mib"]),
-                      "worker_peak_rss_mib": round(res["worker_peak_rss_mib"]), "workers": args.workers or "auto",
-                      "src": str(args.src or ROOT / "src"), "load_avg_1m": [load_before, os.getloadavg()[0]],
-                      "output_mib": round(out.stat().st_size / 2**20, 1),
-                      "host_peak_rss_mib_of_builder": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "trajectories": args.n,
+                "turns": args.turns,
+                "format": args.format,
+                "rows": res["rows"],
+                "build_s": round(built, 1),
+                "export_s": round(res["export_s"], 1),
+                "rows_per_s": round(res["rows"] / res["export_s"], 1),
+                "peak_rss_mib": round(res["peak_rss_mib"]),
+                "worker_peak_rss_mib": round(res["worker_peak_rss_mib"]),
+                "workers": args.workers or "auto",
+                "src": str(args.src or ROOT / "src"),
+                "load_avg_1m": [load_before, os.getloadavg()[0]],
+                "output_mib": round(out.stat().st_size / 2**20, 1),
+                "host_peak_rss_mib_of_builder": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

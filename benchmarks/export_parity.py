@@ -42,8 +42,20 @@ CASES: dict[str, tuple[str, str, dict]] = {
     "rl-default": ("rl", "rows.jsonl", {}),
     "harbor-job": ("harbor-job", "job", {"spec": KEEP_ALL}),
     "harbor-job-no-surrogates": ("harbor-job", "job", {"spec": KEEP_ALL, "run": "no-surrogates"}),
-    "trl-strict": ("trl", "rows.jsonl", {"spec": {"min_turns": 3, "completion": "unclaimed", "max_error_rate": 0.9,
-                                                   "max_repeated_commands": 3, "max_truncated": 0, "min_reward": 0.5}}),
+    "trl-strict": (
+        "trl",
+        "rows.jsonl",
+        {
+            "spec": {
+                "min_turns": 3,
+                "completion": "unclaimed",
+                "max_error_rate": 0.9,
+                "max_repeated_commands": 3,
+                "max_truncated": 0,
+                "min_reward": 0.5,
+            }
+        },
+    ),
     "trl-max-tokens": ("trl", "rows.jsonl", {"spec": {**KEEP_ALL, "max_tokens": 400}}),
     "trl-tokenizer": ("trl", "rows.jsonl", {"spec": {**KEEP_ALL, "max_tokens": 600}, "tokenizer": GGUF}),
 }
@@ -64,8 +76,10 @@ except EmptyExport as e:
 (out.parent / "report.json").write_text(json.dumps(summary, indent=1))
 """
 
-_MASKS = [re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),  # the job's fresh id
-          re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:\+00:00|Z)?")]  # the export's clock
+_MASKS = [
+    re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),  # the job's fresh id
+    re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:\+00:00|Z)?"),
+]  # the export's clock
 
 
 def gguf_path() -> str | None:
@@ -83,8 +97,13 @@ def run_case(src: Path, run: Path, dest: Path, fmt: str, out_name: str, kw: dict
     shutil.rmtree(here, ignore_errors=True)
     here.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(src)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(run), str(here / out_name), fmt, json.dumps(kw)], env=env,
-                          capture_output=True, text=True, cwd=here)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(run), str(here / out_name), fmt, json.dumps(kw)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=here,
+    )
     if proc.returncode != 0:  # an export that fails must fail alike: its error is compared
         (here / "report.json").write_text(json.dumps({"failed": proc.stderr.strip().splitlines()[-1]}))
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -141,10 +160,12 @@ def main() -> None:
             diff = compare(base, new, masked=fmt == "harbor-job")
             report = json.loads((base / "report.json").read_text())
             failed += bool(diff)
-            print(f"{name} workers={w}: {'DIFFERS ' + ', '.join(diff) if diff else 'identical'} "
-                  f"({report.get('rows', 0)} rows, {report.get('redactions', 0)} redactions, "
-                  f"{len(report.get('skipped', []))} skipped{', empty' if 'empty' in report else ''}"
-                  f"{', failed: ' + report['failed'] if 'failed' in report else ''})")
+            print(
+                f"{name} workers={w}: {'DIFFERS ' + ', '.join(diff) if diff else 'identical'} "
+                f"({report.get('rows', 0)} rows, {report.get('redactions', 0)} redactions, "
+                f"{len(report.get('skipped', []))} skipped{', empty' if 'empty' in report else ''}"
+                f"{', failed: ' + report['failed'] if 'failed' in report else ''})"
+            )
     sys.exit(1 if failed else 0)
 
 

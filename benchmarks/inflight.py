@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import functools
 import json
 import logging
-import collections
 import os
 import resource
 import shutil
@@ -45,11 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [sys.path[0], os.environ.get("PYTHONPATH")]))
 
 import rollout as rb  # noqa: E402  benchmarks/rollout.py: endpoint, meters, monitors
+from loop_probe import ProbedProcesses, worker_lags  # noqa: E402
 
 from agentmill.agents.base import ScriptedAgentBase  # noqa: E402
 from agentmill.agents.terminus.first_screen import FIRST_SCREENS  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
-from loop_probe import ProbedProcesses, worker_lags  # noqa: E402
 from agentmill.rollout.runner import run_rollout  # noqa: E402
 from agentmill.rollout.trial import run_trial  # noqa: E402
 from agentmill.sandbox.tmux import TmuxSession  # noqa: E402
@@ -123,10 +123,13 @@ class Stalls:
         self._thread.join()
 
 
-async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns: int, workers: int = 0,
-                watch_rss: bool = False) -> dict:
+async def batch(
+    base: Path, name: str, tasks, endpoint, meter, builder, *, turns: int, workers: int = 0, watch_rss: bool = False
+) -> dict:
     run_dir = base / name
-    config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(update={"max_turns": turns + 5})
+    config = rb.level_config(tasks, base, len(tasks), endpoint.base_url, 4096).model_copy(
+        update={"max_turns": turns + 5}
+    )
     client, chat = rb.timed_client(endpoint.base_url, 4096)
     first_asks: list[tuple[float, float]] = []  # each episode's first request: when, and the CPU used by then
     timed = client.chat
@@ -162,75 +165,122 @@ async def batch(base: Path, name: str, tasks, endpoint, meter, builder, *, turns
     def finished(result):
         alive["now"] -= 1
         end, t = time.monotonic() - t0, result.timings
-        spans.append({"begin": began.get(result.trial_id, 0.0), "end": end,
-                      "setup_teardown": t.total - t.agent - t.verifier, "agent": t.agent, "verifier": t.verifier,
-                      "environment": t.environment, "sandbox_start": t.sandbox_start,
-                      "rest": t.total - t.agent - t.verifier - t.environment - t.sandbox_start})
+        spans.append(
+            {
+                "begin": began.get(result.trial_id, 0.0),
+                "end": end,
+                "setup_teardown": t.total - t.agent - t.verifier,
+                "agent": t.agent,
+                "verifier": t.verifier,
+                "environment": t.environment,
+                "sandbox_start": t.sandbox_start,
+                "rest": t.total - t.agent - t.verifier - t.environment - t.sandbox_start,
+            }
+        )
 
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu, Stalls() as stalls:
             executor = ProbedProcesses(len(tasks), workers=workers, out=probes) if workers else None
-            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, executor=executor,
-                                       on_start=started, on_done=finished)
+            report = await run_rollout(
+                config,
+                tasks,
+                run_dir,
+                client=client,
+                builder=builder,
+                executor=executor,
+                on_start=started,
+                on_done=finished,
+            )
     finally:
         TmuxSession.start = tmux_start
         await client.close()
     results = report.results
-    ahead = collections.Counter(r.agent_metadata.get("terminus", {}).get("first_turn_ahead", "not asked")
-                                for r in results)
+    ahead = collections.Counter(
+        r.agent_metadata.get("terminus", {}).get("first_turn_ahead", "not asked") for r in results
+    )
     bad = [r for r in results if not r.passed]
     await asyncio.to_thread(shutil.rmtree, run_dir, True)
     peak = max(alive["peak"], 1)
     summary = mon.summary()
-    return {"episodes": report.ran, "wall_s": cpu.wall, "peak_alive": alive["peak"],
-            "trial_s_p50": rb.pct([r.timings.total for r in results], 50),
-            "trial_s_max": max((r.timings.total for r in results), default=0.0),
-            "sandbox_start_s_p50": rb.pct([r.timings.sandbox_start for r in results], 50),
-            "verifier_s_p50": rb.pct([r.timings.verifier for r in results], 50),
-            "agent_s_p50": rb.pct([r.timings.agent for r in results], 50),
-            "model_calls": len(chat.samples), "model_retries": client.stats.retries,
-            "cpu_s": cpu.ours, "cores_busy": cpu.ours / cpu.wall, "machine_cores_busy": cpu.machine / cpu.wall,
-            "host_cpu_s": cpu.host, "server_cpu_s": cpu.server, "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
-            "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
-            if watch_rss else None,
-            "slowest": max(spans, key=lambda x: x["end"], default=None), "spans": spans,
-            "last_first_ask_s": max(first_asks, default=(0.0, 0.0))[0],
-            "cpu_by_last_first_ask_s": max(first_asks, default=(0.0, 0.0))[1],
-            "last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[0],
-            "cpu_by_last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[1],
-            "first_turn_ahead": dict(ahead),
-            "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
-            "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
-            "agent_s_max": max((x["agent"] for x in spans), default=0.0),
-            "verifier_s_max": max((x["verifier"] for x in spans), default=0.0),
-            "stalls_10ms_samples": dict(stalls.where.most_common(8)),
-            "not_passed": len(bad) + (len(tasks) - report.ran),
-            "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
-            **summary, **(worker_lags(probes) if workers else {})}
+    return {
+        "episodes": report.ran,
+        "wall_s": cpu.wall,
+        "peak_alive": alive["peak"],
+        "trial_s_p50": rb.pct([r.timings.total for r in results], 50),
+        "trial_s_max": max((r.timings.total for r in results), default=0.0),
+        "sandbox_start_s_p50": rb.pct([r.timings.sandbox_start for r in results], 50),
+        "verifier_s_p50": rb.pct([r.timings.verifier for r in results], 50),
+        "agent_s_p50": rb.pct([r.timings.agent for r in results], 50),
+        "model_calls": len(chat.samples),
+        "model_retries": client.stats.retries,
+        "cpu_s": cpu.ours,
+        "cores_busy": cpu.ours / cpu.wall,
+        "machine_cores_busy": cpu.machine / cpu.wall,
+        "host_cpu_s": cpu.host,
+        "server_cpu_s": cpu.server,
+        "mem_per_episode_mib": summary["machine_mem_used_peak_mib"] / peak,
+        "host_rss_growth_per_episode_kib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / peak
+        if watch_rss
+        else None,
+        "slowest": max(spans, key=lambda x: x["end"], default=None),
+        "spans": spans,
+        "last_first_ask_s": max(first_asks, default=(0.0, 0.0))[0],
+        "cpu_by_last_first_ask_s": max(first_asks, default=(0.0, 0.0))[1],
+        "last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[0],
+        "cpu_by_last_terminal_up_s": max(terminals_up, default=(0.0, 0.0))[1],
+        "first_turn_ahead": dict(ahead),
+        "setup_s_p50": rb.pct([x["setup_teardown"] for x in spans], 50),
+        "setup_s_max": max((x["setup_teardown"] for x in spans), default=0.0),
+        "agent_s_max": max((x["agent"] for x in spans), default=0.0),
+        "verifier_s_max": max((x["verifier"] for x in spans), default=0.0),
+        "stalls_10ms_samples": dict(stalls.where.most_common(8)),
+        "not_passed": len(bad) + (len(tasks) - report.ran),
+        "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
+        **summary,
+        **(worker_lags(probes) if workers else {}),
+    }
 
 
 async def run(args, endpoint, meter) -> int:
     base = rb.bench_dir()
     builder = ImageBuilder()
     try:
-        tasks = await asyncio.to_thread(lambda: [
-            rb.make_task(base / "tasks", f"fly-{i:04d}", f"Write the word hello into /app/out.txt. (episode {i})\n")
-            for i in range(args.episodes + 2)])
+        tasks = await asyncio.to_thread(
+            lambda: [
+                rb.make_task(base / "tasks", f"fly-{i:04d}", f"Write the word hello into /app/out.txt. (episode {i})\n")
+                for i in range(args.episodes + 2)
+            ]
+        )
         await builder.get(tasks[0])
-        await batch(base, "warm", tasks[:1], endpoint, meter, builder, turns=args.commands + 2)  # untimed: imports, toolkit, caches
+        await batch(
+            base, "warm", tasks[:1], endpoint, meter, builder, turns=args.commands + 2
+        )  # untimed: imports, toolkit, caches
         alone = await batch(base, "alone", tasks[1:2], endpoint, meter, builder, turns=args.commands + 2)
         ideal = alone["trial_s_p50"]
-        rb.console.print(f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
-                         f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
-                         f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)")
+        rb.console.print(
+            f"one episode alone: {ideal:.2f} s ({args.commands + 2} replies x {args.delay:g} s = "
+            f"{(args.commands + 2) * args.delay:.1f} s of model time; agent {alone['agent_s_p50']:.2f} s, sandbox start "
+            f"{alone['sandbox_start_s_p50'] * 1e3:.0f} ms, verifier {alone['verifier_s_p50'] * 1e3:.0f} ms)"
+        )
         sandboxes = await sandbox_time(tasks[2:], builder)
         model_time = (args.commands + 2) * args.delay
-        rb.console.print(f"the sandboxes alone, {args.episodes} at once (start, stop, verifier; no terminal, no model): "
-                         f"{sandboxes:.2f} s")
+        rb.console.print(
+            f"the sandboxes alone, {args.episodes} at once (start, stop, verifier; no terminal, no model): "
+            f"{sandboxes:.2f} s"
+        )
         if args.cold:  # as a fresh process starts: no first screen learnt from the untimed runs
             FIRST_SCREENS.clear()
-        many = await batch(base, "many", tasks[2:], endpoint, meter, builder, turns=args.commands + 2,
-                           workers=args.workers, watch_rss=True)
+        many = await batch(
+            base,
+            "many",
+            tasks[2:],
+            endpoint,
+            meter,
+            builder,
+            turns=args.commands + 2,
+            workers=args.workers,
+            watch_rss=True,
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     many["ideal_s"] = ideal
@@ -250,14 +300,19 @@ async def run(args, endpoint, meter) -> int:
         f"{rb.os.cpu_count()} cores at least {cpu_floor:.1f} s of wall; this process {many['host_cpu_s']:.1f} s, the "
         f"scripted server {many['server_cpu_s']:.1f} s), cores busy {many['cores_busy']:.2f} "
         f"(machine {many['machine_cores_busy']:.2f}); {many['model_retries']} model retries; "
-        f"{many['not_passed']} not passed")
-    rb.console.print(f"against model time plus the sandbox time of all {many['episodes']} ({model_time:.1f} + "
-                     f"{sandboxes:.2f} = {many['ideal_n_s']:.2f} s): [bold]{100 * (many['wall_over_ideal_n'] - 1):+.1f}%[/]")
+        f"{many['not_passed']} not passed"
+    )
+    rb.console.print(
+        f"against model time plus the sandbox time of all {many['episodes']} ({model_time:.1f} + "
+        f"{sandboxes:.2f} = {many['ideal_n_s']:.2f} s): [bold]{100 * (many['wall_over_ideal_n'] - 1):+.1f}%[/]"
+    )
     if args.workers:
         each = ", ".join(f"{x:.0f}" for x in many["worker_loop_lag_p99_each_ms"])
-        rb.console.print(f"the {args.workers} workers' loops: lag p50/p99/max {many['worker_loop_lag_p50_ms']:.0f} / "
-                         f"[bold]{many['worker_loop_lag_p99_ms']:.0f}[/] / {many['worker_loop_lag_max_ms']:.0f} ms "
-                         f"(all samples pooled; p99 of each: {each} ms); the line above is the driver's loop")
+        rb.console.print(
+            f"the {args.workers} workers' loops: lag p50/p99/max {many['worker_loop_lag_p50_ms']:.0f} / "
+            f"[bold]{many['worker_loop_lag_p99_ms']:.0f}[/] / {many['worker_loop_lag_max_ms']:.0f} ms "
+            f"(all samples pooled; p99 of each: {each} ms); the line above is the driver's loop"
+        )
     sl = many["slowest"]
     rb.console.print(
         f"where the wall went (s): slowest trial began at {sl['begin']:.2f}, its setup and teardown {sl['setup_teardown']:.2f} "
@@ -265,7 +320,8 @@ async def run(args, endpoint, meter) -> int:
         f"(alone {alone['slowest']['setup_teardown']:.2f}), agent {sl['agent']:.2f} (alone {alone['agent_s_p50']:.2f}), verifier "
         f"{sl['verifier']:.2f} (alone {alone['verifier_s_p50']:.2f}); over all trials: setup+teardown p50/max "
         f"{many['setup_s_p50']:.2f}/{many['setup_s_max']:.2f}, agent p50/max {many['agent_s_p50']:.2f}/"
-        f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}")
+        f"{many['agent_s_max']:.2f}, verifier p50/max {many['verifier_s_p50']:.2f}/{many['verifier_s_max']:.2f}"
+    )
     ask, up, used = many["last_first_ask_s"], many["last_terminal_up_s"], many["cpu_by_last_terminal_up_s"]
     if up:  # seen where the agents run in this process (not with --workers)
         rb.console.print(
@@ -273,7 +329,8 @@ async def run(args, endpoint, meter) -> int:
             f"then the run had used {used:.1f} s of CPU ({used / max(many['episodes'], 1) * 1e3:.0f} ms per episode), "
             f"{used / max(1, rb.os.cpu_count() or 1):.2f} s of {rb.os.cpu_count()} cores (every episode's start work, "
             f"and the turns begun meanwhile); first turns asked while the sandbox started: "
-            + ", ".join(f"{n} {k}" for k, n in sorted(many["first_turn_ahead"].items())))
+            + ", ".join(f"{n} {k}" for k, n in sorted(many["first_turn_ahead"].items()))
+        )
     if many["stalls_10ms_samples"]:
         rb.console.print("where the event loop's thread was while the loop was over 100 ms late (10 ms samples):")
         for where, n in many["stalls_10ms_samples"].items():
@@ -283,8 +340,11 @@ async def run(args, endpoint, meter) -> int:
     for f in many["failures"]:
         rb.console.print(f"[red]not passed:[/] {f}")
     if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "alone": alone, "many": many},
-                                        indent=2, default=str))
+        args.json.write_text(
+            json.dumps(
+                {"args": vars(args) | {"json": str(args.json)}, "alone": alone, "many": many}, indent=2, default=str
+            )
+        )
     return 0 if many["not_passed"] == 0 and alone["not_passed"] == 0 else 1
 
 
@@ -293,12 +353,19 @@ def main() -> int:
     p.add_argument("--episodes", type=int, default=256, help="concurrent trials (default 256)")
     p.add_argument("--delay", type=float, default=2.0, help="seconds the model takes per reply (default 2)")
     p.add_argument("--commands", type=int, default=3, help="shell commands per episode before completion (default 3)")
-    p.add_argument("--workers", type=int, default=0,
-                   help="run the episodes on this many worker processes (the processes executor; default 0: "
-                        "this process's event loop alone)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="run the episodes on this many worker processes (the processes executor; default 0: "
+        "this process's event loop alone)",
+    )
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
-    p.add_argument("--cold", action="store_true",
-                   help="forget the terminal's first screen learnt by the untimed runs before the N at once")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="forget the terminal's first screen learnt by the untimed runs before the N at once",
+    )
     args = p.parse_args()
     if args.episodes < 1 or args.delay < 0 or args.commands < 1:
         p.error("--episodes and --commands must be >= 1, --delay >= 0")

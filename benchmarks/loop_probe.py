@@ -56,6 +56,9 @@ def worker_lags(out: Path) -> dict:
     """p50/p99/max (ms) of every worker's loop lag pooled, and each worker's p99."""
     per = [json.loads(p.read_text()) for p in sorted(out.glob("lags-*.json"))]
     pooled = [x for lags in per for x in lags]
-    return {"worker_loop_lag_p50_ms": rb.pct(pooled, 50) * 1e3, "worker_loop_lag_p99_ms": rb.pct(pooled, 99) * 1e3,
-            "worker_loop_lag_max_ms": max(pooled, default=0.0) * 1e3,
-            "worker_loop_lag_p99_each_ms": [rb.pct(lags, 99) * 1e3 for lags in per]}
+    return {
+        "worker_loop_lag_p50_ms": rb.pct(pooled, 50) * 1e3,
+        "worker_loop_lag_p99_ms": rb.pct(pooled, 99) * 1e3,
+        "worker_loop_lag_max_ms": max(pooled, default=0.0) * 1e3,
+        "worker_loop_lag_p99_each_ms": [rb.pct(lags, 99) * 1e3 for lags in per],
+    }

@@ -30,8 +30,13 @@ def main() -> None:
     args = ap.parse_args()
     env = EnvironmentConfig(extra_packages=LIBREOFFICE) if args.libreoffice else EnvironmentConfig()
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_task(Path(tmp) / "office", instruction="-", test_sh="#!/bin/bash\ntrue\n",
-                          dockerfile=dockerfile_text(env), environment_files={"workspace/README.md": "x\n"})
+        root = write_task(
+            Path(tmp) / "office",
+            instruction="-",
+            test_sh="#!/bin/bash\ntrue\n",
+            dockerfile=dockerfile_text(env),
+            environment_files={"workspace/README.md": "x\n"},
+        )
         task = load_task(root)
         task.config.environment.build_timeout_sec = 3600
         builder = ImageBuilder(cache=args.cache, mode="debian")
@@ -42,11 +47,24 @@ def main() -> None:
     layers = [store.info(k) for k in image.layers]
     office = next(i for i in layers if i and "apt-get install" in i.step)
     system = subprocess.run(["du", "-sb", image.system], capture_output=True, text=True).stdout.split()[0]
-    print(json.dumps({"libreoffice": args.libreoffice, "packages": env.all_packages(), "wall_seconds": round(wall, 1),
-                      "office_layer_build_seconds": office.build_seconds, "office_layer_mb": round(office.size_bytes / 2**20, 1),
-                      "image_rootfs_mb": round(int(system) / 2**20, 1),
-                      "layers": [{"step": i.step[:60], "seconds": i.build_seconds, "mb": round(i.size_bytes / 2**20, 1)}
-                                 for i in layers if i]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "libreoffice": args.libreoffice,
+                "packages": env.all_packages(),
+                "wall_seconds": round(wall, 1),
+                "office_layer_build_seconds": office.build_seconds,
+                "office_layer_mb": round(office.size_bytes / 2**20, 1),
+                "image_rootfs_mb": round(int(system) / 2**20, 1),
+                "layers": [
+                    {"step": i.step[:60], "seconds": i.build_seconds, "mb": round(i.size_bytes / 2**20, 1)}
+                    for i in layers
+                    if i
+                ],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

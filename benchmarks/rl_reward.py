@@ -29,8 +29,12 @@ from agentmill.tasks.dataset import load_dataset  # noqa: E402
 
 def completions(task) -> tuple[str, str]:
     script = (task.path / "solution" / "solve.sh").read_text()
-    solve = {"analysis": "", "plan": "", "task_complete": True,
-             "commands": [{"keystrokes": f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\n", "duration": 1.0}]}
+    solve = {
+        "analysis": "",
+        "plan": "",
+        "task_complete": True,
+        "commands": [{"keystrokes": f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\n", "duration": 1.0}],
+    }
     nop = {"analysis": "", "plan": "", "task_complete": True, "commands": []}
     return json.dumps(solve), json.dumps(nop)
 
@@ -39,8 +43,12 @@ def timed_batch(reward: GRPOReward, items: list[tuple[str, str, float]]) -> tupl
     """(wall seconds, per-completion latencies, scores) of one batch, each completion timed alone too."""
     latencies = []
     started = time.perf_counter()
-    scores = reward(prompts=[None] * len(items), completions=[c for _, c, _ in items],
-                    reward_model=[{"ground_truth": h} for h, _, _ in items], extra_info=[{"agent": "terminus"}] * len(items))
+    scores = reward(
+        prompts=[None] * len(items),
+        completions=[c for _, c, _ in items],
+        reward_model=[{"ground_truth": h} for h, _, _ in items],
+        extra_info=[{"agent": "terminus"}] * len(items),
+    )
     wall = time.perf_counter() - started
     for h, c, _ in items[:4]:  # a few alone, for the latency of one completion
         t = time.perf_counter()
@@ -62,15 +70,19 @@ def main() -> int:
         solve, nop = completions(t)
         items += [(t.content_hash, solve, 1.0), (t.content_hash, nop, 0.0)] * args.repeat
     warm = GRPOReward(tasks=root)
-    warm(prompts=[None], completions=[items[1][1]], reward_model=[{"ground_truth": items[1][0]}], extra_info=[{}])  # images, toolkit
+    warm(
+        prompts=[None], completions=[items[1][1]], reward_model=[{"ground_truth": items[1][0]}], extra_info=[{}]
+    )  # images, toolkit
     ok = True
     for c in (int(x) for x in args.concurrency.split(",")):
         reward = GRPOReward(tasks=root, concurrency=c)
         wall, latencies, scores = timed_batch(reward, items)
         wrong = sum(s != want for s, (_, _, want) in zip(scores, items))
         ok &= wrong == 0
-        print(f"concurrency {c}: {len(items)} completions in {wall:.1f}s = {len(items) / wall:.2f}/s; "
-              f"one alone p50 {statistics.median(latencies):.2f}s (solution + nop); wrong scores: {wrong}")
+        print(
+            f"concurrency {c}: {len(items)} completions in {wall:.1f}s = {len(items) / wall:.2f}/s; "
+            f"one alone p50 {statistics.median(latencies):.2f}s (solution + nop); wrong scores: {wrong}"
+        )
     try:
         from agentmill.models.local import local_gguf
         from agentmill.rl.chat_template import use_marked_template
@@ -80,15 +92,19 @@ def main() -> int:
         return 0 if ok else 1
     tok = gguf_tokenizer(local_gguf())
     use_marked_template(tok)
-    turn = [{"role": "assistant", "content": json.dumps({"analysis": "x" * 200, "plan": "y" * 100, "commands": []})},
-            {"role": "user", "content": "New terminal output:\n" + "line of output\n" * 40}]
+    turn = [
+        {"role": "assistant", "content": json.dumps({"analysis": "x" * 200, "plan": "y" * 100, "commands": []})},
+        {"role": "user", "content": "New terminal output:\n" + "line of output\n" * 40},
+    ]
     conv = [{"role": "system", "content": "s" * 1500}, {"role": "user", "content": "task"}] + turn * 15
     conv = conv[:-1]
     n, started = 50, time.perf_counter()
     for _ in range(n):
         tokenize_conversation(tok, conv)
     dt = time.perf_counter() - started
-    print(f"sft rows (31 messages, {len(tokenize_conversation(tok, conv).input_ids)} tokens): {n / dt:.1f} rows/s tokenised with masks")
+    print(
+        f"sft rows (31 messages, {len(tokenize_conversation(tok, conv).input_ids)} tokens): {n / dt:.1f} rows/s tokenised with masks"
+    )
     return 0 if ok else 1
 
 

@@ -46,8 +46,8 @@ from rich.table import Table
 
 from agentmill.agents import OracleAgent
 from agentmill.images.build import ImageBuilder
-from agentmill.runtime.paths import scratch_dir
 from agentmill.rollout.trial import run_trial
+from agentmill.runtime.paths import scratch_dir
 from agentmill.sandbox.bwrap import BwrapSandbox
 from agentmill.sandbox.protocol import SandboxSpec
 from agentmill.tasks import load_task, write_task
@@ -238,7 +238,7 @@ async def bench_vs(runs: int, warmup: int, other, meter: CpuMeter) -> dict:
     try:
         for i in range(warmup + runs):
             order = [("this", BwrapSandbox), ("other", other)]
-            for name, backend in (order if i % 2 else order[::-1]):
+            for name, backend in order if i % 2 else order[::-1]:
                 c0 = meter.seconds()
                 s = await one_sandbox(base, f"{name}-{i}", backend)
                 s["cpu"] = meter.seconds() - c0
@@ -246,7 +246,9 @@ async def bench_vs(runs: int, warmup: int, other, meter: CpuMeter) -> dict:
                     samples[name].append(s)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return {name: {k: [s[k] for s in v] for k in ("start", "exec", "stop", "total", "cpu")} for name, v in samples.items()}
+    return {
+        name: {k: [s[k] for s in v] for k in ("start", "exec", "stop", "total", "cpu")} for name, v in samples.items()
+    }
 
 
 def print_vs(vs: dict, src: Path) -> dict:
@@ -257,10 +259,20 @@ def print_vs(vs: dict, src: Path) -> dict:
     for key in ("total", "start", "exec", "stop", "cpu"):
         a, b = vs["this"][key], vs["other"][key]
         diff = [x - y for x, y in zip(a, b)]
-        t.add_row(key if key != "cpu" else "cpu ms", ms(pct(a, 50)), ms(pct(b, 50)), ms(min(a)), ms(min(b)),
-                  f"{pct(diff, 50) * 1e3:+.1f}", f"{sum(d < 0 for d in diff)}/{len(diff)}")
-        out[key] = {"this_p50_ms": pct(a, 50) * 1e3, "other_p50_ms": pct(b, 50) * 1e3,
-                    "paired_diff_p50_ms": pct(diff, 50) * 1e3}
+        t.add_row(
+            key if key != "cpu" else "cpu ms",
+            ms(pct(a, 50)),
+            ms(pct(b, 50)),
+            ms(min(a)),
+            ms(min(b)),
+            f"{pct(diff, 50) * 1e3:+.1f}",
+            f"{sum(d < 0 for d in diff)}/{len(diff)}",
+        )
+        out[key] = {
+            "this_p50_ms": pct(a, 50) * 1e3,
+            "other_p50_ms": pct(b, 50) * 1e3,
+            "paired_diff_p50_ms": pct(diff, 50) * 1e3,
+        }
     console.print(t)
     return out
 
@@ -310,16 +322,20 @@ async def bench_trials(task, builder: ImageBuilder, trials: int, concurrency: in
     self1 = os.times()
     host_cpu = (self1.user - self0.user) + (self1.system - self0.system)
     failed = [r for r in results if not r.passed]
-    phases = {k: [getattr(r.timings, k) for r in results] for k in
-              ("environment", "sandbox_start", "agent", "verifier", "total")}
+    phases = {
+        k: [getattr(r.timings, k) for r in results]
+        for k in ("environment", "sandbox_start", "agent", "verifier", "total")
+    }
     return {
         "concurrency": concurrency,
         "trials": trials,
         "wall_s": wall,
         "trials_per_s": trials / wall,
         "failed": len(failed),
-        "failures": [{"outcome": r.outcome.value, "exception": r.exception,
-                      "verifier_stderr": r.verifier_stderr[-300:]} for r in failed[:5]],
+        "failures": [
+            {"outcome": r.outcome.value, "exception": r.exception, "verifier_stderr": r.verifier_stderr[-300:]}
+            for r in failed[:5]
+        ],
         "phase_p50_s": {k: statistics.median(v) for k, v in phases.items()},
         "trial_p90_s": pct(phases["total"], 90),
         # where the time goes when throughput stops scaling: CPU per trial, cores kept busy, and
@@ -336,15 +352,21 @@ async def bench_trials(task, builder: ImageBuilder, trials: int, concurrency: in
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--runs", type=int, default=100, help="sandbox start+exec+stop runs (default 100)")
     p.add_argument("--warmup", type=int, default=2, help="untimed sandbox runs first (default 2)")
     p.add_argument("--trials", type=int, default=64, help="oracle trials per concurrency level (default 64)")
     p.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels (default 1,8,32)")
     p.add_argument("--no-trials", action="store_true", help="only the sandbox lifecycle (part 1): quick paired runs")
-    p.add_argument("--vs-tree", type=Path, default=None, metavar="SRC",
-                   help="also time another tree's lifecycle (SRC: its src folder), alternating with this one's")
+    p.add_argument(
+        "--vs-tree",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also time another tree's lifecycle (SRC: its src folder), alternating with this one's",
+    )
     p.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures as JSON here")
     p.add_argument("--images", action="store_true", help="benchmark Debian-built images instead (section 3)")
     p.add_argument("--cold-base", action="store_true", help="with --images: also time a cold mmdebstrap base")
@@ -362,8 +384,9 @@ async def bench_images(args) -> int:
     """Section 3: Debian-built images: build times cold and cached, trial start host vs Debian."""
     import uuid
 
-    from agentmill.images.layers import LayerStore, remove_tree
     from trial_fs import one_start  # benchmarks/ is on sys.path when a script here runs
+
+    from agentmill.images.layers import LayerStore, remove_tree
 
     report: dict = {"machine": {"cpus": os.cpu_count(), "kernel": platform.release()}}
     root = bench_dir()
@@ -372,7 +395,9 @@ async def bench_images(args) -> int:
         private = root / "layers-cold"
         remove_tree(private)
         t = time.perf_counter()
-        await ImageBuilder(cache=root / "cache-cold", mode="debian", layers=private).get(_image_task(root, "cold", "true"))
+        await ImageBuilder(cache=root / "cache-cold", mode="debian", layers=private).get(
+            _image_task(root, "cold", "true")
+        )
         rows.append(("base + 1 step, cold (mmdebstrap included)", time.perf_counter() - t))
         remove_tree(private)
     nonce = uuid.uuid4().hex[:8]
@@ -396,8 +421,11 @@ async def bench_images(args) -> int:
     import dataclasses
 
     starts = {}
-    for name, img in (("host userland", host_image), ("Debian-built", image),
-                      ("host userland, 20,000-file /app", big_image)):
+    for name, img in (
+        ("host userland", host_image),
+        ("Debian-built", image),
+        ("host userland, 20,000-file /app", big_image),
+    ):
         for how, overlay in (("copy", False), ("overlay", True)):
             variant = dataclasses.replace(img, overlay=overlay)
             await start(variant)
@@ -415,10 +443,14 @@ async def bench_images(args) -> int:
         t.add_row(name, ms(pct(vals, 50)), ms(pct(vals, 90)))
     console.print(t)
     workspace = sum(f.stat().st_size for f in image.rootfs.rglob("*") if f.is_file() and not f.is_symlink())
-    console.print(f"Debian image: {len(image.layers)} layers, workspace template {workspace / 1e6:.1f} MB "
-                  f"(system dirs are mounted read-only, not copied)")
-    report.update(builds={w: round(s, 3) for w, s in rows},
-                  trial_start_ms={n: {"p50": pct(v, 50) * 1000, "p90": pct(v, 90) * 1000} for n, v in starts.items()})
+    console.print(
+        f"Debian image: {len(image.layers)} layers, workspace template {workspace / 1e6:.1f} MB "
+        f"(system dirs are mounted read-only, not copied)"
+    )
+    report.update(
+        builds={w: round(s, 3) for w, s in rows},
+        trial_start_ms={n: {"p50": pct(v, 50) * 1000, "p90": pct(v, 90) * 1000} for n, v in starts.items()},
+    )
     for key in image.layers[1:]:  # this run's unique layers
         LayerStore().remove(key)
     remove_tree(root)
@@ -429,18 +461,32 @@ async def bench_images(args) -> int:
 
 
 def _image_task(root: Path, name: str, nonce: str, debian: bool = True):
-    df = (f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {nonce} > /app/stamp\n"
-          "RUN mkdir -p /app/data && seq 1 1000 > /app/data/n.txt\nRUN useradd -m worker\n") if debian else \
-        "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo host > /app/stamp\n"
+    df = (
+        (
+            f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {nonce} > /app/stamp\n"
+            "RUN mkdir -p /app/data && seq 1 1000 > /app/data/n.txt\nRUN useradd -m worker\n"
+        )
+        if debian
+        else "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo host > /app/stamp\n"
+    )
     if name == "cold":
         df = "FROM debian:bookworm-slim\nRUN true\n"
     if name == "big":  # a task that ships a data set: what a copy costs per trial
-        df += ("RUN mkdir -p /app/d && python3 -c \"[open(f'/app/d/f{i}', 'w').write('x' * 1000) "
-               "for i in range(20000)]\"\n")
+        df += (
+            "RUN mkdir -p /app/d && python3 -c \"[open(f'/app/d/f{i}', 'w').write('x' * 1000) "
+            'for i in range(20000)]"\n'
+        )
     path = root / "tasks" / name
     shutil.rmtree(path, ignore_errors=True)
-    return load_task(write_task(path, instruction="x", test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
-                                solve_sh="true\n", dockerfile=df))
+    return load_task(
+        write_task(
+            path,
+            instruction="x",
+            test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+            solve_sh="true\n",
+            dockerfile=df,
+        )
+    )
 
 
 async def main(args) -> int:
@@ -457,8 +503,13 @@ async def main(args) -> int:
 
 async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
     report: dict = {
-        "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version(),
-                    "bwrap": shutil.which("bwrap"), "euid": os.geteuid()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "kernel": platform.release(),
+            "python": platform.python_version(),
+            "bwrap": shutil.which("bwrap"),
+            "euid": os.geteuid(),
+        },
         "args": {"runs": args.runs, "warmup": args.warmup, "trials": args.trials, "concurrency": args.levels},
         "cpu_scope": meter.scope,
     }
@@ -477,18 +528,27 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
     t = Table(box=box.ASCII2)
     for col in ("", "p50 ms", "p90 ms", "min ms", "max ms"):
         t.add_column(col, justify="left" if not col else "right")
-    for label, vals in (("bwrap: start+exec+stop", sb["total"]), ("  start", sb["start"]),
-                        ("  exec `true`", sb["exec"]), ("  stop", sb["stop"]),
-                        ("plain subprocess `true`", plain)):
+    for label, vals in (
+        ("bwrap: start+exec+stop", sb["total"]),
+        ("  start", sb["start"]),
+        ("  exec `true`", sb["exec"]),
+        ("  stop", sb["stop"]),
+        ("plain subprocess `true`", plain),
+    ):
         t.add_row(label, ms(pct(vals, 50)), ms(pct(vals, 90)), ms(min(vals)), ms(max(vals)))
     console.print(t)
     ratio = pct(sb["total"], 50) / pct(plain, 50)
-    console.print(f"bwrap sandbox p50 is {ratio:.0f}x a plain subprocess; CPU per run: sandbox {sb_cpu * 1e3:.0f} ms, "
-                  f"plain {plain_cpu * 1e3:.1f} ms ({meter.scope}).\n")
+    console.print(
+        f"bwrap sandbox p50 is {ratio:.0f}x a plain subprocess; CPU per run: sandbox {sb_cpu * 1e3:.0f} ms, "
+        f"plain {plain_cpu * 1e3:.1f} ms ({meter.scope}).\n"
+    )
     report["sandbox"] = {k: {"p50_ms": pct(v, 50) * 1e3, "p90_ms": pct(v, 90) * 1e3} for k, v in sb.items()}
     report["sandbox"]["cpu_ms_per_run"] = sb_cpu * 1e3
-    report["plain_subprocess"] = {"p50_ms": pct(plain, 50) * 1e3, "p90_ms": pct(plain, 90) * 1e3,
-                                  "cpu_ms_per_run": plain_cpu * 1e3}
+    report["plain_subprocess"] = {
+        "p50_ms": pct(plain, 50) * 1e3,
+        "p90_ms": pct(plain, 90) * 1e3,
+        "cpu_ms_per_run": plain_cpu * 1e3,
+    }
 
     if args.vs_tree is not None:
         other, guest = other_tree_backend(args.vs_tree.resolve())
@@ -516,8 +576,10 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
         image = await builder.get(task)  # warm the image cache: the timed trials all hit it
         warm_s = time.perf_counter() - t0
         warm = await run_trial(task, OracleAgent(), builder)  # one untimed trial: fail fast if broken
-        console.print(f"image {image.key[:12]} ready in {warm_s:.2f}s; warm-up trial: {warm.outcome.value} "
-                      f"({warm.timings.total * 1e3:.0f} ms)")
+        console.print(
+            f"image {image.key[:12]} ready in {warm_s:.2f}s; warm-up trial: {warm.outcome.value} "
+            f"({warm.timings.total * 1e3:.0f} ms)"
+        )
         if not warm.passed:
             console.print(f"[red]warm-up trial did not pass:[/] {warm.exception} {warm.verifier_stderr[-300:]}")
             ok = False
@@ -530,31 +592,64 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
         shutil.rmtree(task_root, ignore_errors=True)
 
     t = Table(box=box.ASCII2)
-    for col in ("conc.", "trials", "wall s", "trials/s", "not passed", "p50 ms", "p90 ms", "cpu ms/trial",
-                "cores busy", "machine", "host proc"):
+    for col in (
+        "conc.",
+        "trials",
+        "wall s",
+        "trials/s",
+        "not passed",
+        "p50 ms",
+        "p90 ms",
+        "cpu ms/trial",
+        "cores busy",
+        "machine",
+        "host proc",
+    ):
         t.add_column(col, justify="right")
     for r in levels:
-        t.add_row(str(r["concurrency"]), str(r["trials"]), f"{r['wall_s']:.2f}", f"{r['trials_per_s']:.2f}",
-                  str(r["failed"]), ms(r["phase_p50_s"]["total"]), ms(r["trial_p90_s"]),
-                  f"{r['cpu_s_per_trial'] * 1e3:.0f}", f"{r['cores_busy']:.2f}", f"{r['machine_cores_busy']:.2f}", f"{r['host_process_core_pct']:.0f}%")
+        t.add_row(
+            str(r["concurrency"]),
+            str(r["trials"]),
+            f"{r['wall_s']:.2f}",
+            f"{r['trials_per_s']:.2f}",
+            str(r["failed"]),
+            ms(r["phase_p50_s"]["total"]),
+            ms(r["trial_p90_s"]),
+            f"{r['cpu_s_per_trial'] * 1e3:.0f}",
+            f"{r['cores_busy']:.2f}",
+            f"{r['machine_cores_busy']:.2f}",
+            f"{r['host_process_core_pct']:.0f}%",
+        )
     console.print(t)
     t = Table(box=box.ASCII2, title="per-trial phase p50 (ms)")
     for col in ("conc.", "image", "agent sandbox start", "agent (solve.sh)", "verifier", "total"):
         t.add_column(col, justify="right")
     for r in levels:
         ph = r["phase_p50_s"]
-        t.add_row(str(r["concurrency"]), ms(ph["environment"]), ms(ph["sandbox_start"]), ms(ph["agent"]),
-                  ms(ph["verifier"]), ms(ph["total"]))
+        t.add_row(
+            str(r["concurrency"]),
+            ms(ph["environment"]),
+            ms(ph["sandbox_start"]),
+            ms(ph["agent"]),
+            ms(ph["verifier"]),
+            ms(ph["total"]),
+        )
     console.print(t)
-    console.print(f"p50/p90 = one trial's latency; cpu ms/trial and cores busy count {meter.scope}; "
-                  "machine = cores busy machine-wide (other work, kernel threads); "
-                  "host proc = this process alone (event loop, guest RPC, file staging) as a share of one core.")
-    console.print("image = cache lookup; verifier = fresh sandbox start + test.sh + reward read + stop; "
-                  "total also covers the rootfs copy, the agent sandbox's stop and scratch cleanup.")
+    console.print(
+        f"p50/p90 = one trial's latency; cpu ms/trial and cores busy count {meter.scope}; "
+        "machine = cores busy machine-wide (other work, kernel threads); "
+        "host proc = this process alone (event loop, guest RPC, file staging) as a share of one core."
+    )
+    console.print(
+        "image = cache lookup; verifier = fresh sandbox start + test.sh + reward read + stop; "
+        "total also covers the rootfs copy, the agent sandbox's stop and scratch cleanup."
+    )
     others = max((r["machine_cores_busy"] - r["cores_busy"] for r in levels), default=0.0)
     if meter.path is not None and others > 0.25:
-        console.print(f"[yellow]warning:[/] other work kept up to {others:.2f} cores busy during the trials: "
-                      "throughput and latencies are understated; rerun on a quiet machine.")
+        console.print(
+            f"[yellow]warning:[/] other work kept up to {others:.2f} cores busy during the trials: "
+            "throughput and latencies are understated; rerun on a quiet machine."
+        )
     for r in levels:
         for f in r["failures"]:
             console.print(f"[red]concurrency {r['concurrency']}: not passed:[/] {f}")
@@ -562,10 +657,14 @@ async def run(args, meter: CpuMeter, reaps: ReapCounter) -> int:
     report["total_wall_s"] = time.perf_counter() - started
     report["asyncio_unknown_child_warnings"] = reaps.count
     if reaps.count:
-        console.print(f"note: asyncio logged 'Unknown child process pid ..., will report returncode 255' "
-                      f"{reaps.count} time(s): a sandbox process reaped behind the child watcher in stop().")
-    console.print(f"\ntotal benchmark time {report['total_wall_s']:.1f}s; "
-                  + ("all trials passed" if ok else "[red]SOME TRIALS DID NOT PASS[/]"))
+        console.print(
+            f"note: asyncio logged 'Unknown child process pid ..., will report returncode 255' "
+            f"{reaps.count} time(s): a sandbox process reaped behind the child watcher in stop()."
+        )
+    console.print(
+        f"\ntotal benchmark time {report['total_wall_s']:.1f}s; "
+        + ("all trials passed" if ok else "[red]SOME TRIALS DID NOT PASS[/]")
+    )
 
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -82,11 +82,14 @@ def main() -> None:
         if kind == "repo_bugs":
             report = bench_repo_bugs(args.workdir, args.max, args.pypi)
         else:
-            report = {"functions": bench_functions, "stackexchange": bench_stackexchange,
-                      "generate": bench_generate}[kind](args.workdir, args.rows)
+            report = {"functions": bench_functions, "stackexchange": bench_stackexchange, "generate": bench_generate}[
+                kind
+            ](args.workdir, args.rows)
         wall = time.monotonic() - t0
-        print(f"{kind:14s} {len(report.kept):3d}/{report.candidates:<3d} kept  {wall:7.1f} s  "
-              f"{60 * len(report.kept) / wall:8.1f} tasks/min  dropped {report.reasons}")
+        print(
+            f"{kind:14s} {len(report.kept):3d}/{report.candidates:<3d} kept  {wall:7.1f} s  "
+            f"{60 * len(report.kept) / wall:8.1f} tasks/min  dropped {report.reasons}"
+        )
 
 
 if __name__ == "__main__":

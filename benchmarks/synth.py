@@ -48,8 +48,9 @@ from tests.synth.scripted import card_line, config_text, role_servers  # noqa: E
 def one(cards: int, workers: int, k: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="synth-bench-") as tmp, ExitStack() as stack:
         tmp = Path(tmp)
-        (tmp / "cards.jsonl").write_text("".join(card_line("good").replace("card-good", f"card-{i:03d}") + "\n"
-                                                 for i in range(cards)))
+        (tmp / "cards.jsonl").write_text(
+            "".join(card_line("good").replace("card-good", f"card-{i:03d}") + "\n" for i in range(cards))
+        )
         servers = {r: stack.enter_context(s) for r, s in role_servers().items()}
         text = config_text(servers, tmp / "cards.jsonl", workers=workers, max_slots=cards, meta_review_every=4)
         (tmp / "synth.toml").write_text(text.replace("k = 3", f"k = {k}"))
@@ -57,13 +58,21 @@ def one(cards: int, workers: int, k: int) -> dict:
         summary = asyncio.run(run_synth(load_config(tmp / "synth.toml"), tmp / "out"))
         wall = time.monotonic() - started
         store = SynthStore.open_existing(tmp / "out")
-        gates = {r["gate"]: r["s"] / r["n"] for r in store.rows(
-            "SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate")}
+        gates = {
+            r["gate"]: r["s"] / r["n"]
+            for r in store.rows("SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate")
+        }
         store.close()
     if summary["accepted"] != cards:
         raise SystemExit(f"expected {cards} accepted candidates, got {summary['accepted']}: the benchmark is broken")
-    return {"cards": cards, "workers": workers, "k": k, "wall_s": round(wall, 2),
-            "candidates_per_min": round(cards / wall * 60, 2), "gate_mean_s": {g: round(s, 3) for g, s in gates.items()}}
+    return {
+        "cards": cards,
+        "workers": workers,
+        "k": k,
+        "wall_s": round(wall, 2),
+        "candidates_per_min": round(cards / wall * 60, 2),
+        "gate_mean_s": {g: round(s, 3) for g, s in gates.items()},
+    }
 
 
 def local_model(gym: str, keep: Path | None, diagnosis: bool = False) -> int:
@@ -101,16 +110,22 @@ def local_model(gym: str, keep: Path | None, diagnosis: bool = False) -> int:
             print(f"\nwall time {wall:.0f}s; funnel (passed/entered, failures by code):")
             for row in funnel(store):
                 print(f"  {row['gate']:<9} {row['passed']}/{row['entered']}  {row['failed'] or ''}")
-            for r in store.rows("SELECT a.candidate_id, a.n, a.origin, g.gate, g.code, d.category, d.by FROM attempts a "
-                                "LEFT JOIN gate_results g ON g.attempt_id = a.attempt_id AND g.passed = 0 "
-                                "LEFT JOIN diagnoses d ON d.attempt_id = a.attempt_id ORDER BY a.attempt_id"):
-                print(f"  attempt {r['n']} of {r['candidate_id']} ({r['origin']}): {r['gate']} {r['code']} "
-                      f"-> {r['category']} (by {r['by']})")
+            for r in store.rows(
+                "SELECT a.candidate_id, a.n, a.origin, g.gate, g.code, d.category, d.by FROM attempts a "
+                "LEFT JOIN gate_results g ON g.attempt_id = a.attempt_id AND g.passed = 0 "
+                "LEFT JOIN diagnoses d ON d.attempt_id = a.attempt_id ORDER BY a.attempt_id"
+            ):
+                print(
+                    f"  attempt {r['n']} of {r['candidate_id']} ({r['origin']}): {r['gate']} {r['code']} "
+                    f"-> {r['category']} (by {r['by']})"
+                )
             for r in store.rows("SELECT candidate_id, state, reason FROM candidates"):
                 print(f"  {r['candidate_id']}: {r['state']}: {(r['reason'] or '')[:160]}")
             for u in store.rows("SELECT * FROM usage ORDER BY role"):
-                print(f"  role {u['role']:<9} {u['requests']} requests, {u['prompt_tokens']} prompt + "
-                      f"{u['completion_tokens']} completion tokens")
+                print(
+                    f"  role {u['role']:<9} {u['requests']} requests, {u['prompt_tokens']} prompt + "
+                    f"{u['completion_tokens']} completion tokens"
+                )
             for g in store.rows("SELECT gate, COUNT(*) AS n, SUM(seconds) AS s FROM gate_results GROUP BY gate"):
                 print(f"  gate {g['gate']:<9} {g['n']} runs, {g['s']:.1f}s")
         finally:
@@ -132,11 +147,19 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--local-model", action="store_true", help="every role the embedded SmolLM2 (see the docstring)")
-    ap.add_argument("--gym", choices=["itsm", "helpdesk"], default="itsm", help="--local-model: the bundled itsm "
-                    "gym, or the test suite's tiny helpdesk gym (a shorter generator prompt)")
+    ap.add_argument(
+        "--gym",
+        choices=["itsm", "helpdesk"],
+        default="itsm",
+        help="--local-model: the bundled itsm gym, or the test suite's tiny helpdesk gym (a shorter generator prompt)",
+    )
     ap.add_argument("--keep", type=Path, help="--local-model: write the config and output here (kept)")
-    ap.add_argument("--diagnosis", action="store_true", help="--local-model: no cards file; the diagnosis rollouts "
-                    "(target, teacher) and the card writer, all SmolLM2, on the bundled itsm-route-incident-to-dba task")
+    ap.add_argument(
+        "--diagnosis",
+        action="store_true",
+        help="--local-model: no cards file; the diagnosis rollouts "
+        "(target, teacher) and the card writer, all SmolLM2, on the bundled itsm-route-incident-to-dba task",
+    )
     args = ap.parse_args()
     load = os.getloadavg()[0]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f}")
@@ -147,8 +170,10 @@ def main() -> None:
         r = one(args.cards, w, args.k)
         results.append(r)
         gates = ", ".join(f"{g} {s:.2f}s" for g, s in r["gate_mean_s"].items())
-        print(f"workers {w}: {r['cards']} candidates in {r['wall_s']:.1f}s = {r['candidates_per_min']:.1f}/min; "
-              f"per candidate: {gates}")
+        print(
+            f"workers {w}: {r['cards']} candidates in {r['wall_s']:.1f}s = {r['candidates_per_min']:.1f}/min; "
+            f"per candidate: {gates}"
+        )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -32,8 +32,10 @@ from agentmill.tasks import load_task  # noqa: E402
 from agentmill.verify.toolkit import ensure_toolkit  # noqa: E402
 from tests.tasks.public_corpus import TB_RUN_TESTS, TOML_SOLUTION, TOML_TEST, tb_task  # noqa: E402
 
-SETS = {"corpus": ["pytest==8.4.1", "tomli-w==1.0.0"],
-        "csv-to-parquet": ["pytest==8.4.1", "pandas==2.3.0", "pyarrow==20.0.0"]}
+SETS = {
+    "corpus": ["pytest==8.4.1", "tomli-w==1.0.0"],
+    "csv-to-parquet": ["pytest==8.4.1", "pandas==2.3.0", "pyarrow==20.0.0"],
+}
 
 
 def layers(workdir: Path) -> None:
@@ -55,13 +57,22 @@ def layers(workdir: Path) -> None:
 
 def trials(workdir: Path, runs: int) -> None:
     df = "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n"
-    root = tb_task(workdir / "tasks", "legacy-venv-deps", instruction="x", dockerfile=df, solution=TOML_SOLUTION,
-                   test_outputs=TOML_TEST, run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0"))
+    root = tb_task(
+        workdir / "tasks",
+        "legacy-venv-deps",
+        instruction="x",
+        dockerfile=df,
+        solution=TOML_SOLUTION,
+        test_outputs=TOML_TEST,
+        run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0"),
+    )
     builder = ImageBuilder(cache=workdir / "cache")
     task = load_task(root)
     first = asyncio.run(run_trial(task, OracleAgent(), builder))
-    print(f"first trial: environment {first.timings.environment:.2f} s, total {first.timings.total:.2f} s "
-          f"({first.outcome.value})")
+    print(
+        f"first trial: environment {first.timings.environment:.2f} s, total {first.timings.total:.2f} s "
+        f"({first.outcome.value})"
+    )
     env, start, ver, total = [], [], [], []
     for _ in range(runs):
         r = asyncio.run(run_trial(task, OracleAgent(), builder))
@@ -70,8 +81,10 @@ def trials(workdir: Path, runs: int) -> None:
         ver.append(r.timings.verifier)
         total.append(r.timings.total)
     med = statistics.median
-    print(f"warm trials (median of {runs}): environment {med(env) * 1000:.0f} ms, sandbox start "
-          f"{med(start) * 1000:.0f} ms, verifier {med(ver):.2f} s, total {med(total):.2f} s ({r.outcome.value})")
+    print(
+        f"warm trials (median of {runs}): environment {med(env) * 1000:.0f} ms, sandbox start "
+        f"{med(start) * 1000:.0f} ms, verifier {med(ver):.2f} s, total {med(total):.2f} s ({r.outcome.value})"
+    )
 
 
 def main() -> None:

@@ -48,8 +48,16 @@ def instant_policy(request) -> Reply:
     """First turn: close ticket 1; after the tool result: the final answer."""
     if request["messages"][-1]["role"] == "tool":
         return Reply("Closed ticket 1: the VPN certificate was renewed.")
-    return Reply(None, tool_calls=[{"id": "call_1", "name": "close_ticket",
-                                    "arguments": {"ticket_id": 1, "resolution": "Renewed the VPN certificate."}}])
+    return Reply(
+        None,
+        tool_calls=[
+            {
+                "id": "call_1",
+                "name": "close_ticket",
+                "arguments": {"ticket_id": 1, "resolution": "Renewed the VPN certificate."},
+            }
+        ],
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -79,7 +87,11 @@ async def call_overhead(task, n: int) -> dict:
                     r = await s.call("get_ticket", {"ticket_id": 1 + i % 3})
                     times.append(time.perf_counter() - t)
                     assert not r.is_error, r.content
-                out[label] = {"calls": count, "p50_ms": 1000 * statistics.median(times), "p90_ms": 1000 * pct(times, 0.9)}
+                out[label] = {
+                    "calls": count,
+                    "p50_ms": 1000 * statistics.median(times),
+                    "p90_ms": 1000 * pct(times, 0.9),
+                }
     return out
 
 
@@ -113,23 +125,34 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = load_task(make_tool_task(Path(tmp) / "close-vpn"))
         overhead = await call_overhead(base, args.calls)
-        print(f"tool call, socket:        p50 {overhead['socket']['p50_ms']:.2f} ms  p90 {overhead['socket']['p90_ms']:.2f} ms "
-              f"({overhead['socket']['calls']} calls)")
-        print(f"tool call, exec fallback: p50 {overhead['exec_fallback']['p50_ms']:.2f} ms  "
-              f"p90 {overhead['exec_fallback']['p90_ms']:.2f} ms ({overhead['exec_fallback']['calls']} calls)")
+        print(
+            f"tool call, socket:        p50 {overhead['socket']['p50_ms']:.2f} ms  p90 {overhead['socket']['p90_ms']:.2f} ms "
+            f"({overhead['socket']['calls']} calls)"
+        )
+        print(
+            f"tool call, exec fallback: p50 {overhead['exec_fallback']['p50_ms']:.2f} ms  "
+            f"p90 {overhead['exec_fallback']['p90_ms']:.2f} ms ({overhead['exec_fallback']['calls']} calls)"
+        )
         builder = ImageBuilder()
         rates = []
         with ChatServer(instant_policy, model="instant") as server:
             for level, count in zip(levels, counts):
                 # distinct tasks (content hashes), as in a real run
-                tasks = [load_task(make_tool_task(Path(tmp) / f"c{level}-{i}", instruction=f"Close the VPN ticket ({i}).\n"))
-                         for i in range(count)]
+                tasks = [
+                    load_task(make_tool_task(Path(tmp) / f"c{level}-{i}", instruction=f"Close the VPN ticket ({i}).\n"))
+                    for i in range(count)
+                ]
                 rate = await trials_per_second(tasks, server.base_url, level, builder)
                 rates.append(rate)
-                print(f"tools trials, concurrency {level:>3}: {rate['trials']} trials in {rate['seconds']:.1f} s = "
-                      f"{rate['trials_per_s']:.2f} trials/s")
-    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-              "call_overhead": overhead, "trials": rates}
+                print(
+                    f"tools trials, concurrency {level:>3}: {rate['trials']} trials in {rate['seconds']:.1f} s = "
+                    f"{rate['trials_per_s']:.2f} trials/s"
+                )
+    report = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
+        "call_overhead": overhead,
+        "trials": rates,
+    }
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 

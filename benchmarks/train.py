@@ -73,14 +73,21 @@ def phase_sft(work: Path, steps: int) -> dict:
     from agentmill.rl.sft import build_sft
 
     started = time.perf_counter()
-    run = build_sft(work / "smollm2", [work / "sft.jsonl"], work / "sft-out", steps=steps, batch_size=1, max_length=1600)
+    run = build_sft(
+        work / "smollm2", [work / "sft.jsonl"], work / "sft-out", steps=steps, batch_size=1, max_length=1600
+    )
     build = time.perf_counter() - started
     timer = step_timer()
     run.trainer.add_callback(timer)
     run.trainer.train()
     tokens = sorted(len(r["input_ids"]) for r in run.prepared.rows)
-    return {"build_s": build, "steps_s": timer.times, "cpu_s": timer.cpu, "row_tokens": tokens,
-            "losses": [h["loss"] for h in run.trainer.state.log_history if "loss" in h]}
+    return {
+        "build_s": build,
+        "steps_s": timer.times,
+        "cpu_s": timer.cpu,
+        "row_tokens": tokens,
+        "losses": [h["loss"] for h in run.trainer.state.log_history if "loss" in h],
+    }
 
 
 def phase_grpo(work: Path, steps: int, scripted: bool) -> dict:
@@ -89,9 +96,22 @@ def phase_grpo(work: Path, steps: int, scripted: bool) -> dict:
 
     export = json.loads((work / "export.json").read_text())
     script = Path(export["solution"]).read_text()
-    rollout = scripted_rollout([terminus([(f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\n", 1.0)]), terminus([])]) if scripted else None
-    run = build_grpo(work / "smollm2", [work / "rl.jsonl"], [Path(export["tasks_dir"])], work / "grpo-out", steps=steps,
-                     generations=2, max_completion_tokens=32, concurrency=2, rollout_func=rollout)
+    rollout = (
+        scripted_rollout([terminus([(f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\n", 1.0)]), terminus([])])
+        if scripted
+        else None
+    )
+    run = build_grpo(
+        work / "smollm2",
+        [work / "rl.jsonl"],
+        [Path(export["tasks_dir"])],
+        work / "grpo-out",
+        steps=steps,
+        generations=2,
+        max_completion_tokens=32,
+        concurrency=2,
+        rollout_func=rollout,
+    )
     reward_times: list[float] = []
     inner = run.trainer.reward_funcs[0]
 
@@ -106,7 +126,12 @@ def phase_grpo(work: Path, steps: int, scripted: bool) -> dict:
     timer = step_timer()
     run.trainer.add_callback(timer)
     run.trainer.train()
-    return {"steps_s": timer.times, "cpu_s": timer.cpu, "reward_s": reward_times, "rewards": [s.score for s in run.reward.history]}
+    return {
+        "steps_s": timer.times,
+        "cpu_s": timer.cpu,
+        "reward_s": reward_times,
+        "rewards": [s.score for s in run.reward.history],
+    }
 
 
 def prepare(work: Path) -> tuple[float, float]:
@@ -115,19 +140,31 @@ def prepare(work: Path) -> tuple[float, float]:
     export = make_export(work / "export")
     (work / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in export.sft_rows))
     (work / "rl.jsonl").write_text(json.dumps(export.row(TERMINAL[0])) + "\n")
-    (work / "export.json").write_text(json.dumps({"tasks_dir": str(export.tasks_dir),
-                                                  "solution": str(export.tasks_dir / TERMINAL[0] / "solution" / "solve.sh")}))
+    (work / "export.json").write_text(
+        json.dumps(
+            {
+                "tasks_dir": str(export.tasks_dir),
+                "solution": str(export.tasks_dir / TERMINAL[0] / "solution" / "solve.sh"),
+            }
+        )
+    )
     from agentmill.models.local import local_gguf
 
-    return run_child([str(ROOT / ".venv/bin/agentmill"), "train", "checkpoint", str(local_gguf()), "--out", str(work / "smollm2")])[:2]
+    return run_child(
+        [str(ROOT / ".venv/bin/agentmill"), "train", "checkpoint", str(local_gguf()), "--out", str(work / "smollm2")]
+    )[:2]
 
 
 def install_extra() -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="train-install-") as tmp:
         subprocess.run([sys.executable, "-m", "venv", f"{tmp}/venv"], check=True)
         started = time.perf_counter()
-        subprocess.run([f"{tmp}/venv/bin/python", "-m", "pip", "install", "-q", f"{ROOT}[train]"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [f"{tmp}/venv/bin/python", "-m", "pip", "install", "-q", f"{ROOT}[train]"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - started
         size = int(subprocess.run(["du", "-sm", f"{tmp}/venv"], capture_output=True, text=True).stdout.split()[0])
     return wall, size / 1024
@@ -140,12 +177,18 @@ def stats(xs: list[float]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--install", action="store_true", help="also time `pip install .[train]` into a fresh venv (~6 GB, deleted)")
+    ap.add_argument(
+        "--install", action="store_true", help="also time `pip install .[train]` into a fresh venv (~6 GB, deleted)"
+    )
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--phase", choices=["sft", "grpo-scripted", "grpo-generate"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phase:  # a child: one phase, its figures as JSON on stdout
-        result = phase_sft(args.work, args.steps) if args.phase == "sft" else phase_grpo(args.work, args.steps, args.phase == "grpo-scripted")
+        result = (
+            phase_sft(args.work, args.steps)
+            if args.phase == "sft"
+            else phase_grpo(args.work, args.steps, args.phase == "grpo-scripted")
+        )
         print(json.dumps(result))
         return 0
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-train-"))
@@ -158,14 +201,18 @@ def main() -> int:
     me = [sys.executable, str(Path(__file__).resolve()), "--work", str(work), "--steps", str(args.steps)]
     wall, peak, out = run_child([*me, "--phase", "sft"])
     sft = json.loads(out.splitlines()[-1])
-    print(f"sft: rows of {sft['row_tokens']} tokens; first step {sft['steps_s'][0]:.1f} s; "
-          f"later steps {stats(sft['steps_s'][1:])}, CPU {stats(sft['cpu_s'][1:])}; trainer setup {sft['build_s']:.1f} s; peak {peak:.0f} MiB; losses "
-          + ", ".join(f"{x:.3f}" for x in sft["losses"]))
+    print(
+        f"sft: rows of {sft['row_tokens']} tokens; first step {sft['steps_s'][0]:.1f} s; "
+        f"later steps {stats(sft['steps_s'][1:])}, CPU {stats(sft['cpu_s'][1:])}; trainer setup {sft['build_s']:.1f} s; peak {peak:.0f} MiB; losses "
+        + ", ".join(f"{x:.3f}" for x in sft["losses"])
+    )
     for phase in ("grpo-scripted", "grpo-generate"):
         wall, peak, out = run_child([*me, "--phase", phase])
         g = json.loads(out.splitlines()[-1])
-        print(f"{phase}: steps {stats(g['steps_s'])}, CPU {stats(g['cpu_s'])}, of which the verifier reward {stats(g['reward_s'])}; "
-              f"rewards {g['rewards']}; peak {peak:.0f} MiB")
+        print(
+            f"{phase}: steps {stats(g['steps_s'])}, CPU {stats(g['cpu_s'])}, of which the verifier reward {stats(g['reward_s'])}; "
+            f"rewards {g['rewards']}; peak {peak:.0f} MiB"
+        )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import shutil
 import statistics
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs
 
 from agentmill.images import ImageBuilder
 from agentmill.images.layers import remove_tree
@@ -31,15 +31,22 @@ from agentmill.images.trial_fs import OVERLAY_FROM
 from agentmill.runtime.paths import scratch_dir
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks import load_task, write_task
-from sandbox import CpuMeter  # benchmarks/ is on sys.path when a script here runs
 
 
 def template_task(root: Path, entries: int):
-    make = (f"RUN mkdir -p /app/d && python3 -c \"[open(f'/app/d/f{{i}}', 'w').write('x' * 1000) "
-            f"for i in range({entries})]\"\n")
-    return load_task(write_task(root / f"t{entries}", instruction="x", solve_sh="true\n",
-                                test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
-                                dockerfile=f"FROM debian:bookworm-slim\nWORKDIR /app\n{make}"))
+    make = (
+        f"RUN mkdir -p /app/d && python3 -c \"[open(f'/app/d/f{{i}}', 'w').write('x' * 1000) "
+        f'for i in range({entries})]"\n'
+    )
+    return load_task(
+        write_task(
+            root / f"t{entries}",
+            instruction="x",
+            solve_sh="true\n",
+            test_sh="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+            dockerfile=f"FROM debian:bookworm-slim\nWORKDIR /app\n{make}",
+        )
+    )
 
 
 async def one_start(image, root: Path) -> float:
@@ -61,14 +68,25 @@ async def main(args) -> int:
     root.chmod(0o711)
     builder = ImageBuilder(cache=root / "cache", mode="host")
     table = Table(title=f"trial start by template size ({args.runs} runs each, after one warm-up)")
-    for col in ("files in /app", "template entries", "auto picks", "copy p50 / p90 ms", "copy CPU ms", "overlay p50 / p90 ms", "overlay CPU ms"):
+    for col in (
+        "files in /app",
+        "template entries",
+        "auto picks",
+        "copy p50 / p90 ms",
+        "copy CPU ms",
+        "overlay p50 / p90 ms",
+        "overlay CPU ms",
+    ):
         table.add_column(col, justify="right")
     meter = CpuMeter()
     try:
         for size in args.sizes:
             image = await builder.get(template_task(root, size))
-            row = [f"{size:,}", str(image.template_entries if image.template_entries <= OVERLAY_FROM else f"> {OVERLAY_FROM}"),
-                   "overlay" if image.overlay else "copy"]
+            row = [
+                f"{size:,}",
+                str(image.template_entries if image.template_entries <= OVERLAY_FROM else f"> {OVERLAY_FROM}"),
+                "overlay" if image.overlay else "copy",
+            ]
             for overlay in (False, True):
                 variant = dataclasses.replace(image, overlay=overlay)
                 await one_start(variant, root)

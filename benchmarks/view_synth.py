@@ -50,8 +50,10 @@ def main() -> None:
     args.workdir.mkdir(parents=True)
     t = time.perf_counter()
     counts = big_synth_store(args.workdir / "out", cards=args.cards, per_card=args.per_card)
-    print(f"store written in {time.perf_counter() - t:.1f} s: {counts['candidates']:,} candidates, "
-          f"{counts['gate_results']:,} gate results, {counts['accepted']:,} accepted")
+    print(
+        f"store written in {time.perf_counter() - t:.1f} s: {counts['candidates']:,} candidates, "
+        f"{counts['gate_results']:,} gate results, {counts['accepted']:,} accepted"
+    )
     server = ViewServer(open_source(args.workdir / "out"), 0)
     server.start_background()
     try:

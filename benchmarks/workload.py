@@ -22,7 +22,6 @@ import re
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,8 +37,10 @@ TURNS = COMMANDS + 2  # five commands, the completion claim, its confirmation
 # The model's `duration` for each command: an upper bound, the wait ends when the prompt is back. With
 # 0 (no wait at all) the last command could still be queued in the shell when the trial ends.
 WAIT = 1.0
-TEST_SH = ("#!/bin/bash\nif [ \"$(cat /app/steps.txt)\" = \"$(printf 'step-%s\\n' 1 2 3 4 5)\" ]; then "
-           "echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n")
+TEST_SH = (
+    '#!/bin/bash\nif [ "$(cat /app/steps.txt)" = "$(printf \'step-%s\\n\' 1 2 3 4 5)" ]; then '
+    "echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+)
 
 
 def workload_policy(request) -> Reply:
@@ -63,13 +64,20 @@ async def level(base: Path, tasks, endpoint, meter, builder, concurrency: int) -
     results = report.results
     bad = [r for r in results if not r.passed or r.agent_metadata.get("terminus", {}).get("turns") != TURNS]
     await asyncio.to_thread(shutil.rmtree, run_dir, True)
-    return {"concurrency": concurrency, "samples": report.ran, "wall_s": cpu.wall,
-            "ms_per_sample": 1e3 * cpu.wall / max(report.ran, 1), "trials_per_s": report.ran / cpu.wall,
-            "trial_p50_ms": 1e3 * statistics.median(r.timings.total for r in results),
-            "cpu_ms_per_sample": 1e3 * cpu.ours / max(report.ran, 1), "cores_busy": cpu.ours / cpu.wall,
-            "machine_cores_busy": cpu.machine / cpu.wall, "not_passed": len(bad) + (len(tasks) - report.ran),
-            "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
-            **mon.summary()}
+    return {
+        "concurrency": concurrency,
+        "samples": report.ran,
+        "wall_s": cpu.wall,
+        "ms_per_sample": 1e3 * cpu.wall / max(report.ran, 1),
+        "trials_per_s": report.ran / cpu.wall,
+        "trial_p50_ms": 1e3 * statistics.median(r.timings.total for r in results),
+        "cpu_ms_per_sample": 1e3 * cpu.ours / max(report.ran, 1),
+        "cores_busy": cpu.ours / cpu.wall,
+        "machine_cores_busy": cpu.machine / cpu.wall,
+        "not_passed": len(bad) + (len(tasks) - report.ran),
+        "failures": [{"task": r.task, "outcome": r.outcome.value, "exception": r.exception} for r in bad[:3]],
+        **mon.summary(),
+    }
 
 
 async def run(args, endpoint, meter) -> int:
@@ -77,9 +85,17 @@ async def run(args, endpoint, meter) -> int:
     builder = ImageBuilder()
     levels = []
     try:
-        tasks = await asyncio.to_thread(lambda: [
-            rb.make_task(base / "tasks", f"steps-{i:03d}", f"Append step-1 .. step-5 to /app/steps.txt. (sample {i})\n",
-                         test_sh=TEST_SH) for i in range(args.samples)])
+        tasks = await asyncio.to_thread(
+            lambda: [
+                rb.make_task(
+                    base / "tasks",
+                    f"steps-{i:03d}",
+                    f"Append step-1 .. step-5 to /app/steps.txt. (sample {i})\n",
+                    test_sh=TEST_SH,
+                )
+                for i in range(args.samples)
+            ]
+        )
         await builder.get(tasks[0])
         warm = await level(base / "warm", tasks[:2], endpoint, meter, builder, 2)  # untimed: imports, toolkit, caches
         if warm["not_passed"]:
@@ -88,11 +104,13 @@ async def run(args, endpoint, meter) -> int:
         for c in args.levels:
             r = await level(base, tasks, endpoint, meter, builder, c)
             levels.append(r)
-            rb.console.print(f"concurrency {c}: {r['samples']} samples in {r['wall_s']:.2f} s = "
-                             f"[bold]{r['ms_per_sample']:.0f} ms per sample[/], trial p50 {r['trial_p50_ms']:.0f} ms, "
-                             f"CPU {r['cpu_ms_per_sample']:.0f} ms/sample, cores busy {r['cores_busy']:.2f} "
-                             f"(machine {r['machine_cores_busy']:.2f}), loop lag p99 {r['loop_lag_p99_ms']:.0f} ms, "
-                             f"{r['not_passed']} not passed")
+            rb.console.print(
+                f"concurrency {c}: {r['samples']} samples in {r['wall_s']:.2f} s = "
+                f"[bold]{r['ms_per_sample']:.0f} ms per sample[/], trial p50 {r['trial_p50_ms']:.0f} ms, "
+                f"CPU {r['cpu_ms_per_sample']:.0f} ms/sample, cores busy {r['cores_busy']:.2f} "
+                f"(machine {r['machine_cores_busy']:.2f}), loop lag p99 {r['loop_lag_p99_ms']:.0f} ms, "
+                f"{r['not_passed']} not passed"
+            )
             for f in r["failures"]:
                 rb.console.print(f"[red]not passed:[/] {f}")
     finally:

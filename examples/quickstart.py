@@ -11,8 +11,11 @@ import agentmill as am
 out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="agentmill-"))
 dataset = am.load_dataset(am.sample_dataset_path(), names=["csv-revenue-by-region", "dedupe-photos"])
 config = am.RolloutConfig(
-    dataset=str(dataset.root), task_hashes={t.name: t.content_hash for t in dataset.tasks},
-    agent="oracle", agent_version=am.agent_class("oracle").version, attempts=2,
+    dataset=str(dataset.root),
+    task_hashes={t.name: t.content_hash for t in dataset.tasks},
+    agent="oracle",
+    agent_version=am.agent_class("oracle").version,
+    attempts=2,
 )
 report = asyncio.run(am.run_rollout(config, dataset.tasks, out / "run"))
 summary = am.summarize(out / "run")

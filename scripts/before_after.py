@@ -38,18 +38,44 @@ def unpack(rev: str, into: Path) -> Path:
 def agentmill(tree: Path, cache: Path, *args: str, log: Path) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "AGENTMILL_CACHE": str(cache), "AGENTMILL_IMAGES": "host"}
     with log.open("a") as out:
-        return subprocess.run([PY, "-m", "agentmill.cli", *args], env=env, cwd="/tmp", stdout=out, stderr=out).returncode
+        return subprocess.run(
+            [PY, "-m", "agentmill.cli", *args], env=env, cwd="/tmp", stdout=out, stderr=out
+        ).returncode
 
 
 def oracle_part(tree: Path, out: Path, cache: Path, log: Path) -> None:
     out.mkdir(parents=True)
-    steps = [["toolkit"], ["check", "--sample", "--json", str(out / "check.json")],
-             ["rollout", "--sample", "--agent", "oracle", "--out", str(out / "rollout"), "-c", "2"],
-             ["rollout", "--sample", "--agent", "nop", "--out", str(out / "rollout-nop"), "-c", "2"]]
-    steps += [["export", str(out / "rollout"), "--format", f, "--out", str(out / "export" / f"{f}.jsonl"),
-               "--min-turns", "0", "--keep-all-outcomes"] for f in ("trl", "sharegpt", "harbor")]
-    steps += [["export", str(out / "rollout"), "--format", "rl", "--out", str(out / "export" / "rl.parquet"),
-               "--keep-all-outcomes"]]
+    steps = [
+        ["toolkit"],
+        ["check", "--sample", "--json", str(out / "check.json")],
+        ["rollout", "--sample", "--agent", "oracle", "--out", str(out / "rollout"), "-c", "2"],
+        ["rollout", "--sample", "--agent", "nop", "--out", str(out / "rollout-nop"), "-c", "2"],
+    ]
+    steps += [
+        [
+            "export",
+            str(out / "rollout"),
+            "--format",
+            f,
+            "--out",
+            str(out / "export" / f"{f}.jsonl"),
+            "--min-turns",
+            "0",
+            "--keep-all-outcomes",
+        ]
+        for f in ("trl", "sharegpt", "harbor")
+    ]
+    steps += [
+        [
+            "export",
+            str(out / "rollout"),
+            "--format",
+            "rl",
+            "--out",
+            str(out / "export" / "rl.parquet"),
+            "--keep-all-outcomes",
+        ]
+    ]
     for step in steps:
         rc = agentmill(tree, cache, *step, log=log)
         print(f"  {tree.name}: agentmill {step[0]} -> exit {rc}", flush=True)
@@ -73,8 +99,15 @@ def recipe_part(trees: list[Path], work: Path) -> None:
             folder = work / tree.name / "recipe"
             folder.mkdir(parents=True)
             (folder / "recipe.toml").write_text(tomli_w.dumps(recipe))
-            rc = agentmill(tree, work / tree.name / "cache", "run", str(folder / "recipe.toml"), "--out", str(folder / "run"),
-                           log=work / f"{tree.name}.log")
+            rc = agentmill(
+                tree,
+                work / tree.name / "cache",
+                "run",
+                str(folder / "recipe.toml"),
+                "--out",
+                str(folder / "run"),
+                log=work / f"{tree.name}.log",
+            )
             print(f"  {tree.name}: agentmill run -> exit {rc}", flush=True)
 
 
@@ -101,8 +134,11 @@ def main() -> int:
         if part == "recipe":
             a, b = a / "run", b / "run"
         aliases = [f"{work / 'src' / 'before'}={work / 'src' / 'after'}", f"{work / 'before'}={work / 'after'}"]
-        r = subprocess.run([PY, "-m", "agentmill.cli", "diff", str(a), str(b), *sum((["--alias", x] for x in aliases), [])],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [PY, "-m", "agentmill.cli", "diff", str(a), str(b), *sum((["--alias", x] for x in aliases), [])],
+            capture_output=True,
+            text=True,
+        )
         print(f"{part}: {r.stdout.strip() or r.stderr.strip()}")
         same &= r.returncode == 0
     return 0 if same else 1

@@ -17,7 +17,9 @@ from agentmill.tasks import write_task
 # default itself).
 os.environ.setdefault("AGENTMILL_IMAGES", "host")
 
-REWARD_IF = '#!/bin/bash\nif {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
+REWARD_IF = (
+    "#!/bin/bash\nif {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+)
 
 
 # Packages whose expensive fixtures are package- or session-scoped: with `pytest -n 2 --dist loadgroup`
@@ -58,8 +60,15 @@ def builder(tmp_path_factory) -> ImageBuilder:
     return ImageBuilder()
 
 
-def simple_task(root: Path, name: str = "hello", *, test_sh: str | None = None, solve_sh: str | None = "echo hello > /app/out.txt\n",
-                dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\n", **kw) -> Path:
+def simple_task(
+    root: Path,
+    name: str = "hello",
+    *,
+    test_sh: str | None = None,
+    solve_sh: str | None = "echo hello > /app/out.txt\n",
+    dockerfile: str = "FROM debian:bookworm-slim\nWORKDIR /app\n",
+    **kw,
+) -> Path:
     return write_task(
         root / name,
         instruction="Write the word hello into /app/out.txt.",

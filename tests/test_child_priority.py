@@ -16,24 +16,28 @@ import subprocess
 
 import pytest
 
+from agentmill.rollout.executor import make_executor
 from agentmill.runtime.child_processes import spawn
 from agentmill.runtime.loop_priority import CHOICE_ENV, LOOP_THREAD_RAISE, loop_first
-from agentmill.rollout.executor import make_executor
 from tests.rollout.test_process_executor import importable_tests  # noqa: F401  (workers import this module)
 from tests.sandbox.helpers import in_sandbox
 from tests.test_loop_priority import MAY_NICE, MAY_RT, START, in_a_thread, nice, policy
 
-MODES = [pytest.param("rt", marks=pytest.mark.skipif(not MAY_RT, reason="may not make a thread real-time")),
-         pytest.param("nice", marks=pytest.mark.skipif(not MAY_NICE, reason="may not raise a thread's priority"))]
+MODES = [
+    pytest.param("rt", marks=pytest.mark.skipif(not MAY_RT, reason="may not make a thread real-time")),
+    pytest.param("nice", marks=pytest.mark.skipif(not MAY_NICE, reason="may not raise a thread's priority")),
+]
 WHAT_A_CHILD_SEES = "nice; chrt -p $$ | head -1 | sed 's/.*: //'"  # its nice value, then its policy
 
 
 def _first(main):
     """asyncio.run(main()) in a new thread that starts at START, inside loop_first.
     Returns (the loop thread's nice value and policy while first, what main returned)."""
+
     async def body():
         with loop_first():
             return (nice(), policy()), await main()
+
     return in_a_thread(asyncio.run, body())
 
 
@@ -47,7 +51,9 @@ async def _child_sees() -> list[str]:
 def test_a_child_starts_normal_at_the_base(monkeypatch, mode):
     monkeypatch.setenv(CHOICE_ENV, mode)
     loop, child = _first(_child_sees)
-    assert loop == ((START, os.SCHED_RR | os.SCHED_RESET_ON_FORK) if mode == "rt" else (START - LOOP_THREAD_RAISE, os.SCHED_OTHER))
+    assert loop == (
+        (START, os.SCHED_RR | os.SCHED_RESET_ON_FORK) if mode == "rt" else (START - LOOP_THREAD_RAISE, os.SCHED_OTHER)
+    )
     assert child == [str(START), "SCHED_OTHER"], f"the child kept the loop's priority: {child}"
 
 
@@ -56,8 +62,10 @@ def test_a_child_starts_normal_at_the_base(monkeypatch, mode):
 def test_an_agent_in_a_sandbox_runs_normal_at_the_base_and_cannot_climb_back(monkeypatch, mode):
     monkeypatch.setenv(CHOICE_ENV, mode)
     # the agent's view, then attempts to take the loop's priority back for itself
-    script = (f"{WHAT_A_CHILD_SEES}; renice -n -5 -p $$ >/dev/null 2>&1 && echo CLIMBED; "
-              "chrt -r -p 1 $$ >/dev/null 2>&1 && echo REALTIME; nice -n -5 nice 2>/dev/null; true")
+    script = (
+        f"{WHAT_A_CHILD_SEES}; renice -n -5 -p $$ >/dev/null 2>&1 && echo CLIMBED; "
+        "chrt -r -p 1 $$ >/dev/null 2>&1 && echo REALTIME; nice -n -5 nice 2>/dev/null; true"
+    )
 
     async def agent():
         return await in_sandbox(script)

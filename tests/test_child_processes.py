@@ -90,10 +90,12 @@ def test_a_watcher_someone_else_chose_is_left_alone(monkeypatch):
 def test_spawn_alone_installs_the_pidfd_watcher_in_a_fresh_process():
     import subprocess
 
-    code = ("import asyncio, warnings; from agentmill.runtime.child_processes import spawn\n"
-            "async def main():\n    p = await spawn('true'); return await p.wait()\n"
-            "rc = asyncio.run(main())\n"
-            "warnings.simplefilter('ignore')\n"
-            "print(rc, type(asyncio.get_event_loop_policy().get_child_watcher()).__name__)")
+    code = (
+        "import asyncio, warnings; from agentmill.runtime.child_processes import spawn\n"
+        "async def main():\n    p = await spawn('true'); return await p.wait()\n"
+        "rc = asyncio.run(main())\n"
+        "warnings.simplefilter('ignore')\n"
+        "print(rc, type(asyncio.get_event_loop_policy().get_child_watcher()).__name__)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["0", "LoopPidfdWatcher"], r.stderr

@@ -32,7 +32,11 @@ def test_check_json_and_broken_tasks(tmp_path):
     assert "broken/task.toml: field 'agent.timeout_sec'" in rows["broken"]["reason"]
     assert rows["good"]["verdict"] == "ok"
     good = rows["good"]["oracle"]
-    assert {k: good[k] for k in ("reward", "outcome", "exception")} == {"reward": 1.0, "outcome": "passed", "exception": None}
+    assert {k: good[k] for k in ("reward", "outcome", "exception")} == {
+        "reward": 1.0,
+        "outcome": "passed",
+        "exception": None,
+    }
     assert Path(good["trial_dir"], "result.json").is_file() and good["notes"] == []
     assert rows["unsolvable"]["reason"].startswith("oracle: ")  # the oracle's own cause (the test's output)
     assert rows["good"]["nop"]["reward"] == 0.0 and rows["good"]["nop"]["outcome"] == "failed"
@@ -107,7 +111,11 @@ def test_unknown_task_names_are_listed_with_close_matches(tmp_path):
 
 @sandbox
 def test_printed_exit_codes_match_the_process_exit_code():
-    for command, code in ((["sh", "-c", "exit 7"], 7), (["sh", "-c", "kill -9 $$"], 137), (["sh", "-c", "kill -TERM $$"], 143)):
+    for command, code in (
+        (["sh", "-c", "exit 7"], 7),
+        (["sh", "-c", "kill -9 $$"], 137),
+        (["sh", "-c", "kill -TERM $$"], 143),
+    ):
         r = agentmill("sandbox", "run", "--", *command)
         assert r.returncode == code, r.stderr
         assert f"exit code: {code}" in r.stderr

@@ -28,8 +28,13 @@ HELLO = solving_policy({"hello": "echo hello > /app/out.txt\n"})
 
 
 def agentmill(*args, env=None, timeout=300):
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "250", **(env or {})})
+    return subprocess.run(
+        [*CLI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
+    )
 
 
 def free_ports(n: int) -> list[int]:
@@ -86,6 +91,7 @@ class Switch:
 
 # -- rollout ------------------------------------------------------------------------------------------
 
+
 def test_rollout_on_a_dead_endpoint_stops_at_once_then_the_same_command_completes(tmp_path):
     for i in range(2):
         simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
@@ -106,8 +112,9 @@ def test_rollout_on_a_dead_endpoint_stops_at_once_then_the_same_command_complete
 def test_eval_on_a_dead_endpoint_stops_at_once(tmp_path):
     simple_task(tmp_path / "ds", "t0")
     (port,) = free_ports(1)
-    r, seconds = timed("eval", tmp_path / "ds", "--out", tmp_path / "eval", "--label", "ckpt", "--model", "m",
-                       "--base-url", url(port))
+    r, seconds = timed(
+        "eval", tmp_path / "ds", "--out", tmp_path / "eval", "--label", "ckpt", "--model", "m", "--base-url", url(port)
+    )
     assert_dead_endpoint(r, seconds, url(port), "terminus agent's model")
     assert not (tmp_path / "eval").exists()
 
@@ -115,16 +122,39 @@ def test_eval_on_a_dead_endpoint_stops_at_once(tmp_path):
 def test_no_preflight_skips_the_probe(tmp_path):
     simple_task(tmp_path / "ds", "t0")
     with ChatServer(HELLO) as server:
-        r = agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url", server.base_url,
-                      "--out", tmp_path / "run", "--no-preflight")
+        r = agentmill(
+            "rollout",
+            tmp_path / "ds",
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--out",
+            tmp_path / "run",
+            "--no-preflight",
+        )
     assert r.returncode == 0, r.stderr
     assert server.probes == [] and server.requests
 
 
 def test_an_unset_key_names_the_flag_of_the_command(tmp_path):
     simple_task(tmp_path / "ds", "t0")
-    r = agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                  "--api-key-env", "AGENTMILL_TEST_UNSET_KEY", "--out", tmp_path / "run")
+    r = agentmill(
+        "rollout",
+        tmp_path / "ds",
+        "--agent",
+        "terminus",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--api-key-env",
+        "AGENTMILL_TEST_UNSET_KEY",
+        "--out",
+        tmp_path / "run",
+    )
     assert r.returncode == 2
     assert "--api-key-env: environment variable AGENTMILL_TEST_UNSET_KEY is not set" in r.stderr
     assert not (tmp_path / "run").exists()
@@ -132,11 +162,16 @@ def test_an_unset_key_names_the_flag_of_the_command(tmp_path):
 
 def test_synth_and_ground_name_the_config_field_of_an_unset_key(tmp_path):
     config = _synth_config(tmp_path, {role: At(9) for role in _synth_policies()})
-    config.write_text(config.read_text().replace('model = "scripted-judge"',
-                                                 'model = "scripted-judge"\napi_key_env = "AGENTMILL_TEST_UNSET_KEY"'))
+    config.write_text(
+        config.read_text().replace(
+            'model = "scripted-judge"', 'model = "scripted-judge"\napi_key_env = "AGENTMILL_TEST_UNSET_KEY"'
+        )
+    )
     r = agentmill("synth", "run", config, "--out", tmp_path / "out")
     assert r.returncode == 2
-    assert f"[roles.judge] api_key_env in {config}: environment variable AGENTMILL_TEST_UNSET_KEY is not set" in r.stderr
+    assert (
+        f"[roles.judge] api_key_env in {config}: environment variable AGENTMILL_TEST_UNSET_KEY is not set" in r.stderr
+    )
     assert "--api-key-env" not in r.stderr and not (tmp_path / "out").exists()
     ground = tmp_path / "ground.toml"
     roles = {r: {"base_url": "http://127.0.0.1:9/v1", "model": "m"} for r in _ground_policies()}
@@ -144,7 +179,9 @@ def test_synth_and_ground_name_the_config_field_of_an_unset_key(tmp_path):
     ground.write_text(tomli_w.dumps({"seeds": 1, "roles": roles}))
     r = agentmill("ground", "run", ground, "--out", tmp_path / "store")
     assert r.returncode == 2
-    assert f"[roles.teacher] api_key_env in {ground}: environment variable AGENTMILL_TEST_UNSET_KEY is not set" in r.stderr
+    assert (
+        f"[roles.teacher] api_key_env in {ground}: environment variable AGENTMILL_TEST_UNSET_KEY is not set" in r.stderr
+    )
     assert "--api-key-env" not in r.stderr and not (tmp_path / "store").exists()
 
 
@@ -236,6 +273,7 @@ def test_a_rollout_stage_with_endpoint_failures_is_not_cached_and_the_same_run_r
 
 # -- synth run ------------------------------------------------------------------------------------
 
+
 def _synth_config(tmp_path: Path, servers: dict, **synth) -> Path:
     from tests.synth.scripted import card_line, config_text
 
@@ -294,22 +332,32 @@ def test_synth_boxes_an_outage_ended_give_their_slot_back_to_the_same_command(tm
 
 # -- ground run -----------------------------------------------------------------------------------
 
+
 def _ground_policies():
     from tests.grounded import scripted
     from tests.grounded.test_e2e import _const
 
-    return {"assembler": scripted.assembler_policy(), "grapher": _const(scripted.GRAPH),
-            "compiler": scripted.compiler_policy(leak_first=False), "teacher": scripted.teacher_policy([scripted.GOOD]),
-            "reviser": scripted.reviser_policy(), "judge": scripted.judge_policy()}
+    return {
+        "assembler": scripted.assembler_policy(),
+        "grapher": _const(scripted.GRAPH),
+        "compiler": scripted.compiler_policy(leak_first=False),
+        "teacher": scripted.teacher_policy([scripted.GOOD]),
+        "reviser": scripted.reviser_policy(),
+        "judge": scripted.judge_policy(),
+    }
 
 
 def _ground_config(tmp_path: Path, urls: dict[str, str]) -> Path:
     from agentmill.grounded.corpus import build_corpus
 
     corpus = build_corpus(tmp_path / "corpus")
-    config = {"seeds": 1, "patterns": ["data analysis and reporting"], "corpus_dir": str(corpus),
-              "settings": {"attempts": 1, "max_turns": 6},
-              "roles": {r: {"base_url": u, "model": f"m-{r}", "max_retries": 0} for r, u in urls.items()}}
+    config = {
+        "seeds": 1,
+        "patterns": ["data analysis and reporting"],
+        "corpus_dir": str(corpus),
+        "settings": {"attempts": 1, "max_turns": 6},
+        "roles": {r: {"base_url": u, "model": f"m-{r}", "max_retries": 0} for r, u in urls.items()},
+    }
     path = tmp_path / "ground.toml"
     path.write_text(tomli_w.dumps(config))
     return path
@@ -347,8 +395,13 @@ def test_ground_seeds_an_endpoint_failed_are_retried_by_the_same_command(tmp_pat
     policies["teacher"] = switch
     with ExitStack() as stack:
         servers = {r: stack.enter_context(ChatServer(p)) for r, p in policies.items()}
-        cmd = ["ground", "run", _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()}),
-               "--out", tmp_path / "store"]
+        cmd = [
+            "ground",
+            "run",
+            _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()}),
+            "--out",
+            tmp_path / "store",
+        ]
         r = agentmill(*cmd, env=env)
         assert r.returncode == 3, r.stdout + r.stderr
         assert "0 of 1 seeds admitted" in r.stdout and "HTTP 401" in r.stderr
@@ -364,6 +417,7 @@ def test_ground_seeds_an_endpoint_failed_are_retried_by_the_same_command(tmp_pat
 
 # -- SIGTERM --------------------------------------------------------------------------------------
 
+
 def _wait_for(predicate, timeout=120.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -378,10 +432,16 @@ def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path):
     for i in range(4):
         simple_task(data, f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
     run = tmp_path / "run"
-    proc = subprocess.Popen([*CLI, "rollout", str(data), "--agent", "oracle", "--out", str(run), "-c", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CLI, "rollout", str(data), "--agent", "oracle", "--out", str(run), "-c", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert _wait_for(lambda: (run / "trials").is_dir() and any(p.name[0] != "." for p in (run / "trials").iterdir()))
+        assert _wait_for(
+            lambda: (run / "trials").is_dir() and any(p.name[0] != "." for p in (run / "trials").iterdir())
+        )
         assert f"running (pid {proc.pid})" in agentmill("status", run).stdout  # a live run, not "unfinished"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
@@ -401,12 +461,15 @@ def test_sigterm_ends_a_recipe_run_as_ctrl_c_does(tmp_path):
     for i in range(4):
         simple_task(tmp_path / "ds", f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
     recipe = tmp_path / "recipe.toml"
-    recipe.write_text('[recipe]\nname = "term"\nseed = 1\n\n[[sources]]\nname = "slow"\npath = "ds"\n\n'
-                      '[rollout]\nagent = "oracle"\nconcurrency = 1\n\n[trace_filters]\nmin_turns = 0\n\n'
-                      '[[exports]]\nformat = "trl"\nfile = "trl.jsonl"\n')
+    recipe.write_text(
+        '[recipe]\nname = "term"\nseed = 1\n\n[[sources]]\nname = "slow"\npath = "ds"\n\n'
+        '[rollout]\nagent = "oracle"\nconcurrency = 1\n\n[trace_filters]\nmin_turns = 0\n\n'
+        '[[exports]]\nformat = "trl"\nfile = "trl.jsonl"\n'
+    )
     out = tmp_path / "run"
-    proc = subprocess.Popen([*CLI, "run", str(recipe), "--out", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CLI, "run", str(recipe), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert _wait_for(lambda: any(p.name[0] != "." for p in out.glob("stages/rollout/*/run/trials/*")))
         proc.send_signal(signal.SIGTERM)
@@ -471,10 +534,16 @@ def test_sigterm_ends_a_ground_run_as_ctrl_c_does(tmp_path):
     policies["grapher"] = slow
     with ExitStack() as stack:
         servers = {r: stack.enter_context(ChatServer(p)) for r, p in policies.items()}
-        cmd = ["ground", "run", _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()}),
-               "--out", tmp_path / "store"]
-        proc = subprocess.Popen([*CLI, *map(str, cmd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **env})
+        cmd = [
+            "ground",
+            "run",
+            _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()}),
+            "--out",
+            tmp_path / "store",
+        ]
+        proc = subprocess.Popen(
+            [*CLI, *map(str, cmd)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env}
+        )
         err = _terminate_when(proc, lambda: len(servers["grapher"].requests) >= 1)
         assert proc.returncode == 143, err
         assert "terminated (SIGTERM): 0 seeds finished and kept" in err and "resume with: agentmill ground run" in err
@@ -487,13 +556,28 @@ def test_sigterm_ends_a_ground_run_as_ctrl_c_does(tmp_path):
 
 # -- the trial store ---------------------------------------------------------------------------------
 
+
 def test_a_new_out_beside_an_earlier_one_does_not_pay_the_model_again(tmp_path):
     for i in range(2):
         simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
     with ChatServer(HELLO) as server:
+
         def rollout(out, *extra):
-            return agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url",
-                             server.base_url, "--temperature", "0", "--out", tmp_path / "runs" / out, *extra)
+            return agentmill(
+                "rollout",
+                tmp_path / "ds",
+                "--agent",
+                "terminus",
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                "--temperature",
+                "0",
+                "--out",
+                tmp_path / "runs" / out,
+                *extra,
+            )
 
         assert rollout("a").returncode == 0
         paid = len(server.requests)
@@ -503,8 +587,20 @@ def test_a_new_out_beside_an_earlier_one_does_not_pay_the_model_again(tmp_path):
         assert len(server.requests) == paid  # nothing asked again
         s = json.loads(agentmill("status", tmp_path / "runs" / "b", "--json").stdout)
         assert s["outcomes"] == {"passed": 2} and (tmp_path / "runs" / ".trial-store").is_dir()
-        r = agentmill("rollout", tmp_path / "ds", "--agent", "terminus", "--model", "m", "--base-url", server.base_url,
-                      "--temperature", "0.5", "--out", tmp_path / "runs" / "c")  # other sampling: other trials, paid for
+        r = agentmill(
+            "rollout",
+            tmp_path / "ds",
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--temperature",
+            "0.5",
+            "--out",
+            tmp_path / "runs" / "c",
+        )  # other sampling: other trials, paid for
         assert "2 trials run" in r.stderr and len(server.requests) > paid
         paid = len(server.requests)
         r = rollout("d", "--no-store")

@@ -17,10 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from agentmill.runtime import loop_priority
 from agentmill.errors import AgentmillError
-from agentmill.runtime.loop_priority import (CHOICE_ENV, FILE_THREAD_NICE, LOOP_RT_PRIORITY, LOOP_THREAD_RAISE, REMOVAL_THREAD_NICE,
-                                     loop_first, mode_here, trials_first)
+from agentmill.runtime import loop_priority
+from agentmill.runtime.loop_priority import (
+    CHOICE_ENV,
+    FILE_THREAD_NICE,
+    LOOP_RT_PRIORITY,
+    LOOP_THREAD_RAISE,
+    REMOVAL_THREAD_NICE,
+    loop_first,
+    mode_here,
+    trials_first,
+)
 from tests.conftest import sandbox
 
 START = 3  # where each test's loop thread starts: any value two raises can go below
@@ -62,6 +70,7 @@ def may(mode: str) -> bool:
     async def probe():
         with loop_first():
             return mode_here()
+
     old = os.environ.get(CHOICE_ENV)
     os.environ[CHOICE_ENV] = mode
     try:
@@ -80,7 +89,11 @@ def test_file_work_runs_below_the_loop_thread_even_after_asyncio_made_its_own_ex
     async def main():
         await asyncio.to_thread(where)  # asyncio makes its default executor here
         with loop_first():
-            return nice(), await asyncio.to_thread(where), await asyncio.gather(*(asyncio.to_thread(where) for _ in range(8)))
+            return (
+                nice(),
+                await asyncio.to_thread(where),
+                await asyncio.gather(*(asyncio.to_thread(where) for _ in range(8))),
+            )
 
     loop_nice, (name, file_nice, file_policy), many = in_a_thread(asyncio.run, main())
     assert loop_nice <= START, "the loop's own thread was lowered"
@@ -178,18 +191,30 @@ def test_off_leaves_the_loop_thread_as_it_was_and_a_bad_choice_is_named(monkeypa
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
 def test_without_the_privilege_the_loop_thread_stays_and_the_file_threads_are_still_lowered():
-    probe = ("import asyncio, os, threading\n"
-             "from agentmill.runtime.loop_priority import loop_first, mode_here\n"
-             "def nice(): return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())\n"
-             "async def main():\n"
-             "    with loop_first():\n"
-             "        return mode_here(), os.sched_getscheduler(0), nice(), await asyncio.to_thread(nice)\n"
-             "print(*asyncio.run(main()))\n")
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-                        sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd="/",
-                       env={**os.environ, CHOICE_ENV: "rt"})
+    probe = (
+        "import asyncio, os, threading\n"
+        "from agentmill.runtime.loop_priority import loop_first, mode_here\n"
+        "def nice(): return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())\n"
+        "async def main():\n"
+        "    with loop_first():\n"
+        "        return mode_here(), os.sched_getscheduler(0), nice(), await asyncio.to_thread(nice)\n"
+        "print(*asyncio.run(main()))\n"
+    )
+    r = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        env={**os.environ, CHOICE_ENV: "rt"},
+    )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["None", str(os.SCHED_OTHER), str(os.getpriority(os.PRIO_PROCESS, 0)), str(FILE_THREAD_NICE)]
+    assert r.stdout.split() == [
+        "None",
+        str(os.SCHED_OTHER),
+        str(os.getpriority(os.PRIO_PROCESS, 0)),
+        str(FILE_THREAD_NICE),
+    ]
 
 
 @sandbox
@@ -197,7 +222,8 @@ def test_a_finished_trials_scratch_is_removed_on_the_lowest_threads_before_the_t
     """Its removal queues behind no running trial's file work, and competes with none of it."""
     from agentmill.agents.oracle import OracleAgent
     from agentmill.images import ImageBuilder
-    from agentmill.rollout import run_trial, trial as trial_module
+    from agentmill.rollout import run_trial
+    from agentmill.rollout import trial as trial_module
     from agentmill.tasks import load_task
     from tests.conftest import scratch_cache, simple_task
 
@@ -210,7 +236,9 @@ def test_a_finished_trials_scratch_is_removed_on_the_lowest_threads_before_the_t
 
     monkeypatch.setattr(trial_module.shutil, "rmtree", rmtree)
     task = load_task(simple_task(tmp_path))
-    result = in_a_thread(lambda: asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path)))))
+    result = in_a_thread(
+        lambda: asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))
+    )
     assert result.passed, result.exception
     scratch = [r for r in removed if Path(r[0]).name.startswith(f"trial-{os.getpid()}-")]
     assert len(scratch) == 1, removed

@@ -10,23 +10,27 @@ import sys
 
 import pytest
 
-from agentmill.runtime import open_files
 from agentmill.agents import OracleAgent
 from agentmill.images import ImageBuilder
 from agentmill.rollout import run_trial
+from agentmill.runtime import open_files
 from agentmill.tasks import load_task
 from tests.conftest import sandbox, scratch_cache, simple_task
 
-PROBE = ("import resource; from agentmill.runtime.open_files import allow_open_files; "
-         "got = allow_open_files(); print(got, *resource.getrlimit(resource.RLIMIT_NOFILE))")
+PROBE = (
+    "import resource; from agentmill.runtime.open_files import allow_open_files; "
+    "got = allow_open_files(); print(got, *resource.getrlimit(resource.RLIMIT_NOFILE))"
+)
 _, HARD = resource.getrlimit(resource.RLIMIT_NOFILE)
-room_to_raise = pytest.mark.skipif(HARD != resource.RLIM_INFINITY and HARD < 2048,
-                                   reason=f"the hard limit here ({HARD}) leaves nothing to show")
+room_to_raise = pytest.mark.skipif(
+    HARD != resource.RLIM_INFINITY and HARD < 2048, reason=f"the hard limit here ({HARD}) leaves nothing to show"
+)
 
 
 def _in_a_process_with(soft: int, hard: int) -> list[int]:
     def lower():
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
     out = subprocess.run([sys.executable, "-c", PROBE], preexec_fn=lower, capture_output=True, text=True, check=True)
     return [int(x) for x in out.stdout.split()]
 

@@ -31,7 +31,9 @@ def test_a_second_thing_under_a_taken_name_is_one_error():
 
 def test_an_unknown_name_says_what_was_meant():
     things: Registry[int] = Registry("widget", builtins={"terminus": "json:dumps"})
-    with pytest.raises(UnknownNameError, match=r"unknown widget 'terminu'; did you mean 'terminus'\? \(known: terminus\)"):
+    with pytest.raises(
+        UnknownNameError, match=r"unknown widget 'terminu'; did you mean 'terminus'\? \(known: terminus\)"
+    ):
         things.get("terminu")
     with pytest.raises(UnknownNameError, match=r"unknown widget 'zzz' \(known: terminus\)$"):
         things.get("zzz")
@@ -54,8 +56,10 @@ def test_plug_ins_come_from_the_entry_point_group(monkeypatch):
 
     def fake_entry_points(group):
         seen.append(group)
-        return [EntryPoint(name="plug", value="json:loads", group=group),
-                EntryPoint(name="mine", value="json:JSONDecodeError", group=group)]
+        return [
+            EntryPoint(name="plug", value="json:loads", group=group),
+            EntryPoint(name="mine", value="json:JSONDecodeError", group=group),
+        ]
 
     monkeypatch.setattr(registry_module, "entry_points", fake_entry_points)
     things: Registry[object] = Registry("widget", group="agentmill.widgets")
@@ -66,7 +70,9 @@ def test_plug_ins_come_from_the_entry_point_group(monkeypatch):
 
 
 def test_all_reports_a_broken_target_and_keeps_the_rest():
-    things: Registry[object] = Registry("widget", builtins={"broken": "agentmill.no_such_module:x", "dumps": "json:dumps"})
+    things: Registry[object] = Registry(
+        "widget", builtins={"broken": "agentmill.no_such_module:x", "dumps": "json:dumps"}
+    )
     errors = []
     loaded = things.all(on_error=lambda name, target, e: errors.append((name, type(e).__name__)))
     assert list(loaded) == ["dumps"] and errors == [("broken", "ModuleNotFoundError")]
@@ -90,20 +96,34 @@ from agentmill.recipe.stage import registered
 print(source_kinds(), VIEW_SOURCES.names(), JUDGED_STEPS.names(), agent_names(), EXECUTORS.names(),
       kind_names(), backend_names(), 'trace_filters' in registered())
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ("['functions', 'generate', 'grounded', 'harbor', 'repo_bugs', 'stackexchange', 'synth'] ['rollout', 'synth'] ['grounded'] "
-                                  "('nop', 'oracle', 'terminus', 'tools') ['local', 'processes', 'ray'] "
-                                  "['tools', 'terminal', 'terminal-bench'] ['bwrap', 'bwrap-overlay'] True")
+    assert out.stdout.strip() == (
+        "['functions', 'generate', 'grounded', 'harbor', 'repo_bugs', 'stackexchange', 'synth'] ['rollout', 'synth'] ['grounded'] "
+        "('nop', 'oracle', 'terminus', 'tools') ['local', 'processes', 'ray'] "
+        "['tools', 'terminal', 'terminal-bench'] ['bwrap', 'bwrap-overlay'] True"
+    )
 
 
-@pytest.mark.parametrize("module, attr", [
-    ("agentmill.sandbox.registry", "BACKENDS"), ("agentmill.agents.registry", "AGENTS"),
-    ("agentmill.tasks.kinds", "KINDS"), ("agentmill.rollout.executor", "EXECUTORS"),
-    ("agentmill.recipe.stage", "STAGES"), ("agentmill.recipe.source_kinds", "SOURCE_KINDS"),
-    ("agentmill.view.source", "VIEW_SOURCES"), ("agentmill.verify.judged", "JUDGED_STEPS"),
-])
+@pytest.mark.parametrize(
+    "module, attr",
+    [
+        ("agentmill.sandbox.registry", "BACKENDS"),
+        ("agentmill.agents.registry", "AGENTS"),
+        ("agentmill.tasks.kinds", "KINDS"),
+        ("agentmill.rollout.executor", "EXECUTORS"),
+        ("agentmill.recipe.stage", "STAGES"),
+        ("agentmill.recipe.source_kinds", "SOURCE_KINDS"),
+        ("agentmill.view.source", "VIEW_SOURCES"),
+        ("agentmill.verify.judged", "JUDGED_STEPS"),
+    ],
+)
 def test_every_extension_point_is_one_registry(module, attr):
     import importlib
 

@@ -3,10 +3,8 @@
 import asyncio
 from collections import Counter
 
-import pytest
-
-from agentmill.tasks import load_dataset, sample_dataset_path
 from agentmill.rollout.check import check_tasks
+from agentmill.tasks import load_dataset, sample_dataset_path
 from tests.conftest import sandbox
 
 

@@ -28,8 +28,15 @@ def snapshot(root: Path) -> dict[str, tuple]:
             body = path.read_bytes()
         else:
             body = None
-        out[str(path.relative_to(root))] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid,
-                                            st.st_mtime_ns, st.st_atime_ns, body)
+        out[str(path.relative_to(root))] = (
+            stat.S_IFMT(st.st_mode),
+            stat.S_IMODE(st.st_mode),
+            st.st_uid,
+            st.st_gid,
+            st.st_mtime_ns,
+            st.st_atime_ns,
+            body,
+        )
     return out
 
 

@@ -12,8 +12,8 @@ import pytest
 from agentmill.agents.registry import agent_class
 from agentmill.rollout import runner
 from agentmill.rollout.config import RolloutConfig
-from agentmill.tasks import load_task
 from agentmill.runtime.whole_steps import whole_step
+from agentmill.tasks import load_task
 from tests.conftest import sandbox, simple_task
 
 
@@ -109,10 +109,17 @@ def test_the_steps_result_and_errors_come_back():
 
 @sandbox
 def test_a_cancelled_rollout_leaves_no_trial_folder_without_its_row(tmp_path, monkeypatch):
-    tasks = [load_task(simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n"))
-             for i in range(3)]
-    config = RolloutConfig(dataset=str(tmp_path / "ds"), task_hashes={t.name: t.content_hash for t in tasks},
-                           agent="oracle", agent_version=agent_class("oracle").version, concurrency=1)
+    tasks = [
+        load_task(simple_task(tmp_path / "ds", f"t{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n"))
+        for i in range(3)
+    ]
+    config = RolloutConfig(
+        dataset=str(tmp_path / "ds"),
+        task_hashes={t.name: t.content_hash for t in tasks},
+        agent="oracle",
+        agent_version=agent_class("oracle").version,
+        concurrency=1,
+    )
     published = threading.Event()
     real_write = runner._write_trial
 

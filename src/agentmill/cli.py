@@ -7,7 +7,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -18,15 +17,22 @@ from rich.text import Text
 from agentmill import __version__, defaults
 from agentmill.errors import AgentmillError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # "[filters]" in help stays text
-                  help="Verified, reproducible training data for agent models.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,  # "[filters]" in help stays text
+    help="Verified, reproducible training data for agent models.",
+)
 sandbox_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Run commands in the embedded sandbox.")
 app.add_typer(sandbox_app, name="sandbox")
 
 
 @app.callback()
-def _everything(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
-                                            help="More detail on stderr: -v what each step does, -vv debug.")) -> None:
+def _everything(
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="More detail on stderr: -v what each step does, -vv debug."
+    ),
+) -> None:
     from agentmill.logs import configure
 
     configure(verbose)
@@ -78,15 +84,20 @@ app.add_typer(_env_apps()[0], name="env")
 app.add_typer(_env_apps()[1], name="import")
 
 
-def _import_harbor() -> None:  # `agentmill import harbor` sits beside `import eog`; its logic lives in agentmill.interop
+def _import_harbor() -> (
+    None
+):  # `agentmill import harbor` sits beside `import eog`; its logic lives in agentmill.interop
     from agentmill.interop.cli import import_harbor_cmd
 
     _env_apps()[1].command("harbor")(import_harbor_cmd)
 
 
 _import_harbor()
-images_app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
-                         help="Cached images and Debian layers: list them; `prune` frees space.")
+images_app = typer.Typer(
+    invoke_without_command=True,
+    rich_markup_mode=None,
+    help="Cached images and Debian layers: list them; `prune` frees space.",
+)
 app.add_typer(images_app, name="images")
 console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wrapped
 out = out_stdout = Console()
@@ -97,7 +108,7 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _load(dataset: Optional[Path], sample: bool, names: list[str] | None, sample_tools: bool = False):
+def _load(dataset: Path | None, sample: bool, names: list[str] | None, sample_tools: bool = False):
     from agentmill.tasks import load_dataset, sample_dataset_path, sample_tools_path
 
     if sample + sample_tools + (dataset is not None) != 1:
@@ -129,14 +140,20 @@ def version() -> None:
 
 @app.command()
 def check(
-    dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
+    dataset: Path | None = typer.Argument(None, help="A folder of task folders (or one task folder)."),
     sample: bool = typer.Option(False, "--sample", help="Check the bundled terminal tasks."),
-    sample_tools: bool = typer.Option(False, "--sample-tools", help="Check the bundled tool tasks (gyms, SQL verifiers)."),
+    sample_tools: bool = typer.Option(
+        False, "--sample-tools", help="Check the bundled tool tasks (gyms, SQL verifiers)."
+    ),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
     concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Trials run at once."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write per-task results as JSON here."),
-    trials: Optional[Path] = typer.Option(None, "--trials", help="Keep each trial's record (result.json, the "
-                                          "verifier's output) here; default: a new folder in the temp folder."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write per-task results as JSON here."),
+    trials: Path | None = typer.Option(
+        None,
+        "--trials",
+        help="Keep each trial's record (result.json, the "
+        "verifier's output) here; default: a new folder in the temp folder.",
+    ),
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
@@ -150,21 +167,34 @@ def check(
         trials = Path(tempfile.mkdtemp(prefix="agentmill-check-"))
     with TrialProgress(total=len(ds.tasks), what="tasks", console=console) as progress:
         try:
-            results = asyncio.run(check_tasks(ds.tasks, concurrency=concurrency, keep=trials,
-                                              on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES)))
+            results = asyncio.run(
+                check_tasks(
+                    ds.tasks,
+                    concurrency=concurrency,
+                    keep=trials,
+                    on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES),
+                )
+            )
         except AgentmillError as e:
             _fail(str(e))
     table = Table(title=f"agentmill check: {ds.root}")
     for col in ("task", "oracle", "nop", "verdict", "reason"):
         table.add_column(col, overflow="fold")
     for r in sorted(results, key=lambda r: r.task.name):
+
         def cell(t):
             return "-" if t is None else f"{t.reward if t.reward is not None else '-'} ({t.outcome.value})"
+
         color = {"ok": "green", "needs_judge": "yellow", "no_verifier": "yellow"}.get(r.verdict, "red")
-        table.add_row(r.task.name, cell(r.oracle), cell(r.nop), f"[{color}]{r.verdict}[/{color}]",
-                      Text("" if r.verdict == "ok" else r.reason[:200]))  # Text: brackets in errors are not markup
+        table.add_row(
+            r.task.name,
+            cell(r.oracle),
+            cell(r.nop),
+            f"[{color}]{r.verdict}[/{color}]",
+            Text("" if r.verdict == "ok" else r.reason[:200]),
+        )  # Text: brackets in errors are not markup
     rows = [r.to_json() for r in results] + broken_folder_rows(ds.root, ds.errors)
-    for row in rows[len(results):]:
+    for row in rows[len(results) :]:
         table.add_row(row["task"], "-", "-", "[red]broken[/red]", Text(row["reason"][:200]))
     out.print(table)
     out.print(check_summary(rows), highlight=False)
@@ -185,8 +215,11 @@ def _rollout_executor(name: str, address: str | None, concurrency: int, model: s
     if workers is not None and name != "processes":
         _fail("--workers: only with --executor processes")
     if name == "ray" and model == LOCAL_MODEL:
-        console.print("[yellow]note:[/yellow] the embedded model listens on this machine's loopback: only Ray nodes "
-                      "on this machine reach it (give other nodes --base-url of a served model)", highlight=False)
+        console.print(
+            "[yellow]note:[/yellow] the embedded model listens on this machine's loopback: only Ray nodes "
+            "on this machine reach it (give other nodes --base-url of a served model)",
+            highlight=False,
+        )
     options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
     if name == "processes":
         options = {"workers": workers}
@@ -200,35 +233,89 @@ def _rollout_executor(name: str, address: str | None, concurrency: int, model: s
 
 @app.command()
 def rollout(
-    dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
+    dataset: Path | None = typer.Argument(None, help="A folder of task folders (or one task folder)."),
     sample: bool = typer.Option(False, "--sample", help="Use the bundled terminal tasks."),
     sample_tools: bool = typer.Option(False, "--sample-tools", help="Use the bundled tool tasks."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder: created, or resumed if it exists."),
-    agent: str = typer.Option("terminus", "--agent", help="An agent name from the registry: terminus, tools, oracle, nop, ..."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
+    agent: str = typer.Option(
+        "terminus", "--agent", help="An agent name from the registry: terminus, tools, oracle, nop, ..."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Model name at the endpoint, or 'local' for the embedded SmolLM2."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"
+    ),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
     attempts: int = typer.Option(defaults.ATTEMPTS, "--attempts", "-k", min=1, help="Attempts per task (for pass@k)."),
-    concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
-    model_concurrency: int = typer.Option(defaults.MODEL_CONCURRENCY, "--model-concurrency", min=1, help="Model requests in flight at once."),
-    temperature: float = typer.Option(defaults.TEMPERATURE, "--temperature", help="Sampling temperature (part of the trials' identity)."),
-    top_p: float = typer.Option(defaults.TOP_P, "--top-p", help="Nucleus sampling top-p (part of the trials' identity)."),
-    max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply (part of the trials' identity)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
-    max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial (part of the trials' identity)."),
-    max_context: Optional[int] = typer.Option(None, "--max-context", min=1, help="Stop an agent whose next request would exceed this many tokens (outcome context_exceeded; part of the trials' identity). Default: only the endpoint's own limit."),
-    request_timeout: float = typer.Option(defaults.REQUEST_TIMEOUT, "--request-timeout", help="Seconds per model request before it is retried."),
-    max_retries: int = typer.Option(defaults.MAX_RETRIES, "--max-retries", min=0, help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error."),
-    price_in: Optional[float] = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
-    price_out: Optional[float] = typer.Option(None, "--price-out", help="USD per million completion tokens."),
-    retry: Optional[str] = typer.Option(None, "--retry", help="'infra': rerun trials that ended in endpoint or sandbox errors; 'unjudged': rerun trials that ended unjudged (set the judge first)."),
+    concurrency: int = typer.Option(
+        defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."
+    ),
+    model_concurrency: int = typer.Option(
+        defaults.MODEL_CONCURRENCY, "--model-concurrency", min=1, help="Model requests in flight at once."
+    ),
+    temperature: float = typer.Option(
+        defaults.TEMPERATURE, "--temperature", help="Sampling temperature (part of the trials' identity)."
+    ),
+    top_p: float = typer.Option(
+        defaults.TOP_P, "--top-p", help="Nucleus sampling top-p (part of the trials' identity)."
+    ),
+    max_tokens: int = typer.Option(
+        defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply (part of the trials' identity)."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
+    max_turns: int = typer.Option(
+        defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial (part of the trials' identity)."
+    ),
+    max_context: int | None = typer.Option(
+        None,
+        "--max-context",
+        min=1,
+        help="Stop an agent whose next request would exceed this many tokens (outcome context_exceeded; part of the trials' identity). Default: only the endpoint's own limit.",
+    ),
+    request_timeout: float = typer.Option(
+        defaults.REQUEST_TIMEOUT, "--request-timeout", help="Seconds per model request before it is retried."
+    ),
+    max_retries: int = typer.Option(
+        defaults.MAX_RETRIES,
+        "--max-retries",
+        min=0,
+        help="Retries per model request (429, 5xx, timeouts) before the trial ends as infra_error.",
+    ),
+    price_in: float | None = typer.Option(None, "--price-in", help="USD per million prompt tokens."),
+    price_out: float | None = typer.Option(None, "--price-out", help="USD per million completion tokens."),
+    retry: str | None = typer.Option(
+        None,
+        "--retry",
+        help="'infra': rerun trials that ended in endpoint or sandbox errors; 'unjudged': rerun trials that ended unjudged (set the judge first).",
+    ),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
-    executor: str = typer.Option("local", "--executor", help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra)."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."),
-    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run."),
-    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request)."),
-    store: Optional[Path] = typer.Option(None, "--store", help="Trial store shared across run folders: finished trials with the same identity are taken from it, not run again. Default: .trial-store beside --out."),
-    no_store: bool = typer.Option(False, "--no-store", help="Run every trial here, taking none from the trial store and keeping none in it."),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="Where trials run: 'local' (this process's event loop), 'processes' (worker processes on this machine, --concurrency shared among them) or 'ray' (a Ray cluster, --concurrency per node; needs the 'ray' extra).",
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="With --executor processes: how many worker processes (default: one per core)."
+    ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        help="With --executor ray: the cluster's address (host:6379). Default: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for this run.",
+    ),
+    no_preflight: bool = typer.Option(
+        False,
+        "--no-preflight",
+        help="Skip the one-token request that checks the endpoint before any work (for endpoints that charge per request).",
+    ),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="Trial store shared across run folders: finished trials with the same identity are taken from it, not run again. Default: .trial-store beside --out.",
+    ),
+    no_store: bool = typer.Option(
+        False, "--no-store", help="Run every trial here, taking none from the trial store and keeping none in it."
+    ),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
@@ -243,8 +330,12 @@ def rollout(
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
     if retry not in (None, "infra", "unjudged"):
         _fail("--retry: use 'infra' or 'unjudged'")
-    if retry == "unjudged" and not (os.environ.get("AGENTMILL_JUDGE_MODEL") and os.environ.get("AGENTMILL_JUDGE_BASE_URL")):
-        _fail("--retry unjudged: set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL first (they would end unjudged again)")
+    if retry == "unjudged" and not (
+        os.environ.get("AGENTMILL_JUDGE_MODEL") and os.environ.get("AGENTMILL_JUDGE_BASE_URL")
+    ):
+        _fail(
+            "--retry unjudged: set AGENTMILL_JUDGE_MODEL and AGENTMILL_JUDGE_BASE_URL first (they would end unjudged again)"
+        )
     needs_model = agent_class(agent).needs_model
     if needs_model and not model:
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
@@ -258,28 +349,47 @@ def rollout(
         _fail(f"--agent {agent}: none of the tasks is one it works on")
     _, dupes = unique_tasks(ds.tasks)
     for d in dupes:
-        console.print(f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False)
+        console.print(
+            f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False
+        )
     served = served_name(model) if model else None
     prices = Prices(input=price_in or 0.0, output=price_out or 0.0) if (price_in or price_out) else None
     try:
         config = RolloutConfig(
-            dataset=str(ds.root), task_hashes={t.name: t.content_hash for t in ds.tasks}, agent=agent,
+            dataset=str(ds.root),
+            task_hashes={t.name: t.content_hash for t in ds.tasks},
+            agent=agent,
             agent_version=agent_class(agent).version,
             model=served if needs_model else None,
             sampling=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
-            max_turns=max_turns, max_context=max_context, attempts=attempts, base_url=base_url, api_key_env=api_key_env,
-            concurrency=concurrency, model_concurrency=model_concurrency, request_timeout=request_timeout,
-            max_retries=max_retries, prices=prices,
+            max_turns=max_turns,
+            max_context=max_context,
+            attempts=attempts,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            model_concurrency=model_concurrency,
+            request_timeout=request_timeout,
+            max_retries=max_retries,
+            prices=prices,
         )
     except ValueError as e:
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
 
     runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
     try:
-        report = execute_rollout(config, ds.tasks, out, model_name=model if needs_model else None,
-                                 retry_infra=retry == "infra", retry_unjudged=retry == "unjudged", console=console,
-                                 executor=runner, check_endpoint=not no_preflight,
-                                 store=None if no_store else (store or default_store(out)))
+        report = execute_rollout(
+            config,
+            ds.tasks,
+            out,
+            model_name=model if needs_model else None,
+            retry_infra=retry == "infra",
+            retry_unjudged=retry == "unjudged",
+            console=console,
+            executor=runner,
+            check_endpoint=not no_preflight,
+            store=None if no_store else (store or default_store(out)),
+        )
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
@@ -291,7 +401,9 @@ def rollout(
 
 @app.command()
 def status(
-    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out) or a recipe run folder (agentmill run --out)."),
+    run_dir: Path = typer.Argument(
+        ..., help="A rollout folder (agentmill rollout --out) or a recipe run folder (agentmill run --out)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON, with every trial listed."),
 ) -> None:
     """Summarise a run: trials by outcome, mean reward, pass@1 / pass@k with standard error, tokens, cost, time."""
@@ -315,25 +427,61 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
 @app.command()
 def export(
     run_dir: Path = typer.Argument(..., help="A rollout folder, or a recipe run folder (its rollout is exported)."),
-    fmt: str = typer.Option(..., "--format", "-f", help="trl | sharegpt | harbor | rl | harbor-job (a Harbor job folder)"),
+    fmt: str = typer.Option(
+        ..., "--format", "-f", help="trl | sharegpt | harbor | rl | harbor-job (a Harbor job folder)"
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl or .parquet (harbor-job: a new folder)"),
-    reasoning: str = typer.Option("think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"),
-    tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="tokenizer.json, HF tokenizer folder or .gguf, for --max-tokens"),
-    filters_file: Optional[Path] = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
-    min_turns: Optional[int] = typer.Option(None, "--min-turns", help="Minimum assistant turns (default 5, and 2 for a tool-calling model agent's traces; 0 disables)."),
-    drop_outcome: list[str] = typer.Option([], "--drop-outcome", help="Drop this outcome (repeatable; replaces the default set)."),
+    reasoning: str = typer.Option(
+        "think", "--reasoning", help="think: <think>...</think> before the answer; drop: no reasoning"
+    ),
+    tokenizer: Path | None = typer.Option(
+        None, "--tokenizer", help="tokenizer.json, HF tokenizer folder or .gguf, for --max-tokens"
+    ),
+    filters_file: Path | None = typer.Option(None, "--filters", help="TOML file with a [filters] table"),
+    min_turns: int | None = typer.Option(
+        None,
+        "--min-turns",
+        help="Minimum assistant turns (default 5, and 2 for a tool-calling model agent's traces; 0 disables).",
+    ),
+    drop_outcome: list[str] = typer.Option(
+        [], "--drop-outcome", help="Drop this outcome (repeatable; replaces the default set)."
+    ),
     keep_all_outcomes: bool = typer.Option(False, "--keep-all-outcomes", help="Drop no outcome."),
-    reward: Optional[str] = typer.Option(None, "--reward", help="success | failure | any (default: any: failed traces are exported too; success keeps only passed ones)"),
-    min_reward: Optional[float] = typer.Option(None, "--min-reward", help="Keep traces whose reward is at least this (default: no threshold)."),
-    completion: Optional[str] = typer.Option(None, "--completion", help="claimed | unclaimed | any (default: any)"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Drop traces longer than this under the chat template."),
-    max_repeated_commands: Optional[int] = typer.Option(None, "--max-repeated-commands", help="Drop traces with more repeated commands than this."),
-    max_error_rate: Optional[float] = typer.Option(None, "--max-error-rate", help="Drop traces whose share of failing commands is above this (0-1)."),
-    max_truncated: Optional[int] = typer.Option(None, "--max-truncated", help="Drop traces with more truncated observations than this."),
-    subagents: Optional[str] = typer.Option(None, "--subagents", help="drop (default) | keep: subagent traces"),
-    tamper: Optional[str] = typer.Option(None, "--tamper", help="drop (default) | keep: trials with verifier tamper evidence"),
-    allow_empty: bool = typer.Option(False, "--allow-empty", help="Write an empty file when the filters keep nothing (default: exit 2 naming the rule)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for trl/sharegpt/harbor rows (default: one per core from 400 trials; the rows are the same)."),
+    reward: str | None = typer.Option(
+        None,
+        "--reward",
+        help="success | failure | any (default: any: failed traces are exported too; success keeps only passed ones)",
+    ),
+    min_reward: float | None = typer.Option(
+        None, "--min-reward", help="Keep traces whose reward is at least this (default: no threshold)."
+    ),
+    completion: str | None = typer.Option(None, "--completion", help="claimed | unclaimed | any (default: any)"),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Drop traces longer than this under the chat template."
+    ),
+    max_repeated_commands: int | None = typer.Option(
+        None, "--max-repeated-commands", help="Drop traces with more repeated commands than this."
+    ),
+    max_error_rate: float | None = typer.Option(
+        None, "--max-error-rate", help="Drop traces whose share of failing commands is above this (0-1)."
+    ),
+    max_truncated: int | None = typer.Option(
+        None, "--max-truncated", help="Drop traces with more truncated observations than this."
+    ),
+    subagents: str | None = typer.Option(None, "--subagents", help="drop (default) | keep: subagent traces"),
+    tamper: str | None = typer.Option(
+        None, "--tamper", help="drop (default) | keep: trials with verifier tamper evidence"
+    ),
+    allow_empty: bool = typer.Option(
+        False,
+        "--allow-empty",
+        help="Write an empty file when the filters keep nothing (default: exit 2 naming the rule).",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        help="Processes for trl/sharegpt/harbor rows (default: one per core from 400 trials; the rows are the same).",
+    ),
 ) -> None:
     """Filter a run's trajectories and export them for SFT (trl, sharegpt, harbor) or RL (rl)."""
     from agentmill.traces.export import export_run
@@ -343,12 +491,29 @@ def export(
         _fail("--reasoning: use think or drop")
     try:
         spec = FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()
-        spec = spec.merged(min_turns=min_turns, drop_outcomes=[] if keep_all_outcomes else (drop_outcome or None),
-                           reward=reward, min_reward=min_reward, completion=completion, max_tokens=max_tokens,
-                           max_repeated_commands=max_repeated_commands, max_error_rate=max_error_rate,
-                           max_truncated=max_truncated, subagents=subagents, tamper=tamper)
-        report = export_run(run_dir, fmt, out, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty,
-                            workers=workers)
+        spec = spec.merged(
+            min_turns=min_turns,
+            drop_outcomes=[] if keep_all_outcomes else (drop_outcome or None),
+            reward=reward,
+            min_reward=min_reward,
+            completion=completion,
+            max_tokens=max_tokens,
+            max_repeated_commands=max_repeated_commands,
+            max_error_rate=max_error_rate,
+            max_truncated=max_truncated,
+            subagents=subagents,
+            tamper=tamper,
+        )
+        report = export_run(
+            run_dir,
+            fmt,
+            out,
+            spec=spec,
+            reasoning=reasoning,
+            tokenizer=tokenizer,
+            allow_empty=allow_empty,
+            workers=workers,
+        )
     except ValueError as e:
         _fail(f"invalid filter: {str(e).splitlines()[-1].strip()}")
     except AgentmillError as e:
@@ -361,17 +526,27 @@ def export(
     for step in report.funnel:
         table.add_row(step.name, step.description, str(step.kept), str(step.dropped))
     console.print(table)
-    console.print(f"{report.rows} rows -> {report.path}" + (f" (+ {', '.join(map(str, report.extra_files))})" if report.extra_files else "")
-                  + (f"; {report.redactions} secrets redacted" if report.redactions else ""), highlight=False)
+    console.print(
+        f"{report.rows} rows -> {report.path}"
+        + (f" (+ {', '.join(map(str, report.extra_files))})" if report.extra_files else "")
+        + (f"; {report.redactions} secrets redacted" if report.redactions else ""),
+        highlight=False,
+    )
 
 
 @app.command("run")
 def run_recipe(
     recipe_path: Path = typer.Argument(..., help="A recipe file (TOML)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run folder (default: runs/<recipe name> beside the recipe)."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache folder (default: <run folder>/stages); share it across runs to reuse stages."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Run folder (default: runs/<recipe name> beside the recipe)."
+    ),
+    cache: Path | None = typer.Option(
+        None, "--cache", help="Stage cache folder (default: <run folder>/stages); share it across runs to reuse stages."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and which stages are cached; run nothing."),
-    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per endpoint that checks the models before any work."),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight", help="Skip the one-token request per endpoint that checks the models before any work."
+    ),
 ) -> None:
     """Run a recipe: sources -> augment -> task filters -> mix -> rollouts -> trace filters -> export. Cached and resumable."""
     from agentmill.recipe.pipeline import Pipeline
@@ -380,8 +555,14 @@ def run_recipe(
     try:
         recipe, raw = load_recipe(recipe_path)
         run_dir = out or recipe_path.resolve().parent / "runs" / recipe.recipe.name
-        pipeline = Pipeline(recipe, raw, run_dir, cache_dir=cache, say=lambda m: console.print(m, highlight=False),
-                            where=str(recipe_path))
+        pipeline = Pipeline(
+            recipe,
+            raw,
+            run_dir,
+            cache_dir=cache,
+            say=lambda m: console.print(m, highlight=False),
+            where=str(recipe_path),
+        )
         plan = pipeline.plan()
     except AgentmillError as e:
         _fail(str(e))
@@ -389,7 +570,9 @@ def run_recipe(
     for col in ("stage", "key", "status", "what"):
         table.add_column(col)
     for step in plan:
-        table.add_row(step.stage, step.key, "[green]cached[/green]" if step.cached else "[yellow]to run[/yellow]", step.what)
+        table.add_row(
+            step.stage, step.key, "[green]cached[/green]" if step.cached else "[yellow]to run[/yellow]", step.what
+        )
     (out_stdout if dry_run else console).print(table)
     if dry_run:
         return
@@ -423,8 +606,11 @@ def run_recipe(
         except KeyboardInterrupt:
             from agentmill.rollout.commands import resume_command
 
-            console.print(f"{stop.how}: finished stages stay cached and finished trials stay kept; only work in flight "
-                          f"is lost.\nresume with: {resume_command()}", highlight=False)
+            console.print(
+                f"{stop.how}: finished stages stay cached and finished trials stay kept; only work in flight "
+                f"is lost.\nresume with: {resume_command()}",
+                highlight=False,
+            )
             raise typer.Exit(stop.exit_code) from None
     funnel = Table(title="funnel")
     for col in ("stage", "in", "out", "dropped (top reasons)"):
@@ -438,11 +624,18 @@ def run_recipe(
 
 @app.command()
 def view(
-    run_dir: Path = typer.Argument(..., help="A rollout folder (agentmill rollout --out), a recipe run folder (agentmill run --out) "
-                                             "or a synthesis store (agentmill synth run --out)."),
+    run_dir: Path = typer.Argument(
+        ...,
+        help="A rollout folder (agentmill rollout --out), a recipe run folder (agentmill run --out) "
+        "or a synthesis store (agentmill synth run --out).",
+    ),
     port: int = typer.Option(8765, "--port", "-p", help="Port on 127.0.0.1 (0: any free port)."),
-    filters_file: Optional[Path] = typer.Option(None, "--filters", help="Export filters (TOML [filters]) whose verdicts "
-                                                "the list shows (default: the recipe's [trace_filters], else export's defaults)."),
+    filters_file: Path | None = typer.Option(
+        None,
+        "--filters",
+        help="Export filters (TOML [filters]) whose verdicts "
+        "the list shows (default: the recipe's [trace_filters], else export's defaults).",
+    ),
 ) -> None:
     """Browse a run's trials in a local web page (loopback only): filters, trajectories, verifier output, attempts side by side."""
     from agentmill.view.command import run_view
@@ -456,7 +649,7 @@ def view(
 @app.command()
 def report(
     run_dir: Path = typer.Argument(..., help="A recipe run folder made by `agentmill run`, or a rollout folder."),
-    html: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default: RUN/report.html)."),
+    html: Path | None = typer.Option(None, "--out", "-o", help="HTML file (default: RUN/report.html)."),
 ) -> None:
     """Write a self-contained HTML report of a recipe run: funnel, source mix, turns, tokens, rewards."""
     from agentmill.recipe.report import write_report
@@ -473,8 +666,12 @@ def diff_cmd(
     a: Path = typer.Argument(..., help="An output folder: a recipe run, a rollout, an export folder."),
     b: Path = typer.Argument(..., help="The folder to compare it with."),
     ignore: list[str] = typer.Option([], "--ignore", help="A file or folder name to leave out (repeatable)."),
-    alias: list[str] = typer.Option([], "--alias", help="A_PATH=B_PATH: another folder of A's that B's stands for "
-                                                        "(their caches), masked like the run folders (repeatable)."),
+    alias: list[str] = typer.Option(
+        [],
+        "--alias",
+        help="A_PATH=B_PATH: another folder of A's that B's stands for "
+        "(their caches), masked like the run folders (repeatable).",
+    ),
 ) -> None:
     """Compare two output folders value by value, apart from clocks, pids, hosts and their own paths.
     Exit 0 when they hold the same data, 1 when they differ (each difference listed)."""
@@ -492,7 +689,14 @@ def diff_cmd(
     result = compare(a, b, ignore=tuple(ignore), aliases=tuple(pairs))
     for d in result.differences:
         print(d.line())
-    print(f"{result.files} files compared: " + ("same data" if result.same else f"{len(result.differences)} difference" + "s" * (len(result.differences) > 1)))
+    print(
+        f"{result.files} files compared: "
+        + (
+            "same data"
+            if result.same
+            else f"{len(result.differences)} difference" + "s" * (len(result.differences) > 1)
+        )
+    )
     raise typer.Exit(0 if result.same else 1)
 
 
@@ -500,7 +704,11 @@ def diff_cmd(
 def ablate(
     matrix: Path = typer.Argument(..., help="An ablation matrix (TOML): base recipe, variants or grid, eval command."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for every variant's run and the results."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="Stage cache to share, e.g. an earlier `agentmill run --cache DIR` (default: OUT/cache): stages a variant shares with it are reused."),
+    cache: Path | None = typer.Option(
+        None,
+        "--cache",
+        help="Stage cache to share, e.g. an earlier `agentmill run --cache DIR` (default: OUT/cache): stages a variant shares with it are reused.",
+    ),
 ) -> None:
     """Build every variant's dataset, run the evaluation command per variant, and print the table."""
     from agentmill.recipe.ablate import run_ablation
@@ -515,8 +723,14 @@ def ablate(
         return recipe
 
     def build(name: str, data: dict, variant_dir: Path) -> Path:
-        pipeline = Pipeline(parse(name, data), data, variant_dir, cache_dir=cache or out_dir / "cache",
-                            say=lambda m: console.print(f"[{name}] {m}", highlight=False), where=f"{matrix} variant '{name}'")
+        pipeline = Pipeline(
+            parse(name, data),
+            data,
+            variant_dir,
+            cache_dir=cache or out_dir / "cache",
+            say=lambda m: console.print(f"[{name}] {m}", highlight=False),
+            where=f"{matrix} variant '{name}'",
+        )
         asyncio.run(pipeline.run())
         return variant_dir / "exports"
 
@@ -534,9 +748,7 @@ def ablate(
 @app.command("table")
 def table_cmd(results: Path = typer.Argument(..., help="results.json: {variant: {benchmark: [scores]}}")) -> None:
     """Print the paper's ablation table: per-benchmark mean ± SE, raw average, normalised score, ranked."""
-    from agentmill.recipe.table import compute_table, render_table
-
-    from agentmill.recipe.table import load_results
+    from agentmill.recipe.table import compute_table, load_results, render_table
 
     try:
         data = load_results(results)  # every malformed value is one error naming the file and the key
@@ -555,25 +767,45 @@ def table_cmd(results: Path = typer.Argument(..., help="results.json: {variant: 
 
 @app.command("eval")
 def eval_cmd(
-    dataset: Optional[Path] = typer.Argument(None, help="A folder of task folders (or one task folder)."),
+    dataset: Path | None = typer.Argument(None, help="A folder of task folders (or one task folder)."),
     sample: bool = typer.Option(False, "--sample", help="Use the bundled terminal tasks."),
     sample_tools: bool = typer.Option(False, "--sample-tools", help="Use the bundled tool tasks."),
-    out_dir: Path = typer.Option(..., "--out", "-o", help="Eval folder shared by every checkpoint: runs/, results.json, telemetry.json."),
-    label: str = typer.Option(..., "--label", help="The checkpoint's name: its row in `agentmill table OUT/results.json`."),
-    benchmark: Optional[str] = typer.Option(None, "--benchmark", help="The task set's column name. Default: the dataset folder's name."),
-    agent: str = typer.Option("terminus", "--agent", help="The agent the checkpoint drives: terminus (terminal tasks) or tools (tool tasks)."),
-    model: Optional[str] = typer.Option(None, "--model", help="The checkpoint's name at the endpoint, or 'local' for the embedded model."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="The OpenAI-compatible endpoint serving the checkpoint."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
-    attempts: int = typer.Option(defaults.ATTEMPTS, "--attempts", "-k", min=1, help="Attempts per task: pass@1 and pass@k."),
-    concurrency: int = typer.Option(defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."),
+    out_dir: Path = typer.Option(
+        ..., "--out", "-o", help="Eval folder shared by every checkpoint: runs/, results.json, telemetry.json."
+    ),
+    label: str = typer.Option(
+        ..., "--label", help="The checkpoint's name: its row in `agentmill table OUT/results.json`."
+    ),
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", help="The task set's column name. Default: the dataset folder's name."
+    ),
+    agent: str = typer.Option(
+        "terminus", "--agent", help="The agent the checkpoint drives: terminus (terminal tasks) or tools (tool tasks)."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="The checkpoint's name at the endpoint, or 'local' for the embedded model."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="The OpenAI-compatible endpoint serving the checkpoint."
+    ),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Environment variable that holds the API key."),
+    attempts: int = typer.Option(
+        defaults.ATTEMPTS, "--attempts", "-k", min=1, help="Attempts per task: pass@1 and pass@k."
+    ),
+    concurrency: int = typer.Option(
+        defaults.CONCURRENCY, "--concurrency", "-c", min=1, help="Sandboxes (trials) at once."
+    ),
     temperature: float = typer.Option(defaults.TEMPERATURE, "--temperature", help="Sampling temperature."),
     max_tokens: int = typer.Option(defaults.MAX_TOKENS, "--max-tokens", help="Completion tokens per model reply."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
+    seed: int | None = typer.Option(None, "--seed", help="Sampling seed sent to the endpoint (default: none)."),
     max_turns: int = typer.Option(defaults.MAX_TURNS, "--max-turns", min=1, help="Agent turns per trial."),
     task: list[str] = typer.Option([], "--task", "-t", help="Only these task names (repeatable)."),
-    scores: Optional[Path] = typer.Option(None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."),
-    no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work."),
+    scores: Path | None = typer.Option(
+        None, "--scores", help="Also write this checkpoint's {benchmark: [scores]} here (an `ablate` eval's {results})."
+    ),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work."
+    ),
 ) -> None:
     """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
     from pydantic import ValidationError
@@ -583,9 +815,18 @@ def eval_cmd(
 
     ds = _load(dataset, sample, task, sample_tools)
     try:
-        spec = EvalSpec(label=label, benchmark=benchmark or ds.root.name, agent=agent, model=model, base_url=base_url,
-                        api_key_env=api_key_env, attempts=attempts, concurrency=concurrency,
-                        sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed), max_turns=max_turns)
+        spec = EvalSpec(
+            label=label,
+            benchmark=benchmark or ds.root.name,
+            agent=agent,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            attempts=attempts,
+            concurrency=concurrency,
+            sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
+            max_turns=max_turns,
+        )
     except ValidationError as e:
         first = e.errors()[0]
         _fail(f"invalid option: {'.'.join(map(str, first['loc'])) or 'value'}: {first['msg']}")
@@ -600,8 +841,10 @@ def eval_cmd(
 
         write_json_atomic(scores, record.scores)
     _print_status(record.run_dir, as_json=False)
-    console.print(f"recorded {label!r} in {out_dir / 'results.json'}; compare with: agentmill table {out_dir / 'results.json'}",
-                  highlight=False)
+    console.print(
+        f"recorded {label!r} in {out_dir / 'results.json'}; compare with: agentmill table {out_dir / 'results.json'}",
+        highlight=False,
+    )
     from agentmill.rollout.commands import infra_exit
 
     raise typer.Exit(infra_exit(record.run_dir, console, retry_hint=False))
@@ -614,12 +857,16 @@ def toolkit() -> None:
 
     path = ensure_toolkit(build=True)
     if path is None:
-        _fail("could not build the verifier toolkit (pip install of pytest failed: is the package registry reachable?)", 1)
+        _fail(
+            "could not build the verifier toolkit (pip install of pytest failed: is the package registry reachable?)", 1
+        )
     out.print(str(path))
 
 
 @images_app.callback()
-def images(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")) -> None:
+def images(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="JSON lines instead of a table.")
+) -> None:
     """List cached images and layers with sizes and last use."""
     if ctx.invoked_subcommand is not None:
         return
@@ -655,7 +902,9 @@ def _write_json(path: Path, data) -> None:
 @sandbox_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def sandbox_run(
     ctx: typer.Context,
-    workspace: Optional[Path] = typer.Option(None, "--workspace", "-w", help="Host folder mounted writable at the same path; the command runs there."),
+    workspace: Path | None = typer.Option(
+        None, "--workspace", "-w", help="Host folder mounted writable at the same path; the command runs there."
+    ),
     timeout: float = typer.Option(60.0, "--timeout", help="Wall-clock limit in seconds."),
     memory_mb: int = typer.Option(2048, "--memory-mb", help="Memory limit."),
 ) -> None:
@@ -672,7 +921,11 @@ def sandbox_run(
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     code = 124 if result.timed_out else (result.returncode if result.returncode >= 0 else 128 - result.returncode)
-    note = " (timed out)" if result.timed_out else (f" (killed by signal {-result.returncode})" if result.returncode < 0 else "")
+    note = (
+        " (timed out)"
+        if result.timed_out
+        else (f" (killed by signal {-result.returncode})" if result.returncode < 0 else "")
+    )
     console.print(f"exit code: {code}{note}", highlight=False)
     raise typer.Exit(code)
 

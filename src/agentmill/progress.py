@@ -11,8 +11,15 @@ import threading
 import time
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from agentmill import defaults
@@ -22,7 +29,7 @@ class _Shown:
     """A rich bar on a terminal, or a plain line every few seconds (`_Ticker`) when not on one."""
 
     _progress: Progress
-    _ticker: "_Ticker | None"
+    _ticker: _Ticker | None
 
     def __enter__(self):
         self._started = time.monotonic()
@@ -49,10 +56,17 @@ class TrialProgress(_Shown):
         self._ticker = _Ticker(self.console, self.line, interval) if self._plain else None
         self._started = time.monotonic()
         self._progress = Progress(
-            TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn(f"[bold]{what}"),
+            BarColumn(),
+            MofNCompleteColumn(),
             TextColumn("[green]{task.fields[ok]} ok[/] [red]{task.fields[failed]} failed[/]"),
-            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=self.console, transient=False, disable=self._plain,
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+            disable=self._plain,
         )
         self._task = self._progress.add_task(what, total=total, ok=0, failed=0, rate="")
 
@@ -68,8 +82,10 @@ class TrialProgress(_Shown):
 
     def line(self) -> str:
         elapsed = time.monotonic() - self._started
-        return (f"progress: {self.ok + self.failed}/{self.total} {self.what} done, {self.ok} ok, {self.failed} failed; "
-                f"{elapsed:.0f}s elapsed")
+        return (
+            f"progress: {self.ok + self.failed}/{self.total} {self.what} done, {self.ok} ok, {self.failed} failed; "
+            f"{elapsed:.0f}s elapsed"
+        )
 
 
 class _Ticker:
@@ -130,9 +146,15 @@ class RolloutProgress(_Shown):
         self._plain = not self.console.is_terminal
         self._ticker = _Ticker(self.console, self.line, interval) if self._plain else None
         self._progress = Progress(
-            TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(),
-            _Live(self._counts), _Live(self._stats),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=self.console,
+            TextColumn("[bold]trials"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _Live(self._counts),
+            _Live(self._stats),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console,
             disable=self._plain,
         )
         self._task = self._progress.add_task("trials", total=total)
@@ -191,6 +213,9 @@ class RolloutProgress(_Shown):
         eta = ""
         if self.done and self.total > self.done:
             eta = f", eta {elapsed / self.done * (self.total - self.done):.0f}s"
-        return (f"progress: {self.done}/{self.total} trials done, {self.running} running, {self.failed} errors; "
-                f"reward {mean}; tokens {tin} in / {tout} out" + (f"; {rps:.2f} req/s" if rps is not None else "")
-                + f"; {elapsed:.0f}s elapsed{eta}")
+        return (
+            f"progress: {self.done}/{self.total} trials done, {self.running} running, {self.failed} errors; "
+            f"reward {mean}; tokens {tin} in / {tout} out"
+            + (f"; {rps:.2f} req/s" if rps is not None else "")
+            + f"; {elapsed:.0f}s elapsed{eta}"
+        )

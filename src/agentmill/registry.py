@@ -45,8 +45,14 @@ def load_target(target: str) -> object:
 class Registry(Generic[T]):
     """Names to things, for one kind of thing (`what`, as users read it: "sandbox backend")."""
 
-    def __init__(self, what: str, *, group: str | None = None, builtins: dict[str, str] | None = None,
-                 check: Callable[[str, T], None] | None = None):
+    def __init__(
+        self,
+        what: str,
+        *,
+        group: str | None = None,
+        builtins: dict[str, str] | None = None,
+        check: Callable[[str, T], None] | None = None,
+    ):
         self.what = what
         self.group = group  # the entry-point group plug-ins declare, or None
         self._check = check  # validates a thing before it is registered (raises AgentmillError)

@@ -25,7 +25,8 @@ from typing import Any
 VOLATILE_KEY = re.compile(
     r"(^|_)(at|time|times|timestamp|timing|timings|started|finished|created|updated|mtime|duration|elapsed|"
     r"latency|wall|sec|secs|seconds|ms|pid|host|hostname|run_id|lag|ahead)($|_)|_s$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 MASK = "<volatile>"
 
@@ -127,7 +128,10 @@ def _load(path: Path, roots: tuple[str, ...]) -> Any:
         return [_normalize(json.loads(line), roots) for line in path.read_text().splitlines() if line.strip()]
     if suffix in (".sqlite", ".db"):
         tables = _normalize(_sqlite_rows(path), roots)
-        return {name: sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str)) for name, rows in tables.items()}
+        return {
+            name: sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+            for name, rows in tables.items()
+        }
     if suffix == ".parquet":
         return _normalize(_parquet_rows(path), roots)
     data = path.read_bytes()
@@ -141,8 +145,12 @@ def _files(root: Path, ignore: tuple[str, ...]) -> set[str]:
     names = set()
     for path in root.rglob("*"):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and not path.is_symlink() and not any(part in ignore for part in Path(rel).parts) \
-                and not rel.endswith(("-wal", "-shm", ".lock")):
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and not any(part in ignore for part in Path(rel).parts)
+            and not rel.endswith(("-wal", "-shm", ".lock"))
+        ):
             names.add(rel)
     return names
 

@@ -11,8 +11,10 @@ from tests.helpers.chat_server import ChatServer, Reply, terminus_json
 
 pytestmark = sandbox
 CLI = [sys.executable, "-m", "agentmill.cli"]
-VLLM_FULL = ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
-             "(4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.")
+VLLM_FULL = (
+    "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+    "(4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."
+)
 SOLVE = terminus_json([("echo hello > /app/out.txt\n", 0.3)])
 
 
@@ -62,8 +64,20 @@ def test_max_context_stops_the_agent_before_the_request(tmp_path):
     run = tmp_path / "run"
     # the endpoint counts 1995 tokens for the first exchange: the next request cannot fit in 2000
     with ChatServer(by_turn(Reply(SOLVE, usage=(1990, 5)), Reply(terminus_json(complete=True)))) as srv:
-        agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url, "--out", str(run),
-                  "--max-context", "2000")
+        agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+            "--max-context",
+            "2000",
+        )
         assert len(srv.requests) == 1
     result, _ = only_result(run)
     assert result["outcome"] == "context_exceeded" and result["reward"] == 1.0
@@ -72,8 +86,20 @@ def test_max_context_stops_the_agent_before_the_request(tmp_path):
     # with room to spare the same script finishes normally: a different trial identity
     run2 = tmp_path / "run2"
     with ChatServer(by_turn(Reply(SOLVE, usage=(1990, 5)), Reply(terminus_json(complete=True)))) as srv:
-        agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url, "--out", str(run2),
-                  "--max-context", "100000")
+        agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run2),
+            "--max-context",
+            "100000",
+        )
         assert len(srv.requests) == 3
     result2, _ = only_result(run2)
     assert result2["outcome"] == "passed"

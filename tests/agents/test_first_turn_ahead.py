@@ -40,7 +40,6 @@ from tests.helpers.chat_server import ChatServer, Reply, terminus_json
 pytestmark = sandbox
 
 
-
 @pytest.fixture
 def screens(monkeypatch):
     """A store of first screens of this test's own (the process-wide one would carry other tests')."""
@@ -96,8 +95,9 @@ class Wire:
 
     def firsts(self, word: str) -> list[tuple[float, dict]]:
         """The requests of `word`'s trial that carried no reply yet: its first turn, asked."""
-        return [(t, r) for t, w, r in self.seen
-                if w == word and not any(m["role"] == "assistant" for m in r["messages"])]
+        return [
+            (t, r) for t, w, r in self.seen if w == word and not any(m["role"] == "assistant" for m in r["messages"])
+        ]
 
     def of(self, word: str) -> list[dict]:
         return [r for _, w, r in self.seen if w == word]
@@ -117,19 +117,37 @@ def solving(request) -> Reply:
 
 def task_for(tmp_path, word: str, *, timeout: float = 60.0):
     """Tasks of one image (the same environment folder content) that differ in their instruction."""
-    return load_task(write_task(tmp_path / "tasks" / word, instruction=f"Write the word {word} into /app/out.txt.",
-                                config=TaskConfig.model_validate({"agent": {"timeout_sec": timeout}}),
-                                test_sh=REWARD_IF.format(cond=f"grep -qx {word} /app/out.txt")))
+    return load_task(
+        write_task(
+            tmp_path / "tasks" / word,
+            instruction=f"Write the word {word} into /app/out.txt.",
+            config=TaskConfig.model_validate({"agent": {"timeout_sec": timeout}}),
+            test_sh=REWARD_IF.format(cond=f"grep -qx {word} /app/out.txt"),
+        )
+    )
 
 
-def run(tmp_path, slow: SlowStarts, wire: Wire, groups: list[list[str]], *, seed: int | None = None,
-        client_for=None, timeout: float = 60.0):
+def run(
+    tmp_path,
+    slow: SlowStarts,
+    wire: Wire,
+    groups: list[list[str]],
+    *,
+    seed: int | None = None,
+    client_for=None,
+    timeout: float = 60.0,
+):
     """Each group's trials at once, the groups one after another; returns {word: (trial, agent result)}."""
     out = {}
 
     async def go(url):
-        c = ModelClient(base_url=url, model="scripted", backoff_base=0.01, max_retries=1,
-                        sampling=SamplingParams(temperature=0, seed=seed))
+        c = ModelClient(
+            base_url=url,
+            model="scripted",
+            backoff_base=0.01,
+            max_retries=1,
+            sampling=SamplingParams(temperature=0, seed=seed),
+        )
         builder = ImageBuilder(cache=scratch_cache(tmp_path))
         try:
             for group in groups:
@@ -137,8 +155,12 @@ def run(tmp_path, slow: SlowStarts, wire: Wire, groups: list[list[str]], *, seed
 
                 async def one(word):
                     client = client_for(word) if client_for else per_trial(c, f"trial-{word}")
-                    return await run_trial(task_for(tmp_path, word, timeout=timeout), TerminusAgent(client, max_turns=6),
-                                           builder, agent_result=results[word])
+                    return await run_trial(
+                        task_for(tmp_path, word, timeout=timeout),
+                        TerminusAgent(client, max_turns=6),
+                        builder,
+                        agent_result=results[word],
+                    )
 
                 trials = await asyncio.gather(*(one(w) for w in group))
                 out.update({w: (t, results[w]) for w, t in zip(group, trials)})
@@ -151,12 +173,15 @@ def run(tmp_path, slow: SlowStarts, wire: Wire, groups: list[list[str]], *, seed
 
 
 def rendered(result: AgentResult) -> list[dict]:
-    trajectory = Trajectory(session_id="t", agent=AgentInfo(name="terminus", version=TerminusAgent.version),
-                            steps=list(result.steps))
+    trajectory = Trajectory(
+        session_id="t", agent=AgentInfo(name="terminus", version=TerminusAgent.version), steps=list(result.steps)
+    )
     return render(trajectory, reasoning="drop").messages
 
 
-def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_shown_the_screen(tmp_path, monkeypatch, screens):
+def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_shown_the_screen(
+    tmp_path, monkeypatch, screens
+):
     # `slow`'s sandbox starts 3 s late; two quick trials' terminals show the image's first screen meanwhile
     slow = SlowStarts(monkeypatch, {"slow": 3.0})
     wire = Wire(solving)
@@ -167,7 +192,7 @@ def test_a_trial_asks_its_first_turn_while_its_sandbox_starts_once_another_has_s
         assert len(wire.firsts(word)) == 1  # asked once: nothing dropped
         # what the trajectory renders to is what the server received last, plus its reply
         assert rendered(result)[:-1] == wire.of(word)[-1]["messages"]
-    (asked, request), = wire.firsts("slow")
+    ((asked, request),) = wire.firsts("slow")
     assert asked < slow.ready["slow"] - 1.0  # asked while its sandbox was still starting
     assert out["slow"][1].metadata["terminus"]["first_turn_ahead"] == "hit"
     for word in ("quick", "brisk"):  # they had nothing to guess from
@@ -199,7 +224,7 @@ def test_a_wrong_guess_is_dropped_its_seed_reused_and_its_image_never_guessed_ag
     assert wrong["seed"] == real["seed"] == derived_seed(7, "trial-second", 1)
     assert [r["seed"] for r in wire.of("second")[1:]] == [derived_seed(7, "trial-second", k) for k in (1, 2, 3)]
     # a start whose screen differed once is not guessed again: the third trial asks only when ready
-    (t_third, _), = wire.firsts("third")
+    ((t_third, _),) = wire.firsts("third")
     assert t_third >= slow.ready["third"] and out["third"][1].metadata["terminus"]["first_turn_ahead"] == "not asked"
 
 
@@ -209,8 +234,13 @@ def test_a_guess_dropped_before_its_request_ran_takes_no_request_number_back():
     wire = Wire(solving)
 
     async def go(url):
-        c = ModelClient(base_url=url, model="scripted", backoff_base=0.01, max_retries=1,
-                        sampling=SamplingParams(temperature=0, seed=7))
+        c = ModelClient(
+            base_url=url,
+            model="scripted",
+            backoff_base=0.01,
+            max_retries=1,
+            sampling=SamplingParams(temperature=0, seed=7),
+        )
         try:
             chat = Conversation(per_trial(c, "trial-early"), AgentResult(), {})
             chat.say("system", "sys")
@@ -224,7 +254,7 @@ def test_a_guess_dropped_before_its_request_ran_takes_no_request_number_back():
 
     with ChatServer(wire) as srv:
         asyncio.run(go(srv.base_url))
-    (_, request), = wire.firsts("early")
+    ((_, request),) = wire.firsts("early")
     assert len(wire.of("early")) == 1 and "wrong guess" not in request["messages"][1]["content"]
     assert request["seed"] == derived_seed(7, "trial-early", 1)
 
@@ -253,8 +283,9 @@ def test_a_trial_cancelled_while_its_sandbox_starts_cancels_the_start(tmp_path, 
     async def go(url):
         c = ModelClient(base_url=url, model="scripted", backoff_base=0.01, max_retries=1)
         try:
-            trial = asyncio.ensure_future(run_trial(task_for(tmp_path, "late"), TerminusAgent(c),
-                                                    ImageBuilder(cache=scratch_cache(tmp_path))))
+            trial = asyncio.ensure_future(
+                run_trial(task_for(tmp_path, "late"), TerminusAgent(c), ImageBuilder(cache=scratch_cache(tmp_path)))
+            )
             await asyncio.sleep(1.0)
             trial.cancel()
             began = time.monotonic()
@@ -294,8 +325,11 @@ def test_a_policy_being_trained_is_never_asked_ahead(tmp_path, monkeypatch, scre
     asked = []
 
     def client_for(word):
-        turns = [PolicyTurn(content=terminus_json([(f"echo {word} > /app/out.txt\n", 0.3)])),
-                 PolicyTurn(content=terminus_json(complete=True)), PolicyTurn(content=terminus_json(complete=True))]
+        turns = [
+            PolicyTurn(content=terminus_json([(f"echo {word} > /app/out.txt\n", 0.3)])),
+            PolicyTurn(content=terminus_json(complete=True)),
+            PolicyTurn(content=terminus_json(complete=True)),
+        ]
 
         async def source(messages):
             asked.append((word, time.monotonic()))
@@ -320,7 +354,7 @@ def test_asking_ahead_can_be_turned_off_and_a_bad_setting_is_one_clear_error(tmp
     wire = Wire(solving)
     out = run(tmp_path, slow, wire, [["first"], ["zeroth"], ["second"]])
     assert screens.known(next(iter(screens._seen))) and out["second"][0].outcome is Outcome.PASSED
-    (asked, _), = wire.firsts("second")
+    ((asked, _),) = wire.firsts("second")
     assert asked >= slow.ready["second"] and out["second"][1].metadata["terminus"]["first_turn_ahead"] == "not asked"
 
 
@@ -329,12 +363,33 @@ def test_exported_rows_of_trials_that_asked_ahead_are_what_the_server_answered(t
     trial at a time: the first two show the screen, the third knows it before its sandbox starts."""
     data = tmp_path / "data"
     for word in ("alpha", "beta", "gamma"):
-        write_task(data / word, instruction=f"Write the word {word} into /app/out.txt.",
-                   test_sh=REWARD_IF.format(cond=f"grep -qx {word} /app/out.txt"))
+        write_task(
+            data / word,
+            instruction=f"Write the word {word} into /app/out.txt.",
+            test_sh=REWARD_IF.format(cond=f"grep -qx {word} /app/out.txt"),
+        )
     run_dir = tmp_path / "run"
     with ChatServer(solving) as srv:
-        cli("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
-            "--out", str(run_dir), "--max-turns", "5", "--temperature", "0", "-c", "1", "--max-retries", "0")
+        cli(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run_dir),
+            "--max-turns",
+            "5",
+            "--temperature",
+            "0",
+            "-c",
+            "1",
+            "--max-retries",
+            "0",
+        )
     results = [json.loads(p.read_text()) for p in run_dir.glob("trials/*/result.json")]
     assert sorted(r["outcome"] for r in results) == ["passed"] * 3
     ahead = sorted(r["agent_metadata"]["terminus"]["first_turn_ahead"] for r in results)

@@ -27,14 +27,18 @@ def agentmill(*args):
 def policy(summary: str):
     """Before the handoff: two turns whose endpoint counts fill the context (1040, then 1690 of 2000
     tokens: the next request passes 80%). The summary request gets `summary`. After: solve, confirm."""
+
     def answer(request):
         msgs = request["messages"]
         if msgs[-1]["content"] == SUMMARY_REQUEST:
             return Reply(summary, usage=(1700, 30))
         turns = sum(m["role"] == "assistant" for m in msgs)
         if "Your summary of it:" in msgs[1]["content"]:
-            return Reply(terminus_json([("echo hello > /app/out.txt\n", 0.3)]) if turns == 0 else terminus_json(complete=True))
+            return Reply(
+                terminus_json([("echo hello > /app/out.txt\n", 0.3)]) if turns == 0 else terminus_json(complete=True)
+            )
         return Reply(EARLY, usage=(1000 + 650 * turns, 40))
+
     return answer
 
 
@@ -43,16 +47,47 @@ def rollout(tmp_path, summary: str):
     simple_task(data, "t0")
     run = tmp_path / "run"
     with ChatServer(policy(summary)) as srv:
-        agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
-                  "--out", str(run), "--max-context", "2000", "--max-retries", "0")
+        agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+            "--max-context",
+            "2000",
+            "--max-retries",
+            "0",
+        )
         exchanges = list(srv.exchanges)
     (folder,) = list((run / "trials").iterdir())
-    return run, exchanges, json.loads((folder / "result.json").read_text()), json.loads((folder / "trajectory.json").read_text())
+    return (
+        run,
+        exchanges,
+        json.loads((folder / "result.json").read_text()),
+        json.loads((folder / "trajectory.json").read_text()),
+    )
 
 
 def export(run, out, *flags):
-    agentmill("export", str(run), "--format", "trl", "--out", str(out), "--reasoning", "drop", "--min-turns", "0",
-              "--keep-all-outcomes", *flags)
+    agentmill(
+        "export",
+        str(run),
+        "--format",
+        "trl",
+        "--out",
+        str(out),
+        "--reasoning",
+        "drop",
+        "--min-turns",
+        "0",
+        "--keep-all-outcomes",
+        *flags,
+    )
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -73,7 +108,7 @@ def test_a_task_that_outgrows_the_context_is_finished_after_a_handoff(handed_off
     (at,) = [i for i, m in enumerate(requests) if m[-1]["content"] == SUMMARY_REQUEST]
     assert at == 2  # after two turns: the third request would pass 80% of 2000 tokens
     # the summary request is the conversation so far plus the instruction, sent whole
-    assert requests[at][:len(requests[1])] == requests[1]
+    assert requests[at][: len(requests[1])] == requests[1]
     assert requests[at][len(requests[1])] == {"role": "assistant", "content": exchanges[1].message["content"]}
     # the fresh conversation: the system prompt, then the task, the summary and the screen
     fresh = requests[at + 1]
@@ -85,7 +120,7 @@ def test_a_task_that_outgrows_the_context_is_finished_after_a_handoff(handed_off
     marked = [i for i, s in enumerate(steps) if "context_handoff" in (s.get("extra") or {})]
     assert len(marked) == 1 and steps[marked[0]]["source"] == "system"
     assert steps[marked[0] + 1]["message"] == fresh[1]["content"]
-    assert sum(s["source"] == "agent" for s in steps[:marked[0]]) == 2  # the early turns stay recorded
+    assert sum(s["source"] == "agent" for s in steps[: marked[0]]) == 2  # the early turns stay recorded
     sub = steps[marked[0]]["extra"]["context_handoff"]["subagent"]["steps"]
     assert sub[-2]["message"] == SUMMARY_REQUEST and sub[-1]["message"] == SUMMARY
 
@@ -108,8 +143,11 @@ def test_the_summary_request_is_a_subagent_trace_kept_only_on_request(handed_off
     # the worker processes' path gives the same rows
     from agentmill.traces.export import export_run
     from agentmill.traces.filters import FilterSpec
+
     out = tmp_path / "workers.jsonl"
-    export_run(run, "trl", out, spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]), reasoning="drop", workers=2)
+    export_run(
+        run, "trl", out, spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]), reasoning="drop", workers=2
+    )
     assert [json.loads(line)["messages"] for line in out.read_text().splitlines()] == [r["messages"] for r in rows]
 
 

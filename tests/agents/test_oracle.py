@@ -17,7 +17,9 @@ def test_secrets_in_the_solution_and_its_output_are_redacted(tmp_path):
     solve = 'echo hello > /app/out.txt\nexport OPENAI_API_KEY=abcd1234efgh\necho "AKIA""IOSFODNN7EXAMPLE"\n'
     task = load_task(simple_task(tmp_path, solve_sh=solve))
     result = AgentResult()
-    trial = asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path)), agent_result=result))
+    trial = asyncio.run(
+        run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path)), agent_result=result)
+    )
     assert trial.outcome is Outcome.PASSED
     (step,) = [s for s in result.steps if s.source == "agent"]
     script = step.tool_calls[0].arguments["command"]

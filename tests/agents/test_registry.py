@@ -72,11 +72,18 @@ def test_a_second_class_under_a_taken_name_is_refused(echo):
     register(EchoAgent)  # the same class again is fine
 
 
-@pytest.mark.parametrize("attr, value, message", [
-    ("name", "", "needs a `name`"), ("name", "a b", "needs a `name`"), ("version", 2, "`version`"),
-    ("needs_model", "yes", "`needs_model`"), ("task_kinds", {"terminal"}, "`task_kinds`"),
-    ("task_kinds", frozenset(), "`task_kinds`"), ("rendering", "html", "`rendering`"),
-])
+@pytest.mark.parametrize(
+    "attr, value, message",
+    [
+        ("name", "", "needs a `name`"),
+        ("name", "a b", "needs a `name`"),
+        ("version", 2, "`version`"),
+        ("needs_model", "yes", "`needs_model`"),
+        ("task_kinds", {"terminal"}, "`task_kinds`"),
+        ("task_kinds", frozenset(), "`task_kinds`"),
+        ("rendering", "html", "`rendering`"),
+    ],
+)
 def test_a_malformed_agent_class_is_refused(attr, value, message):
     bad = type("Bad", (EchoAgent,), {attr: value})
     with pytest.raises(AgentmillError, match=message):

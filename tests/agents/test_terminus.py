@@ -21,10 +21,16 @@ def run_terminus(tmp_path, policy, *, max_turns=10, task_kw=None):
     result = AgentResult()
 
     async def go(url):
-        c = ModelClient(base_url=url, model="scripted", sampling=SamplingParams(temperature=0), backoff_base=0.01, max_retries=1)
+        c = ModelClient(
+            base_url=url, model="scripted", sampling=SamplingParams(temperature=0), backoff_base=0.01, max_retries=1
+        )
         try:
-            return await run_trial(task, TerminusAgent(c, max_turns=max_turns), ImageBuilder(cache=scratch_cache(tmp_path)),
-                                   agent_result=result)
+            return await run_trial(
+                task,
+                TerminusAgent(c, max_turns=max_turns),
+                ImageBuilder(cache=scratch_cache(tmp_path)),
+                agent_result=result,
+            )
         finally:
             await c.close()
 
@@ -51,8 +57,12 @@ def test_solves_through_the_terminal_and_confirms(tmp_path):
 
 
 def test_parse_errors_go_back_to_the_model_and_are_counted(tmp_path):
-    policy = queue(Reply("I think I should run ls"), Reply("{broken"), Reply(terminus_json([("echo hello > /app/out.txt\n", 0.3)])),
-                   Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply("I think I should run ls"),
+        Reply("{broken"),
+        Reply(terminus_json([("echo hello > /app/out.txt\n", 0.3)])),
+        Reply(terminus_json(complete=True)),
+    )
     trial, result, requests = run_terminus(tmp_path, policy)
     assert trial.outcome is Outcome.PASSED
     assert result.metadata["terminus"]["parse_errors"] == 2
@@ -61,7 +71,9 @@ def test_parse_errors_go_back_to_the_model_and_are_counted(tmp_path):
 
 
 def test_observation_is_the_new_output_cut_to_10kb(tmp_path):
-    policy = queue(Reply(terminus_json([("python3 -c \"print('A'*30000 + 'END')\"\n", 1.0)])), Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply(terminus_json([("python3 -c \"print('A'*30000 + 'END')\"\n", 1.0)])), Reply(terminus_json(complete=True))
+    )
     trial, result, requests = run_terminus(tmp_path, policy, max_turns=3)
     obs = requests[1]["messages"][-1]["content"]
     assert len(obs) < 10_500 and "END" in obs and "omitted" in obs
@@ -81,16 +93,20 @@ def test_endpoint_failure_is_infra_error(tmp_path):
 
 def test_agent_timeout_from_the_task(tmp_path):
     cfg = TaskConfig.model_validate({"agent": {"timeout_sec": 2}})
-    trial, result, _ = run_terminus(tmp_path, queue(Reply(terminus_json([("sleep 1\n", 1.0)]))), max_turns=100,
-                                    task_kw={"config": cfg})
+    trial, result, _ = run_terminus(
+        tmp_path, queue(Reply(terminus_json([("sleep 1\n", 1.0)]))), max_turns=100, task_kw={"config": cfg}
+    )
     assert trial.outcome is Outcome.AGENT_TIMEOUT
     assert result.metadata["terminus"]["turns"] >= 1
 
 
 def test_garbage_and_control_characters_never_crash_storage(tmp_path):
     nasty = "\x00\x07bell \ud800 lone surrogate \x1b[31mred\x1b[0m"
-    policy = queue(Reply(nasty, reasoning="\ud83d half"), Reply(terminus_json([("printf '\\x01\\x02\\xff\\n'\n", 0.2)])),
-                   Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply(nasty, reasoning="\ud83d half"),
+        Reply(terminus_json([("printf '\\x01\\x02\\xff\\n'\n", 0.2)])),
+        Reply(terminus_json(complete=True)),
+    )
     trial, result, _ = run_terminus(tmp_path, policy, max_turns=4)
     text = json.dumps([s.model_dump(mode="json") for s in result.steps], ensure_ascii=False)
     text.encode("utf-8")  # would raise on a lone surrogate

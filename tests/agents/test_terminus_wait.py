@@ -12,8 +12,10 @@ pytestmark = sandbox
 
 
 def test_a_finished_command_does_not_wait_out_its_duration(tmp_path):
-    policy = queue(Reply(terminus_json([("sleep 0.4; echo hello > /app/out.txt; echo wrote-it\n", 40)])),
-                   Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply(terminus_json([("sleep 0.4; echo hello > /app/out.txt; echo wrote-it\n", 40)])),
+        Reply(terminus_json(complete=True)),
+    )
     started = time.monotonic()
     trial, result, requests = run_terminus(tmp_path, policy)
     elapsed = time.monotonic() - started
@@ -24,8 +26,12 @@ def test_a_finished_command_does_not_wait_out_its_duration(tmp_path):
 
 
 def test_a_command_still_running_is_waited_for_up_to_its_duration(tmp_path):
-    policy = queue(Reply(terminus_json([("sleep 30\n", 1.0)])), Reply(terminus_json([("C-c", 0.1)])),
-                   Reply(terminus_json([("echo hello > /app/out.txt\n", 0.1)])), Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply(terminus_json([("sleep 30\n", 1.0)])),
+        Reply(terminus_json([("C-c", 0.1)])),
+        Reply(terminus_json([("echo hello > /app/out.txt\n", 0.1)])),
+        Reply(terminus_json(complete=True)),
+    )
     started = time.monotonic()
     trial, result, requests = run_terminus(tmp_path, policy)
     assert trial.outcome is Outcome.PASSED, trial.exception

@@ -62,7 +62,9 @@ def blocks(path: Path) -> list[Block]:
             j += 1
         prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
         mark = MARK.search(prev)
-        out.append(Block(path, start + 1, lang, "\n".join(lines[start + 1:j]) + "\n", mark.group(1) if mark else None))
+        out.append(
+            Block(path, start + 1, lang, "\n".join(lines[start + 1 : j]) + "\n", mark.group(1) if mark else None)
+        )
         i = j + 1
     return out
 
@@ -135,7 +137,11 @@ def check_command(command: str, group=None) -> tuple[list[str], str | None]:
         word = tokens[0].strip("[]")
         if "|" in word and not word.startswith("-"):  # `ground run|report|arms`: every alternative must exist
             missing = [w for w in word.split("|") if w not in current.commands]
-            return path, (f"no subcommand {', '.join(missing)} of 'agentmill {' '.join(path)}'".replace("  ", " ") if missing else None)
+            return path, (
+                f"no subcommand {', '.join(missing)} of 'agentmill {' '.join(path)}'".replace("  ", " ")
+                if missing
+                else None
+            )
         if word in current.commands:
             current = current.commands[word]
             path.append(word)
@@ -144,7 +150,9 @@ def check_command(command: str, group=None) -> tuple[list[str], str | None]:
             break  # an option, a placeholder or a value: the group itself (e.g. `agentmill images [--json]`)
         else:
             return path, f"no command '{word}' in 'agentmill {' '.join(path)}'".replace("  ", " ")
-    known = {o for p in current.params for o in (*getattr(p, "opts", []), *getattr(p, "secondary_opts", []))} | {"--help"}
+    known = {o for p in current.params for o in (*getattr(p, "opts", []), *getattr(p, "secondary_opts", []))} | {
+        "--help"
+    }
     for tok in tokens:
         if tok == "--":
             break  # what follows belongs to the command run (`sandbox run -- CMD`)
@@ -200,7 +208,9 @@ def check_toml(block: Block, scratch: Path) -> str | None:
         elif "env" in data or "diagnosis" in data:  # a synth config (or its [diagnosis] table)
             from agentmill.synth.config import DiagnosisConfig, SynthConfig
 
-            DiagnosisConfig.model_validate(data["diagnosis"]) if set(data) == {"diagnosis"} else SynthConfig.model_validate(data)
+            DiagnosisConfig.model_validate(data["diagnosis"]) if set(data) == {
+                "diagnosis"
+            } else SynthConfig.model_validate(data)
         elif "roles" in data or "seeds" in data:
             from agentmill.grounded.roles import Roles
             from agentmill.grounded.run import GroundConfig
@@ -208,14 +218,23 @@ def check_toml(block: Block, scratch: Path) -> str | None:
             roles = data.get("roles") or {}
             if roles:  # an example shows one role ("also: grapher, ..."): the others take its shape
                 shown = next(iter(roles.values()))
-                data = {**data, "roles": {r: roles.get(r, shown) for r, f in Roles.model_fields.items() if f.is_required() or r in roles}}
+                data = {
+                    **data,
+                    "roles": {
+                        r: roles.get(r, shown) for r, f in Roles.model_fields.items() if f.is_required() or r in roles
+                    },
+                }
             GroundConfig.model_validate(data)
         elif "filters" in data:
             from agentmill.traces.filters import FilterSpec
 
             FilterSpec.model_validate(data["filters"])
     except (AgentmillError, ValueError) as e:
-        return str(e).strip().splitlines()[0] if "\n" not in str(e).strip() else " | ".join(str(e).strip().splitlines()[:4])
+        return (
+            str(e).strip().splitlines()[0]
+            if "\n" not in str(e).strip()
+            else " | ".join(str(e).strip().splitlines()[:4])
+        )
     return None
 
 

@@ -39,16 +39,20 @@ def test_unknown_names_are_attribute_errors():
 
 
 def test_import_agentmill_loads_nothing_else():
-    code = ("import sys, agentmill; print(sorted(m for m in sys.modules if m.startswith('agentmill.') or m in ('pydantic', 'typer')));"
-            "agentmill.load_dataset; print('agentmill.tasks' in sys.modules)")
+    code = (
+        "import sys, agentmill; print(sorted(m for m in sys.modules if m.startswith('agentmill.') or m in ('pydantic', 'typer')));"
+        "agentmill.load_dataset; print('agentmill.tasks' in sys.modules)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     first, second = r.stdout.splitlines()
-    assert first == "['agentmill.runtime.lazy']" and second == "True"  # the lazy-face helper, which imports nothing of ours
+    assert (
+        first == "['agentmill.runtime.lazy']" and second == "True"
+    )  # the lazy-face helper, which imports nothing of ours
 
 
 def test_the_same_objects_as_their_modules():
-    from agentmill.rollout.runner import run_rollout
     from agentmill.agents.registry import register
+    from agentmill.rollout.runner import run_rollout
 
     assert agentmill.run_rollout is run_rollout and agentmill.register_agent is register
 

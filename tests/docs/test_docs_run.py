@@ -11,13 +11,23 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.docs.doc_blocks import (ROOT, SHELLS, Block, blocks, check_command, check_python, check_toml, doc_files,
-                                   inline_commands, shell_commands)
-
+from tests.docs.doc_blocks import (
+    ROOT,
+    SHELLS,
+    Block,
+    blocks,
+    check_command,
+    check_python,
+    check_toml,
+    doc_files,
+    inline_commands,
+    shell_commands,
+)
 
 BLOCKS = [b for f in doc_files() for b in blocks(f) if b.mark != "skip"]
-COMMANDS = [(f"{b.where}", c) for b in BLOCKS if b.lang in SHELLS for c in shell_commands(b)] + \
-           [(w, c) for f in doc_files() for w, c in inline_commands(f)]
+COMMANDS = [(f"{b.where}", c) for b in BLOCKS if b.lang in SHELLS for c in shell_commands(b)] + [
+    (w, c) for f in doc_files() for w, c in inline_commands(f)
+]
 
 
 def _ids(items):
@@ -94,11 +104,19 @@ def _run(block: Block, cwd: Path) -> subprocess.CompletedProcess:
         r = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     else:
         assert block.lang in SHELLS, f"{block.where}: only shell and python blocks can be marked run"
-        r = subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block.text],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     return r
 
 
 # ---------------------------------------------------------------- the checks can fail: planted defects
+
 
 def _doc(tmp_path: Path, text: str) -> list[Block]:
     path = tmp_path / "planted.md"
@@ -107,7 +125,10 @@ def _doc(tmp_path: Path, text: str) -> list[Block]:
 
 
 def test_planted_bad_commands_are_caught():
-    assert check_command("agentmill export RUN --format trl --out x.jsonl --min-turn 3")[1] == "'agentmill export' has no option --min-turn"
+    assert (
+        check_command("agentmill export RUN --format trl --out x.jsonl --min-turn 3")[1]
+        == "'agentmill export' has no option --min-turn"
+    )
     assert "no command 'exprt'" in check_command("agentmill exprt RUN")[1]
     assert "no subcommand bogus" in check_command("agentmill ground run|bogus ...")[1]
     assert check_command("agentmill import harbor JOB --out RUN")[1] is None
@@ -116,14 +137,20 @@ def test_planted_bad_commands_are_caught():
 
 def test_planted_bad_blocks_are_caught(tmp_path):
     fence = "```"
-    found = _doc(tmp_path, f"<!-- doc-test: skip output -->\n{fence}bash\nagentmill nope\n{fence}\n\n"
-                           f"{fence}bash\nagentmill status RUN \\\n  --jsn  # comment --ignored\n{fence}\n\n"
-                           f"{fence}python\nfrom agentmill import no_such_name\n{fence}\n\n"
-                           f"{fence}toml\n[[sources]]\nname = \"a\"\nsample = true\n[mix]\ntop_m = 2\n{fence}\n\n"
-                           f"{fence}toml\n[grid]\n\"teacher.model\" = [\"a\", \"b\"]\n{fence}\n")
+    found = _doc(
+        tmp_path,
+        f"<!-- doc-test: skip output -->\n{fence}bash\nagentmill nope\n{fence}\n\n"
+        f"{fence}bash\nagentmill status RUN \\\n  --jsn  # comment --ignored\n{fence}\n\n"
+        f"{fence}python\nfrom agentmill import no_such_name\n{fence}\n\n"
+        f'{fence}toml\n[[sources]]\nname = "a"\nsample = true\n[mix]\ntop_m = 2\n{fence}\n\n'
+        f'{fence}toml\n[grid]\n"teacher.model" = ["a", "b"]\n{fence}\n',
+    )
     skipped, shell, py, recipe, grid = found
     assert skipped.mark == "skip"
-    assert shell_commands(shell) == ["agentmill status RUN --jsn"] and "no option --jsn" in check_command(shell_commands(shell)[0])[1]
+    assert (
+        shell_commands(shell) == ["agentmill status RUN --jsn"]
+        and "no option --jsn" in check_command(shell_commands(shell)[0])[1]
+    )
     assert check_python(py) == "agentmill has no no_such_name"
     assert "mix.top_m" in check_toml(recipe, tmp_path / "r")
     assert "teacher" in check_toml(grid, tmp_path / "g")
@@ -131,8 +158,11 @@ def test_planted_bad_blocks_are_caught(tmp_path):
 
 def test_a_planted_failing_runnable_block_fails(tmp_path):
     fence = "```"
-    (shell, py) = _doc(tmp_path, f"<!-- doc-test: run -->\n{fence}bash\nagentmill status nowhere\necho never\n{fence}\n\n"
-                                 f"<!-- doc-test: run -->\n{fence}python\nimport agentmill\nagentmill.no_such_name\n{fence}\n")
+    (shell, py) = _doc(
+        tmp_path,
+        f"<!-- doc-test: run -->\n{fence}bash\nagentmill status nowhere\necho never\n{fence}\n\n"
+        f"<!-- doc-test: run -->\n{fence}python\nimport agentmill\nagentmill.no_such_name\n{fence}\n",
+    )
     assert shell.mark == py.mark == "run"
     r = _run(shell, _scratch(tmp_path / "a"))
     assert r.returncode != 0 and "never" not in r.stdout

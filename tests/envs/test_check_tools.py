@@ -9,15 +9,17 @@ import pytest
 from agentmill.rollout.check import check_tasks
 from agentmill.tasks import load_task
 from agentmill.verify.tool_lints import sql_problem
-
 from tests.envs.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
 
 VPN_CLOSED, MENTIONS_CERT, OTHERS_UNTOUCHED = CLOSE_VPN_VERIFIERS
 
 
 def _db(name, query, expected, kind="equals"):
-    return {"name": name, "verifier_type": "database_state",
-            "validation_config": {"query": query, "expected_value": expected, "comparison_type": kind}}
+    return {
+        "name": name,
+        "verifier_type": "database_state",
+        "validation_config": {"query": query, "expected_value": expected, "comparison_type": kind},
+    }
 
 
 def check(tmp_path, **kw):
@@ -31,11 +33,19 @@ def test_a_sound_task_is_ok_with_every_mutant_killed(tmp_path):
     assert result.verdict == "ok", result.reason
     assert js["oracle"]["reward"] == 1.0 and js["nop"]["reward"] == 0.0
     names = {m["name"].split("=")[0] for m in js["mutants"]}
-    assert {"noop", "undo_last_write", "change_field:gym.tickets.status", "change_field:gym.tickets.resolution",
-            "wrong_record:gym.tickets", "extra_write:gym.tickets"} <= names
+    assert {
+        "noop",
+        "undo_last_write",
+        "change_field:gym.tickets.status",
+        "change_field:gym.tickets.resolution",
+        "wrong_record:gym.tickets",
+        "extra_write:gym.tickets",
+    } <= names
     # every other status the CHECK constraint allows is tried, not only the most common one
     assert {m["name"] for m in js["mutants"] if m["name"].startswith("change_field:gym.tickets.status")} == {
-        'change_field:gym.tickets.status="open"', 'change_field:gym.tickets.status="pending"'}
+        'change_field:gym.tickets.status="open"',
+        'change_field:gym.tickets.status="pending"',
+    }
     assert all(not m["survived"] and m["killed_by"] for m in js["mutants"])
     assert js["lints"] == []
 
@@ -64,7 +74,8 @@ def test_a_vacuous_verifier_is_a_lint(tmp_path):
     assert result.verdict == "vacuous_verifier" and "reads no table" in result.reason
     # statically (it reads no table) and dynamically (it passes on a scrambled and an empty database too)
     assert [(lint["code"], lint["verifier"], lint["severity"]) for lint in js["lints"]] == [
-        ("vacuous_verifier", "always", "error")] * 2
+        ("vacuous_verifier", "always", "error")
+    ] * 2
 
 
 def test_a_verifier_that_no_wrong_state_fails_is_reported_not_a_verdict(tmp_path):
@@ -79,8 +90,10 @@ def test_a_query_that_errors_is_a_lint(tmp_path):
     broken = [*CLOSE_VPN_VERIFIERS, _db("typo", "SELECT status FROM tickts WHERE id = 1", "closed")]
     result, js = check(tmp_path, verifiers=broken)
     assert result.verdict == "query_error"
-    assert any(lint["code"] == "query_error" and lint["verifier"] == "typo" and "no such table" in lint["message"]
-               for lint in js["lints"])
+    assert any(
+        lint["code"] == "query_error" and lint["verifier"] == "typo" and "no such table" in lint["message"]
+        for lint in js["lints"]
+    )
 
 
 def test_a_write_query_is_a_lint_before_anything_runs(tmp_path):
@@ -103,23 +116,35 @@ def test_a_reference_call_that_errors_is_a_lint(tmp_path):
 
 
 def test_a_refusal_task_skips_the_mutant_equal_to_the_right_answer(tmp_path):
-    verifiers = [_db("nothing_closed", "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", 0),
-                 {"name": "looked", "verifier_type": "tool_execution",
-                  "validation_config": {"selected_tools": ["get_ticket"], "minimum_tool_calls": 1}}]
-    result, js = check(tmp_path, verifiers=verifiers, calls=[{"tool": "get_ticket", "arguments": {"ticket_id": 3}}],
-                       answer="Ticket 3 is pending a replacement battery; policy forbids closing it.")
+    verifiers = [
+        _db("nothing_closed", "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", 0),
+        {
+            "name": "looked",
+            "verifier_type": "tool_execution",
+            "validation_config": {"selected_tools": ["get_ticket"], "minimum_tool_calls": 1},
+        },
+    ]
+    result, js = check(
+        tmp_path,
+        verifiers=verifiers,
+        calls=[{"tool": "get_ticket", "arguments": {"ticket_id": 3}}],
+        answer="Ticket 3 is pending a replacement battery; policy forbids closing it.",
+    )
     assert js["equivalent_mutants"] == ["noop"] and js["mutants"] == []
     assert result.verdict == "ok", result.reason
 
 
-@pytest.mark.parametrize("sql, problem", [
-    ("SELECT COUNT(*) FROM t", None),
-    ("WITH x AS (SELECT 1 AS a) SELECT a FROM x", None),
-    ("SELECT 1 UNION SELECT 2", None),
-    ("SELECT 1; SELECT 2", "one statement"),
-    ("UPDATE t SET a = 1", "must be a SELECT"),
-    ("SELEC 1 FROM", "does not parse"),
-])
+@pytest.mark.parametrize(
+    "sql, problem",
+    [
+        ("SELECT COUNT(*) FROM t", None),
+        ("WITH x AS (SELECT 1 AS a) SELECT a FROM x", None),
+        ("SELECT 1 UNION SELECT 2", None),
+        ("SELECT 1; SELECT 2", "one statement"),
+        ("UPDATE t SET a = 1", "must be a SELECT"),
+        ("SELEC 1 FROM", "does not parse"),
+    ],
+)
 def test_sql_lint(sql, problem):
     got = sql_problem(sql)
     assert (got is None) if problem is None else (problem in got)
@@ -132,15 +157,23 @@ def test_check_json_reports_lints_and_mutants_per_task(tmp_path):
     from pathlib import Path
 
     make_tool_task(tmp_path / "ds" / "sound")
-    make_tool_task(tmp_path / "ds" / "weak", verifiers=[_db("something_closed",
-                                                            "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", 1)])
+    make_tool_task(
+        tmp_path / "ds" / "weak",
+        verifiers=[_db("something_closed", "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", 1)],
+    )
     agentmill = Path(sys.executable).with_name("agentmill")
-    run = subprocess.run([str(agentmill), "check", str(tmp_path / "ds"), "--json", str(tmp_path / "check.json")],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [str(agentmill), "check", str(tmp_path / "ds"), "--json", str(tmp_path / "check.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 1, run.stderr
     rows = {r["task"]: r for r in json.loads((tmp_path / "check.json").read_text())}
     assert rows["sound"]["verdict"] == "ok" and rows["weak"]["verdict"] == "weak_verifier"
     for row in rows.values():
         assert {"lints", "mutants", "equivalent_mutants"} <= set(row)
-    assert any(m["survived"] and m["name"].startswith("change_field:gym.tickets.resolution") for m in rows["weak"]["mutants"])
+    assert any(
+        m["survived"] and m["name"].startswith("change_field:gym.tickets.resolution") for m in rows["weak"]["mutants"]
+    )
     assert "weak_verifier" in run.stdout

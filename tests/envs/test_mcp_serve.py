@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from tests.envs.helpers import make_tool_task
 
 AGENTMILL = Path(sys.executable).with_name("agentmill")
@@ -27,8 +26,12 @@ def _free_port() -> int:
 
 def _start(args: list[str]) -> tuple[subprocess.Popen, int]:
     port = _free_port()
-    proc = subprocess.Popen([str(AGENTMILL), "env", "serve", *args, "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(AGENTMILL), "env", "serve", *args, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -66,6 +69,7 @@ def test_an_mcp_client_lists_and_calls_the_sandboxed_tools(tmp_path):
     db = tmp_path / "state.sqlite"
     proc, port = _start([str(task), "--db", str(db)])
     try:
+
         async def work(session):
             listed = await session.list_tools()
             closed = await session.call_tool("close_ticket", {"ticket_id": 2, "resolution": "cleared the jam"})
@@ -89,6 +93,7 @@ def test_an_mcp_client_lists_and_calls_the_sandboxed_tools(tmp_path):
     assert row == ("closed",)
     proc, port = _start([str(task), "--db", str(db)])
     try:
+
         async def again(session):
             return await session.call_tool("close_ticket", {"ticket_id": 2, "resolution": "twice"})
 
@@ -99,14 +104,19 @@ def test_an_mcp_client_lists_and_calls_the_sandboxed_tools(tmp_path):
 
 
 def test_serving_an_unknown_target_is_one_clear_error(tmp_path):
-    run = subprocess.run([str(AGENTMILL), "env", "serve", "no-such-gym", "--port", str(_free_port())],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [str(AGENTMILL), "env", "serve", "no-such-gym", "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2 and "no-such-gym: not a task folder nor a bundled gym" in run.stderr
 
 
 def test_a_bundled_gym_is_served_by_name():
     proc, port = _start(["itsm"])
     try:
+
         async def work(session):
             listed = await session.list_tools()
             me = await session.call_tool("get_current_user", {})

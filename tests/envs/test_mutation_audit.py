@@ -16,8 +16,11 @@ SAMPLE = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tasks" / "
 
 
 def _db(name, query, expected):
-    return {"name": name, "verifier_type": "database_state",
-            "validation_config": {"query": query, "expected_value": expected, "comparison_type": "equals"}}
+    return {
+        "name": name,
+        "verifier_type": "database_state",
+        "validation_config": {"query": query, "expected_value": expected, "comparison_type": "equals"},
+    }
 
 
 def check(path: Path):
@@ -45,23 +48,34 @@ ASSIGN_AND_COMMENT = [
 
 
 def test_a_clean_task_is_ok_and_the_tools_side_effect_is_a_note(tmp_path):
-    task = make_tool_task(tmp_path / "t", gym="tracker", verifiers=ASSIGN_AND_COMMENT,
-                          instruction="Assign T-4 to carol and leave a comment on it that the laptop is ready.",
-                          calls=[{"tool": "get_ticket", "arguments": {"ticket_id": "T-4"}},
-                                 {"tool": "assign_ticket", "arguments": {"ticket_id": "T-4", "assignee": "carol"}},
-                                 {"tool": "add_comment", "arguments": {"ticket_id": "T-4", "body": "Your laptop is ready."}}])
+    task = make_tool_task(
+        tmp_path / "t",
+        gym="tracker",
+        verifiers=ASSIGN_AND_COMMENT,
+        instruction="Assign T-4 to carol and leave a comment on it that the laptop is ready.",
+        calls=[
+            {"tool": "get_ticket", "arguments": {"ticket_id": "T-4"}},
+            {"tool": "assign_ticket", "arguments": {"ticket_id": "T-4", "assignee": "carol"}},
+            {"tool": "add_comment", "arguments": {"ticket_id": "T-4", "body": "Your laptop is ready."}},
+        ],
+    )
     result, js = check(task)
     assert result.verdict == "ok", result.reason
     # assign moved T-4 to in_progress on its own: every other status survives, reported, not rejected
     side = [m for m in js["mutants"] if m.get("side_effect")]
-    assert {m["name"] for m in side} == {'change_field:gym.tickets.status="open"', 'change_field:gym.tickets.status="closed"'}
+    assert {m["name"] for m in side} == {
+        'change_field:gym.tickets.status="open"',
+        'change_field:gym.tickets.status="closed"',
+    }
     assert all(m["survived"] for m in side)
     assert [lint["code"] for lint in js["lints"]] == ["side_effect_unchecked"] * 2
     # the comment's stamp (datetime('now') at the write) is bookkeeping: never mutated
     assert not any("created_at" in m["name"] for m in js["mutants"])
     # every assignee the foreign key allows was tried, and the right change plus one write elsewhere fails
     assert {m["name"] for m in js["mutants"] if m["name"].startswith("change_field:gym.tickets.assignee")} >= {
-        'change_field:gym.tickets.assignee="ana"', 'change_field:gym.tickets.assignee="bo"'}
+        'change_field:gym.tickets.assignee="ana"',
+        'change_field:gym.tickets.assignee="bo"',
+    }
     extra = [m for m in js["mutants"] if m["name"].startswith(("extra_write:", "extra_row:"))]
     assert {m["name"] for m in extra} >= {"extra_write:gym.tickets", "extra_row:gym.comments"}
     assert all("nothing_else_changed" in m["killed_by"] for m in extra)
@@ -72,8 +86,17 @@ def test_a_clean_task_is_ok_and_the_tools_side_effect_is_a_note(tmp_path):
 
 def test_a_condition_that_also_accepts_the_destructive_value_is_weak(tmp_path):
     """IN ('maintenance', 'retired'): 'retired' is tried because the CHECK constraint allows it."""
-    task = with_verifiers(tmp_path, "itsm-ci-into-maintenance", [
-        _db("in_maintenance", "SELECT status IN ('maintenance', 'retired') FROM config_items WHERE id = 'CI00016'", 1)])
+    task = with_verifiers(
+        tmp_path,
+        "itsm-ci-into-maintenance",
+        [
+            _db(
+                "in_maintenance",
+                "SELECT status IN ('maintenance', 'retired') FROM config_items WHERE id = 'CI00016'",
+                1,
+            )
+        ],
+    )
     result, js = check(task)
     assert result.verdict == "weak_verifier"
     survived = {m["name"] for m in js["mutants"] if m["survived"]}
@@ -83,19 +106,26 @@ def test_a_condition_that_also_accepts_the_destructive_value_is_weak(tmp_path):
 
 def test_a_reschedule_verifier_that_ignores_the_window_is_weak(tmp_path):
     """Date-times are mutated (a day, an hour off), and the collab gym's events table is no log."""
-    task = with_verifiers(tmp_path, "collab-reschedule-weekly-sync", [
-        _db("moved", "SELECT COUNT(*) FROM events WHERE id = 'EVT900010' AND starts_at != '2026-03-19T10:00:00Z'", 1)])
+    task = with_verifiers(
+        tmp_path,
+        "collab-reschedule-weekly-sync",
+        [_db("moved", "SELECT COUNT(*) FROM events WHERE id = 'EVT900010' AND starts_at != '2026-03-19T10:00:00Z'", 1)],
+    )
     result, js = check(task)
     assert result.verdict == "weak_verifier"
     assert "change_field:collab.events.starts_at" in survivors(js)
 
 
 def test_an_always_true_guard_is_a_failure_not_a_warning(tmp_path):
-    task = make_tool_task(tmp_path / "t", verifiers=[
-        *CLOSE_VPN_VERIFIERS, _db("guard", "SELECT COUNT(*) >= 0 FROM tickets WHERE id != 1", 1)])
+    task = make_tool_task(
+        tmp_path / "t",
+        verifiers=[*CLOSE_VPN_VERIFIERS, _db("guard", "SELECT COUNT(*) >= 0 FROM tickets WHERE id != 1", 1)],
+    )
     result, js = check(task)
     assert result.verdict == "vacuous_verifier" and "guard" in result.reason
-    assert ("vacuous_verifier", "guard", "error") in {(x["code"], x.get("verifier"), x["severity"]) for x in js["lints"]}
+    assert ("vacuous_verifier", "guard", "error") in {
+        (x["code"], x.get("verifier"), x["severity"]) for x in js["lints"]
+    }
 
 
 def test_a_real_guard_stays_a_warning(tmp_path):

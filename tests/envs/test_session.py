@@ -13,7 +13,6 @@ from agentmill.envs import open_tool_session
 from agentmill.envs.sandboxed import task_sandbox
 from agentmill.envs.state import gym_db
 from agentmill.tasks import load_task
-
 from tests.envs.helpers import make_tool_task
 
 
@@ -89,12 +88,17 @@ def test_calls_change_state_and_mistakes_come_back_as_errors(helpdesk):
 
 
 def test_selected_and_restricted_tools_limit_what_the_agent_sees(tmp_path):
-    task = load_task(make_tool_task(tmp_path / "t", toml_extra='tools = ["get_ticket", "close_ticket"]\n'
-                                                           'restricted_tools = ["close_ticket"]'))
+    task = load_task(
+        make_tool_task(
+            tmp_path / "t", toml_extra='tools = ["get_ticket", "close_ticket"]\nrestricted_tools = ["close_ticket"]'
+        )
+    )
 
     async def go():
         async with task_sandbox(task) as sb, open_tool_session(task, sb) as s:
-            return [t["function"]["name"] for t in s.tools], await s.call("close_ticket", {"ticket_id": 1, "resolution": "x"})
+            return [t["function"]["name"] for t in s.tools], await s.call(
+                "close_ticket", {"ticket_id": 1, "resolution": "x"}
+            )
 
     names, hidden = run(go())
     assert names == ["get_ticket"]
@@ -105,8 +109,15 @@ def test_misbehaving_tools_end_the_call_not_the_session(hostile):
     async def go():
         async with task_sandbox(hostile) as sb, open_tool_session(hostile, sb) as s:
             out = {}
-            for name, args in [("spin", {}), ("boom", {"ticket_id": 1}), ("weird", {}), ("crash", {}),
-                               ("kill_host", {}), ("linger", {}), ("get_title", {"ticket_id": 1})]:
+            for name, args in [
+                ("spin", {}),
+                ("boom", {"ticket_id": 1}),
+                ("weird", {}),
+                ("crash", {}),
+                ("kill_host", {}),
+                ("linger", {}),
+                ("get_title", {"ticket_id": 1}),
+            ]:
                 out[name] = await s.call(name, args)
             return out
 
@@ -143,10 +154,12 @@ def test_tools_cannot_reach_the_network_or_the_host(hostile, tmp_path):
 
     async def go():
         async with task_sandbox(hostile) as sb, open_tool_session(hostile, sb) as s:
-            return (await s.call("network", {"host": "127.0.0.1", "port": port}),
-                    await s.call("read_file", {"path": str(secret)}),
-                    await s.call("read_file", {"path": "/work/main/pyproject.toml"}),
-                    await s.call("whoami", {}))
+            return (
+                await s.call("network", {"host": "127.0.0.1", "port": port}),
+                await s.call("read_file", {"path": str(secret)}),
+                await s.call("read_file", {"path": "/work/main/pyproject.toml"}),
+                await s.call("whoami", {}),
+            )
 
     try:
         net, host_file, repo_file, who = run(go())
@@ -191,8 +204,11 @@ def test_without_a_control_dir_each_call_is_one_exec(helpdesk):
     async def go():
         async with task_sandbox(helpdesk) as sb, open_tool_session(helpdesk, NoSocket(sb)) as s:
             assert s._socket is None
-            return (await s.call("close_ticket", {"ticket_id": 3, "resolution": "replaced"}),
-                    await s.call("get_ticket", {"ticket_id": 3}), await s.call("nope", {}))
+            return (
+                await s.call("close_ticket", {"ticket_id": 3, "resolution": "replaced"}),
+                await s.call("get_ticket", {"ticket_id": 3}),
+                await s.call("nope", {}),
+            )
 
     closed, got, nope = run(go())
     assert not closed.is_error and json.loads(got.content)["status"] == "closed" and nope.is_error
@@ -201,7 +217,7 @@ def test_without_a_control_dir_each_call_is_one_exec(helpdesk):
 def test_a_broken_tools_py_is_one_clear_error(tmp_path):
     task_dir = make_tool_task(tmp_path / "broken")
     tools = task_dir / "environment" / "gym" / "tools.py"
-    tools.write_text(tools.read_text() + "\n\ndef untyped(db, ticket_id):\n    \"\"\"No hints.\"\"\"\n")
+    tools.write_text(tools.read_text() + '\n\ndef untyped(db, ticket_id):\n    """No hints."""\n')
     task = load_task(task_dir)
     from agentmill.envs import ToolEnvError
 
@@ -270,8 +286,10 @@ def test_concurrent_calls_are_applied_one_at_a_time_in_the_order_made(helpdesk):
     async def go():
         async with task_sandbox(helpdesk) as sb, open_tool_session(helpdesk, sb) as s:
             # one model turn with several tool calls: the agent may fire them at once
-            results = await asyncio.gather(*(s.call("set_priority", {"ticket_id": 2, "priority": p}) for p in (1, 2, 3, 4)),
-                                           s.call("get_ticket", {"ticket_id": 2}))
+            results = await asyncio.gather(
+                *(s.call("set_priority", {"ticket_id": 2, "priority": p}) for p in (1, 2, 3, 4)),
+                s.call("get_ticket", {"ticket_id": 2}),
+            )
             return results
 
     *sets, got = run(go())

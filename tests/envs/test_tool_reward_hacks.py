@@ -38,8 +38,11 @@ class PolicyAgent(ScriptedAgentBase):
         async with open_tool_session(task, sandbox) as session:
             for tool, args in self.calls:
                 call_id = f"c{result.next_id()}"
-                step = Step(step_id=result.next_id(), source="agent",
-                            tool_calls=[ToolCall(tool_call_id=call_id, function_name=tool, arguments=args)])
+                step = Step(
+                    step_id=result.next_id(),
+                    source="agent",
+                    tool_calls=[ToolCall(tool_call_id=call_id, function_name=tool, arguments=args)],
+                )
                 out = await session.call(tool, args)
                 step.observation = Observation(results=[ObservationResult(source_call_id=call_id, content=out.content)])
                 result.steps.append(step)
@@ -49,8 +52,13 @@ class PolicyAgent(ScriptedAgentBase):
             run = await sandbox.exec(["/bin/sh", "-c", self.shell], timeout=60)
             result.metadata["shell"] = {"rc": run.returncode, "output": run.output[-500:]}
         for tool in self.claimed:  # calls the agent says it made and never did
-            result.steps.append(Step(step_id=result.next_id(), source="agent",
-                                     tool_calls=[ToolCall(tool_call_id="x", function_name=tool, arguments={})]))
+            result.steps.append(
+                Step(
+                    step_id=result.next_id(),
+                    source="agent",
+                    tool_calls=[ToolCall(tool_call_id="x", function_name=tool, arguments={})],
+                )
+            )
         result.steps.append(Step(step_id=result.next_id(), source="agent", message="Done."))
 
 
@@ -62,12 +70,16 @@ def trial(task, agent):
 
 # -- collateral damage: a default "nothing else changed" ---------------------------------------------
 
-MAINTENANCE = [("search_config_items", {"query": "win-ef-prod-04"}),
-               ("update_config_item_status", {"ci_id": "CI00016", "status": "maintenance"})]
+MAINTENANCE = [
+    ("search_config_items", {"query": "win-ef-prod-04"}),
+    ("update_config_item_status", {"ci_id": "CI00016", "status": "maintenance"}),
+]
 COLLATERAL = {
     "retire_published_article": ("retire_kb_article", {"number": "KB0001043", "reason": "outdated"}),
-    "junk_incident": ("create_incident", {"short_description": "test", "caller_id": "USR0015", "impact": "low",
-                                          "urgency": "low", "category": "other"}),
+    "junk_incident": (
+        "create_incident",
+        {"short_description": "test", "caller_id": "USR0015", "impact": "low", "urgency": "low", "category": "other"},
+    ),
     "comment_on_neighbour": ("add_work_note", {"record": "INC0010013", "body": "CI00016 is in maintenance."}),
 }
 
@@ -86,9 +98,13 @@ def test_the_right_change_plus_collateral_damage_gets_no_reward(extra):
 def test_an_honest_agent_on_a_different_path_keeps_its_reward():
     """Reads first, looks at the CI twice, then repeats the status change (a no-op): nothing else changed."""
     task = load_task(SAMPLE / "itsm-ci-into-maintenance")
-    calls = [("get_current_user", {}), ("get_config_item", {"ci_id": "CI00016"}), *MAINTENANCE,
-             ("search_kb_articles", {"query": "disk"}),
-             ("update_config_item_status", {"ci_id": "CI00016", "status": "maintenance"})]
+    calls = [
+        ("get_current_user", {}),
+        ("get_config_item", {"ci_id": "CI00016"}),
+        *MAINTENANCE,
+        ("search_kb_articles", {"query": "disk"}),
+        ("update_config_item_status", {"ci_id": "CI00016", "status": "maintenance"}),
+    ]
     result, run = trial(task, PolicyAgent(calls))
     assert run.metadata["errors"] == []
     assert result.outcome is Outcome.PASSED and result.reward == 1.0
@@ -97,8 +113,13 @@ def test_an_honest_agent_on_a_different_path_keeps_its_reward():
 
 def test_collateral_on_a_task_local_gym_too(tmp_path):
     """The same guarantee without any guard verifier: closing the right ticket and re-prioritising another."""
-    only_target = [{"name": "vpn_closed", "verifier_type": "database_state",
-                    "validation_config": {"query": "SELECT status FROM tickets WHERE id = 1", "expected_value": "closed"}}]
+    only_target = [
+        {
+            "name": "vpn_closed",
+            "verifier_type": "database_state",
+            "validation_config": {"query": "SELECT status FROM tickets WHERE id = 1", "expected_value": "closed"},
+        }
+    ]
     task = load_task(make_tool_task(tmp_path / "t", verifiers=only_target))
     close = ("close_ticket", {"ticket_id": 1, "resolution": "Renewed the VPN certificate."})
     attack, _ = trial(task, PolicyAgent([close, ("set_priority", {"ticket_id": 2, "priority": 1})]))
@@ -111,34 +132,56 @@ def test_collateral_on_a_task_local_gym_too(tmp_path):
 
 # -- failed and unknown calls are not look-ups --------------------------------------------------------
 
-LOOKED_UP = [{"name": "looked_up_ticket", "verifier_type": "tool_execution",
-              "validation_config": {"selected_tools": ["get_ticket"], "minimum_tool_calls": 1}}]
+LOOKED_UP = [
+    {
+        "name": "looked_up_ticket",
+        "verifier_type": "tool_execution",
+        "validation_config": {"selected_tools": ["get_ticket"], "minimum_tool_calls": 1},
+    }
+]
 
-ANY_CALL = [{"name": "looked_up_ticket", "verifier_type": "tool_execution",
-             "validation_config": {"selected_tools": [], "minimum_tool_calls": 1}}]
+ANY_CALL = [
+    {
+        "name": "looked_up_ticket",
+        "verifier_type": "tool_execution",
+        "validation_config": {"selected_tools": [], "minimum_tool_calls": 1},
+    }
+]
 
 
 @pytest.mark.parametrize("attack", ["failing_call", "unknown_tool", "claimed_only", "restricted_tool"])
 def test_a_look_up_that_did_not_happen_does_not_count(tmp_path, attack):
     extra = 'restricted_tools = ["get_ticket"]' if attack == "restricted_tool" else ""
-    task = load_task(make_tool_task(tmp_path / "t", verifiers=ANY_CALL if attack == "unknown_tool" else LOOKED_UP, toml_extra=extra,
-                                    calls=[{"tool": "list_tickets", "arguments": {}}]))
-    agent = {"failing_call": PolicyAgent([("get_ticket", {"ticket_id": 99})]),
-             "unknown_tool": PolicyAgent([("get_ticket_details", {"ticket_id": 1})]),
-             "claimed_only": PolicyAgent([("list_tickets", {})], claimed=["get_ticket"]),
-             "restricted_tool": PolicyAgent([("get_ticket", {"ticket_id": 1})])}[attack]
+    task = load_task(
+        make_tool_task(
+            tmp_path / "t",
+            verifiers=ANY_CALL if attack == "unknown_tool" else LOOKED_UP,
+            toml_extra=extra,
+            calls=[{"tool": "list_tickets", "arguments": {}}],
+        )
+    )
+    agent = {
+        "failing_call": PolicyAgent([("get_ticket", {"ticket_id": 99})]),
+        "unknown_tool": PolicyAgent([("get_ticket_details", {"ticket_id": 1})]),
+        "claimed_only": PolicyAgent([("list_tickets", {})], claimed=["get_ticket"]),
+        "restricted_tool": PolicyAgent([("get_ticket", {"ticket_id": 1})]),
+    }[attack]
     result, _ = trial(task, agent)
     assert result.outcome is Outcome.FAILED and result.rewards["looked_up_ticket"] == 0.0
 
 
 def test_one_successful_call_of_any_tool_counts(tmp_path):
-    task = load_task(make_tool_task(tmp_path / "t", verifiers=ANY_CALL, calls=[{"tool": "list_tickets", "arguments": {}}]))
+    task = load_task(
+        make_tool_task(tmp_path / "t", verifiers=ANY_CALL, calls=[{"tool": "list_tickets", "arguments": {}}])
+    )
     result, _ = trial(task, PolicyAgent([("get_ticket_details", {}), ("list_tickets", {})]))
     assert result.outcome is Outcome.PASSED and result.rewards["looked_up_ticket"] == 1.0
 
 
 def test_a_successful_look_up_counts(tmp_path):
-    task = load_task(make_tool_task(tmp_path / "t", verifiers=LOOKED_UP, calls=[{"tool": "list_tickets", "arguments": {}}]))
+    task = load_task(
+        make_tool_task(tmp_path / "t", verifiers=LOOKED_UP, calls=[{"tool": "list_tickets", "arguments": {}}])
+    )
     result, _ = trial(task, PolicyAgent([("get_ticket", {"ticket_id": 99}), ("get_ticket", {"ticket_id": 1})]))
     assert result.outcome is Outcome.PASSED and result.rewards["looked_up_ticket"] == 1.0
 

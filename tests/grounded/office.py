@@ -20,33 +20,80 @@ SHEET = "iowa-electricity"
 
 
 def cell(node_id: str, ref: str, field: str, value: str) -> dict:
-    return {"id": node_id, "file": XLSX, "field": field, "value": value,
-            "locator": {"kind": "cell", "sheet": SHEET, "cell": ref}}
+    return {
+        "id": node_id,
+        "file": XLSX,
+        "field": field,
+        "value": value,
+        "locator": {"kind": "cell", "sheet": SHEET, "cell": ref},
+    }
 
 
 GRAPH = {
-    "nodes": [cell("fossil", "C18", "2017 fossil fuels net generation", "29329"),
-              cell("nuclear", "C35", "2017 nuclear net generation", "5214"),
-              cell("renew", "C52", "2017 renewables net generation", "21933"),
-              {"id": "units", "file": DOCX, "field": "unit", "value": "thousand megawatthours",
-               "locator": {"kind": "span", "text": "thousand megawatthours"}}],
+    "nodes": [
+        cell("fossil", "C18", "2017 fossil fuels net generation", "29329"),
+        cell("nuclear", "C35", "2017 nuclear net generation", "5214"),
+        cell("renew", "C52", "2017 renewables net generation", "21933"),
+        {
+            "id": "units",
+            "file": DOCX,
+            "field": "unit",
+            "value": "thousand megawatthours",
+            "locator": {"kind": "span", "text": "thousand megawatthours"},
+        },
+    ],
     "edges": [{"src": "fossil", "dst": "renew", "relation": "compare"}],
 }
 SPEC = {
     "statement": "Total Iowa's 2017 net electricity generation by source in a workbook whose total is a formula, "
-                 "and write a memo with the total, the renewables share and the unit, citing the workbook you used.",
-    "deliverables": [{"path": "summary.xlsx", "format": "xlsx", "sheets": ["Summary"], "formulas": True,
-                      "columns": ["source", "net_generation"]},
-                     {"path": "memo.docx", "format": "docx", "sections": ["Summary", "Method"]}],
+    "and write a memo with the total, the renewables share and the unit, citing the workbook you used.",
+    "deliverables": [
+        {
+            "path": "summary.xlsx",
+            "format": "xlsx",
+            "sheets": ["Summary"],
+            "formulas": True,
+            "columns": ["source", "net_generation"],
+        },
+        {"path": "memo.docx", "format": "docx", "sections": ["Summary", "Method"]},
+    ],
     "criteria": [
-        {"id": "total", "artifact": "summary.xlsx", "requirement": "a Total row with the 2017 total", "expected": "56476",
-         "weight": 2, "anchors": ["fossil", "nuclear", "renew"], "verification": "Sum of the three 2017 cells."},
-        {"id": "share", "artifact": "memo.docx", "requirement": "the renewables share", "expected": "38.8%",
-         "weight": 1, "anchors": ["renew", "fossil", "nuclear"], "verification": "21933 / 56476."},
-        {"id": "unit", "artifact": "memo.docx", "requirement": "the unit", "expected": "thousand megawatthours",
-         "weight": 1, "anchors": ["units"], "verification": "As the documentation says."},
-        {"id": "cite", "artifact": "memo.docx", "requirement": "cites the workbook", "expected": "iowa-electricity.xlsx",
-         "weight": 1, "anchors": ["fossil"], "verification": "The memo names its source file."},
+        {
+            "id": "total",
+            "artifact": "summary.xlsx",
+            "requirement": "a Total row with the 2017 total",
+            "expected": "56476",
+            "weight": 2,
+            "anchors": ["fossil", "nuclear", "renew"],
+            "verification": "Sum of the three 2017 cells.",
+        },
+        {
+            "id": "share",
+            "artifact": "memo.docx",
+            "requirement": "the renewables share",
+            "expected": "38.8%",
+            "weight": 1,
+            "anchors": ["renew", "fossil", "nuclear"],
+            "verification": "21933 / 56476.",
+        },
+        {
+            "id": "unit",
+            "artifact": "memo.docx",
+            "requirement": "the unit",
+            "expected": "thousand megawatthours",
+            "weight": 1,
+            "anchors": ["units"],
+            "verification": "As the documentation says.",
+        },
+        {
+            "id": "cite",
+            "artifact": "memo.docx",
+            "requirement": "cites the workbook",
+            "expected": "iowa-electricity.xlsx",
+            "weight": 1,
+            "anchors": ["fossil"],
+            "verification": "The memo names its source file.",
+        },
     ],
 }
 
@@ -82,8 +129,13 @@ def office_task(tmp_path: Path, corpus: Path, **kw) -> Path:
     for rel in (XLSX, DOCX):
         (ws_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus / rel, ws_dir / rel)
-    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": XLSX, "source": "c", "role": "core", "sha256": "-"},
-                                                    {"path": DOCX, "source": "c", "role": "supporting", "sha256": "-"}])
+    ws = Workspace(
+        seed=candidate_seeds()[0],
+        files=[
+            {"path": XLSX, "source": "c", "role": "core", "sha256": "-"},
+            {"path": DOCX, "source": "c", "role": "supporting", "sha256": "-"},
+        ],
+    )
     graph = check_facts(ws, ws_dir, GraphDraft.model_validate(GRAPH))
     assert len(graph.nodes) == len(GRAPH["nodes"]), graph.dropped
     return write_grounded_task(tmp_path / "task", ws, ws_dir, graph, Spec.model_validate(SPEC), **kw)

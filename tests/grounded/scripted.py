@@ -23,14 +23,26 @@ def assembler_policy():
         {"action": "search", "query": "stocks msft price"},
         {"action": "search", "query": "seattle weather precipitation"},
         # a "confuser" no reader would confuse with the core file (stock prices beside electricity): refused
-        {"action": "select", "case": "Iowa's electricity generation mix in 2017",
-         "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
-                   {"path": f"corpus/{STOCKS}", "role": "confuser"},
-                   {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
-        {"action": "select", "case": "Iowa's electricity generation mix in 2017",
-         "files": [{"path": f"corpus/{CSV}", "role": "core"}, {"path": f"corpus/{ABOUT}", "role": "supporting"},
-                   {"path": f"corpus/{STOCKS}", "role": "ambient"},
-                   {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"}]},
+        {
+            "action": "select",
+            "case": "Iowa's electricity generation mix in 2017",
+            "files": [
+                {"path": f"corpus/{CSV}", "role": "core"},
+                {"path": f"corpus/{ABOUT}", "role": "supporting"},
+                {"path": f"corpus/{STOCKS}", "role": "confuser"},
+                {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"},
+            ],
+        },
+        {
+            "action": "select",
+            "case": "Iowa's electricity generation mix in 2017",
+            "files": [
+                {"path": f"corpus/{CSV}", "role": "core"},
+                {"path": f"corpus/{ABOUT}", "role": "supporting"},
+                {"path": f"corpus/{STOCKS}", "role": "ambient"},
+                {"path": "corpus/weather/seattle-weather-about.md", "role": "ambient"},
+            ],
+        },
     ]
     return _sequence(replies)
 
@@ -47,7 +59,12 @@ def _sequence(objs):
 
 
 def row(n, field, value, file=CSV):
-    return {"file": file, "field": field, "value": value, "locator": {"kind": "row_field", "row": n, "field": "net_generation" if file == CSV else field}}
+    return {
+        "file": file,
+        "field": field,
+        "value": value,
+        "locator": {"kind": "row_field", "row": n, "field": "net_generation" if file == CSV else field},
+    }
 
 
 GRAPH = {
@@ -56,12 +73,22 @@ GRAPH = {
         {"id": "f2017fossil", **row(17, "2017 fossil fuels net generation", "29329")},
         {"id": "f2017nuclear", **row(34, "2017 nuclear net generation", "5214")},
         {"id": "f2017renew", **row(51, "2017 renewables net generation", "21933")},
-        {"id": "funits", "file": ABOUT, "field": "unit of net generation", "value": "thousand megawatthours",
-         "locator": {"kind": "span", "text": "thousand megawatthours"}},
+        {
+            "id": "funits",
+            "file": ABOUT,
+            "field": "unit of net generation",
+            "value": "thousand megawatthours",
+            "locator": {"kind": "span", "text": "thousand megawatthours"},
+        },
         # planted: not what the file says at that locator (row 2 is 35991); must be dropped
         {"id": "fplanted", **row(2, "2002 fossil fuels net generation", "99999")},
-        {"id": "fstock", "file": STOCKS, "field": "MSFT price Jan 2000", "value": "39.81",
-         "locator": {"kind": "row_field", "row": 1, "field": "price"}},
+        {
+            "id": "fstock",
+            "file": STOCKS,
+            "field": "MSFT price Jan 2000",
+            "value": "39.81",
+            "locator": {"kind": "row_field", "row": 1, "field": "price"},
+        },
     ],
     "edges": [
         {"src": "f2017fossil", "dst": "f2017renew", "relation": "compare"},
@@ -72,25 +99,52 @@ GRAPH = {
 }
 
 CRITERIA = [
-    {"id": "c1", "artifact": "summary.csv", "requirement": "a Total row with the 2017 total net generation",
-     "expected": "56476", "weight": 2.0, "anchors": ["f2017fossil", "f2017nuclear", "f2017renew"],
-     "verification": "Sum the three 2017 rows; the Total row must equal it."},
-    {"id": "c2", "artifact": "memo.md", "requirement": "the renewables share of 2017 generation",
-     "expected": "38.8%", "weight": 1.0, "anchors": ["f2017renew", "f2017fossil", "f2017nuclear"],
-     "verification": "21933 / 56476, to one decimal place."},
-    {"id": "c3", "artifact": "memo.md", "requirement": "the unit of the figures",
-     "expected": "thousand megawatthours", "weight": 1.0, "anchors": ["funits"],
-     "verification": "The memo names the unit used by the data's documentation."},
+    {
+        "id": "c1",
+        "artifact": "summary.csv",
+        "requirement": "a Total row with the 2017 total net generation",
+        "expected": "56476",
+        "weight": 2.0,
+        "anchors": ["f2017fossil", "f2017nuclear", "f2017renew"],
+        "verification": "Sum the three 2017 rows; the Total row must equal it.",
+    },
+    {
+        "id": "c2",
+        "artifact": "memo.md",
+        "requirement": "the renewables share of 2017 generation",
+        "expected": "38.8%",
+        "weight": 1.0,
+        "anchors": ["f2017renew", "f2017fossil", "f2017nuclear"],
+        "verification": "21933 / 56476, to one decimal place.",
+    },
+    {
+        "id": "c3",
+        "artifact": "memo.md",
+        "requirement": "the unit of the figures",
+        "expected": "thousand megawatthours",
+        "weight": 1.0,
+        "anchors": ["funits"],
+        "verification": "The memo names the unit used by the data's documentation.",
+    },
 ]
 SPEC = {
     "statement": "Our board wants a short brief on how Iowa generated its electricity in 2017. "
-                 "Total the year's net generation by source, and write a memo that gives the total and the share "
-                 "that came from renewables, and the unit of the figures.",
-    "deliverables": [{"path": "summary.csv", "format": "csv", "columns": ["source", "net_generation"]},
-                     {"path": "memo.md", "format": "md", "sections": ["Summary", "Method"]}],
+    "Total the year's net generation by source, and write a memo that gives the total and the share "
+    "that came from renewables, and the unit of the figures.",
+    "deliverables": [
+        {"path": "summary.csv", "format": "csv", "columns": ["source", "net_generation"]},
+        {"path": "memo.md", "format": "md", "sections": ["Summary", "Method"]},
+    ],
     "criteria": CRITERIA,
-    "negatives": [{"id": "x1", "artifact": "summary.csv", "forbidden": "uses 2001 figures instead of 2017",
-                   "penalty": 0.3, "anchors": ["f2001fossil"]}],
+    "negatives": [
+        {
+            "id": "x1",
+            "artifact": "summary.csv",
+            "forbidden": "uses 2001 figures instead of 2017",
+            "penalty": 0.3,
+            "anchors": ["f2001fossil"],
+        }
+    ],
 }
 
 
@@ -101,7 +155,9 @@ def compiler_policy(leak_first: bool = True):
 
 def reviser_policy(statement: str | None = None):
     criteria = json.loads(json.dumps(CRITERIA))
-    criteria[2]["verification"] = "The memo's Summary names the unit given in the data's documentation (thousand megawatthours)."
+    criteria[2]["verification"] = (
+        "The memo's Summary names the unit given in the data's documentation (thousand megawatthours)."
+    )
     changes = {"criteria": criteria}
     if statement:
         changes["statement"] = statement
@@ -126,8 +182,13 @@ X
 NO_METHOD = GOOD.replace("# Method\n", "")
 # right numbers, and the 2001 figure the negative criterion forbids: only the judge can tell
 USES_2001 = GOOD.replace("# Method\n", "In 2001 fossil fuels alone gave 35361.\n# Method\n")
-WRONG = (GOOD.replace("29329", "35361").replace("5214", "3853").replace("21933", "1437")
-         .replace("56476", "40651").replace("38.8%", "3.5%"))
+WRONG = (
+    GOOD.replace("29329", "35361")
+    .replace("5214", "3853")
+    .replace("21933", "1437")
+    .replace("56476", "40651")
+    .replace("38.8%", "3.5%")
+)
 
 
 def teacher_policy(scripts: list[str]):
@@ -156,7 +217,7 @@ def _section(text: str, start: str, end: str | None) -> str:
     if i < 0:
         return ""
     j = text.find(end, i + len(start)) if end else -1
-    return text[i + len(start): j if j >= 0 else None]
+    return text[i + len(start) : j if j >= 0 else None]
 
 
 def judge_policy():
@@ -175,8 +236,11 @@ def judge_policy():
         scores = []
         for c in rubric["criteria"]:
             # a criterion is met in its own artifact: text elsewhere claiming to be that artifact does not count
-            ok = (c.get("expected", c["requirement"]) in files.get(c["artifact"], "") if anchored
-                  else _loose(c["requirement"], deliverables))
+            ok = (
+                c.get("expected", c["requirement"]) in files.get(c["artifact"], "")
+                if anchored
+                else _loose(c["requirement"], deliverables)
+            )
             if anchored:
                 ok = ok and all(re.search(rf"\[{re.escape(a)}\] [^\n]*= ", evidence) for a in c["anchors"])
             scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "scripted"})
@@ -184,7 +248,8 @@ def judge_policy():
         for n in rubric["negatives"]:
             proven = anchored and any(
                 (m := re.search(rf"\[{re.escape(a)}\] [^\n]*= (.+)", evidence)) and m.group(1).strip() in deliverables
-                for a in n.get("anchors", []))
+                for a in n.get("anchors", [])
+            )
             violations.append({"id": n["id"], "proven": bool(proven), "evidence": "scripted"})
         return Reply(json.dumps({"scores": scores, "violations": violations}))
 
@@ -232,6 +297,10 @@ def careful_judge_policy():
                 else:
                     ok = any(v.strip().casefold() == want.casefold() for v in values)
             scores.append({"id": c["id"], "score": 1.0 if ok else 0.0, "reason": "recomputed"})
-        return Reply(json.dumps({"scores": scores, "violations": [{"id": n["id"], "proven": False} for n in rubric["negatives"]]}))
+        return Reply(
+            json.dumps(
+                {"scores": scores, "violations": [{"id": n["id"], "proven": False} for n in rubric["negatives"]]}
+            )
+        )
 
     return policy

@@ -21,9 +21,15 @@ SPEC = Spec.model_validate(scripted.SPEC)
 def run_with(tmp_path, commands: list[tuple[str, str]], *, outcome=Outcome.PASSED, reward=1.0) -> TeacherRun:
     steps = [Step(step_id=1, source="user", message="task")]
     for i, (cmd, output) in enumerate(commands, 2):
-        steps.append(Step(step_id=i, source="agent", message="{}", tool_calls=[ToolCall(tool_call_id=f"c{i}", function_name="terminal",
-                                                                                          arguments={"keystrokes": cmd})],
-                          observation=Observation(results=[ObservationResult(source_call_id=f"c{i}", content=output)])))
+        steps.append(
+            Step(
+                step_id=i,
+                source="agent",
+                message="{}",
+                tool_calls=[ToolCall(tool_call_id=f"c{i}", function_name="terminal", arguments={"keystrokes": cmd})],
+                observation=Observation(results=[ObservationResult(source_call_id=f"c{i}", content=output)]),
+            )
+        )
     traj = Trajectory(session_id="s", agent=AgentInfo(name="terminus", version="1"), steps=steps)
     result = TrialResult(task="t", task_hash="h", agent="terminus", agent_version="1", outcome=outcome, reward=reward)
     (tmp_path / "deliverables").mkdir(exist_ok=True)
@@ -40,6 +46,7 @@ def decide(run, policy=None):
             return await admit(run, SPEC, Graph(nodes=[], edges=[]), run.folder, c, policy=policy)
         finally:
             await c.close()
+
     return asyncio.run(go())
 
 
@@ -48,12 +55,18 @@ def test_infra_failures_are_not_admitted_and_say_so(tmp_path):
     assert (d.admitted, d.gate) == (False, "trial") and "infra_error" in d.reason
 
 
-@pytest.mark.parametrize("commands, rule", [
-    ([("cat data.csv\n", "x")] * 12, "repeated commands"),
-    ([(f"python3 s{i}.py\n", "Traceback (most recent call last):\n  boom") for i in range(6)] + [("ls\n", "ok")], "error rate"),
-    ([(f"cat big{i}\n", "x [... 5000 characters omitted ...] y") for i in range(7)], "truncated"),
-    ([(f"echo {i}\n", str(i)) for i in range(41)], "commands > 40"),
-])
+@pytest.mark.parametrize(
+    "commands, rule",
+    [
+        ([("cat data.csv\n", "x")] * 12, "repeated commands"),
+        (
+            [(f"python3 s{i}.py\n", "Traceback (most recent call last):\n  boom") for i in range(6)] + [("ls\n", "ok")],
+            "error rate",
+        ),
+        ([(f"cat big{i}\n", "x [... 5000 characters omitted ...] y") for i in range(7)], "truncated"),
+        ([(f"echo {i}\n", str(i)) for i in range(41)], "commands > 40"),
+    ],
+)
 def test_degenerate_trajectories_are_dropped_by_the_trace_filters(tmp_path, commands, rule):
     d = decide(run_with(tmp_path, commands), AdmissionPolicy(max_commands=40))
     assert (d.admitted, d.gate) == (False, "degenerate") and rule in d.reason, d.reason

@@ -30,17 +30,31 @@ def test_anchored_unanchored_and_random_arms(tmp_path):
     for rel in roles_of:
         (ws_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus / rel, ws_dir / rel)
-    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": p, "source": p, "role": r, "sha256": "-"} for p, r in roles_of.items()])
+    ws = Workspace(
+        seed=candidate_seeds()[0],
+        files=[{"path": p, "source": p, "role": r, "sha256": "-"} for p, r in roles_of.items()],
+    )
     graph = check_facts(ws, ws_dir, GraphDraft.model_validate(scripted.GRAPH))
     store = tmp_path / "store"
     write_grounded_task(store / "tasks" / "iowa", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC))
     with ExitStack() as stack:
-        student = stack.enter_context(ChatServer(scripted.teacher_policy([scripted.USES_2001, scripted.GOOD, scripted.NO_METHOD])))
+        student = stack.enter_context(
+            ChatServer(scripted.teacher_policy([scripted.USES_2001, scripted.GOOD, scripted.NO_METHOD]))
+        )
         judge = stack.enter_context(ChatServer(scripted.judge_policy()))
         ep = lambda s: Endpoint(base_url=s.base_url, model="m", max_retries=0)  # noqa: E731
-        roles = Roles(assembler=ep(judge), grapher=ep(judge), compiler=ep(judge), reviser=ep(judge),
-                      teacher=ep(judge), student=ep(student), judge=ep(judge))
-        summary = asyncio.run(run_arms(store, roles, k=3, max_turns=6, builder=ImageBuilder(cache=scratch_cache(tmp_path))))
+        roles = Roles(
+            assembler=ep(judge),
+            grapher=ep(judge),
+            compiler=ep(judge),
+            reviser=ep(judge),
+            teacher=ep(judge),
+            student=ep(student),
+            judge=ep(judge),
+        )
+        summary = asyncio.run(
+            run_arms(store, roles, k=3, max_turns=6, builder=ImageBuilder(cache=scratch_cache(tmp_path)))
+        )
     pool = summary["pool"]["iowa"]
     # wrong numbers no longer reach a judge (the compiled fact checks fail them); the forbidden 2001
     # figure is what only the anchored judge (shown the cited facts) can prove

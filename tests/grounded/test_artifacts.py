@@ -36,12 +36,23 @@ def names(report):
 
 def test_xlsx_sheets_formulas_and_columns(tmp_path):
     xlsx(tmp_path / "book.xlsx", sheets=("Summary", "Data"))
-    d = {"path": "book.xlsx", "format": "xlsx", "sheets": ["Summary", "Data"], "formulas": True, "columns": ["Source", "net_generation"]}
+    d = {
+        "path": "book.xlsx",
+        "format": "xlsx",
+        "sheets": ["Summary", "Data"],
+        "formulas": True,
+        "columns": ["Source", "net_generation"],
+    }
     assert artifacts.run_checks([d], str(tmp_path))["all_passed"]
     xlsx(tmp_path / "flat.xlsx", formula=False)
     bad = artifacts.run_checks([dict(d, path="flat.xlsx")], str(tmp_path))
-    assert names(bad) == {"flat.xlsx: exists": True, "flat.xlsx: sheets": False, "flat.xlsx: formulas": False,
-                          "flat.xlsx: columns": True, "flat.xlsx: format xlsx": True}
+    assert names(bad) == {
+        "flat.xlsx: exists": True,
+        "flat.xlsx: sheets": False,
+        "flat.xlsx: formulas": False,
+        "flat.xlsx: columns": True,
+        "flat.xlsx: format xlsx": True,
+    }
     text = artifacts.render("xlsx", (tmp_path / "book.xlsx").read_bytes())
     # the judge sees the formula's value as the fact checks compute it (openpyxl writes no cached value)
     assert "[sheet Summary]" in text and "B4=27147 (formula =SUM(B2:B3))" in text and "A2=Renewables" in text
@@ -68,7 +79,9 @@ def test_the_judge_sees_a_formulas_value_not_a_cached_value_that_lies(tmp_path):
     with zipfile.ZipFile(tmp_path / "honest.xlsx", "w") as z:
         for name, data in members.items():
             z.writestr(name, data)
-    assert "B4=27147 (formula =SUM(B2:B3))\n" in artifacts.render("xlsx", (tmp_path / "honest.xlsx").read_bytes()) + "\n"
+    assert (
+        "B4=27147 (formula =SUM(B2:B3))\n" in artifacts.render("xlsx", (tmp_path / "honest.xlsx").read_bytes()) + "\n"
+    )
 
 
 def test_docx_and_markdown_sections(tmp_path):
@@ -79,9 +92,13 @@ def test_docx_and_markdown_sections(tmp_path):
     doc.save(str(tmp_path / "memo.docx"))
     (tmp_path / "memo.md").write_text("# Findings\ntext\n## method\n")
     for fmt in ("docx", "md"):
-        ok = artifacts.run_checks([{"path": f"memo.{fmt}", "format": fmt, "sections": ["Findings", "Method"]}], str(tmp_path))
+        ok = artifacts.run_checks(
+            [{"path": f"memo.{fmt}", "format": fmt, "sections": ["Findings", "Method"]}], str(tmp_path)
+        )
         assert ok["all_passed"], ok
-        bad = artifacts.run_checks([{"path": f"memo.{fmt}", "format": fmt, "sections": ["Findings", "Risks"]}], str(tmp_path))
+        bad = artifacts.run_checks(
+            [{"path": f"memo.{fmt}", "format": fmt, "sections": ["Findings", "Risks"]}], str(tmp_path)
+        )
         assert not bad["all_passed"] and "Risks" in next(c["detail"] for c in bad["checks"] if not c["passed"])
 
 
@@ -93,7 +110,10 @@ def test_a_link_is_never_followed(tmp_path):
     os.symlink(secret, out / "summary.csv")
     r = artifacts.run_checks([{"path": "summary.csv", "format": "csv", "columns": ["source"]}], str(out))
     assert not r["all_passed"] and "not a plain file" in r["checks"][0]["detail"]
-    assert artifacts.run_checks([{"path": "../secret.csv", "format": "csv"}], str(out))["checks"][0]["detail"] == "unsafe path"
+    assert (
+        artifacts.run_checks([{"path": "../secret.csv", "format": "csv"}], str(out))["checks"][0]["detail"]
+        == "unsafe path"
+    )
 
 
 def test_entity_expansion_and_zip_bombs_are_refused(tmp_path):
@@ -104,7 +124,10 @@ def test_entity_expansion_and_zip_bombs_are_refused(tmp_path):
         for item in raw.infolist():
             data = raw.read(item)
             if item.filename == "xl/workbook.xml":
-                data = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>' + data.split(b"?>", 1)[-1]
+                data = (
+                    b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+                    + data.split(b"?>", 1)[-1]
+                )
             z.writestr(item, data)
     (tmp_path / "bomb.xlsx").write_bytes(buf.getvalue())
     r = artifacts.run_checks([{"path": "bomb.xlsx", "format": "xlsx", "sheets": ["Summary"]}], str(tmp_path))
@@ -120,10 +143,27 @@ def test_entity_expansion_and_zip_bombs_are_refused(tmp_path):
 def test_the_script_writes_reward_json(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "summary.csv").write_text("source,net_generation\nTotal,1\n")
-    (tmp_path / "checks.json").write_text(json.dumps([{"path": "summary.csv", "format": "csv", "columns": ["source"]},
-                                                      {"path": "memo.md", "format": "md", "sections": ["Summary"]}]))
+    (tmp_path / "checks.json").write_text(
+        json.dumps(
+            [
+                {"path": "summary.csv", "format": "csv", "columns": ["source"]},
+                {"path": "memo.md", "format": "md", "sections": ["Summary"]},
+            ]
+        )
+    )
     # the checker is standard library only: run it isolated (-I), as test.sh does
-    p = subprocess.run([sys.executable, "-I", str(CHECKER), str(tmp_path / "checks.json"), str(tmp_path / "out"), str(tmp_path / "r.json")],
-                       capture_output=True, text=True, check=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            str(CHECKER),
+            str(tmp_path / "checks.json"),
+            str(tmp_path / "out"),
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads((tmp_path / "r.json").read_text()) == {"reward": 0.0, "checks_fraction": 0.75}
     assert "FAIL memo.md: exists" in p.stdout

@@ -41,9 +41,21 @@ def test_coverage_is_reapplied_to_the_real_families(tmp_path, monkeypatch):
         real[seed.seed_id] = (files, outputs)
         dest = store / "tasks" / seed.seed_id
         (dest / "tests").mkdir(parents=True)
-        spec = {"statement": "s", "deliverables": [{"path": p, "format": p.rsplit(".", 1)[1]} for p in outputs],
-                "criteria": [{"id": "c", "artifact": outputs[0], "requirement": "r", "expected": "1", "weight": 1,
-                              "anchors": ["n"], "verification": "v"}]}
+        spec = {
+            "statement": "s",
+            "deliverables": [{"path": p, "format": p.rsplit(".", 1)[1]} for p in outputs],
+            "criteria": [
+                {
+                    "id": "c",
+                    "artifact": outputs[0],
+                    "requirement": "r",
+                    "expected": "1",
+                    "weight": 1,
+                    "anchors": ["n"],
+                    "verification": "v",
+                }
+            ],
+        }
         (dest / "tests" / "spec.json").write_text(json.dumps(spec))
         return SeedOutcome(seed_id=seed.seed_id, stage="done", files={f: "core" for f in files}, task=str(dest))
 
@@ -51,8 +63,16 @@ def test_coverage_is_reapplied_to_the_real_families(tmp_path, monkeypatch):
     cfg = config(tmp_path, seeds=3, concurrency=1)
     seeds = ground_run.choose_seeds(cfg)
     # the same occupation, task type and pattern for all three: only the real families can differ
-    same = [s.model_copy(update={"occupation_code": seeds[0].occupation_code, "evidence": seeds[0].evidence,
-                                 "pattern": seeds[0].pattern}) for s in seeds]
+    same = [
+        s.model_copy(
+            update={
+                "occupation_code": seeds[0].occupation_code,
+                "evidence": seeds[0].evidence,
+                "pattern": seeds[0].pattern,
+            }
+        )
+        for s in seeds
+    ]
     store = tmp_path / "store"
     asyncio.run(run_ground(cfg, store, seeds=same))
     order = [p.rsplit("/", 1)[-1] for p in json.loads((store / "coverage.json").read_text())]

@@ -23,15 +23,27 @@ runner = CliRunner()
 def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
     corpus = build_corpus(tmp_path / "corpus", bulk=False)
-    policies = {"assembler": scripted.assembler_policy(), "grapher": _const(scripted.GRAPH),
-                "compiler": scripted.compiler_policy(leak_first=False), "teacher": scripted.teacher_policy([scripted.GOOD]),
-                "reviser": scripted.reviser_policy(), "judge": scripted.judge_policy()}
+    policies = {
+        "assembler": scripted.assembler_policy(),
+        "grapher": _const(scripted.GRAPH),
+        "compiler": scripted.compiler_policy(leak_first=False),
+        "teacher": scripted.teacher_policy([scripted.GOOD]),
+        "reviser": scripted.reviser_policy(),
+        "judge": scripted.judge_policy(),
+    }
     with ExitStack() as stack:
         servers = {r: stack.enter_context(ChatServer(p)) for r, p in policies.items()}
-        config = {"seeds": 1, "patterns": ["data analysis and reporting"], "corpus_dir": str(corpus),
-                  "settings": {"attempts": 1, "max_turns": 6},
-                  "roles": {r: {"base_url": servers[r].base_url, "model": f"m-{r}", "max_retries": 0}
-                            for r in ROLE_NAMES if r in servers}}
+        config = {
+            "seeds": 1,
+            "patterns": ["data analysis and reporting"],
+            "corpus_dir": str(corpus),
+            "settings": {"attempts": 1, "max_turns": 6},
+            "roles": {
+                r: {"base_url": servers[r].base_url, "model": f"m-{r}", "max_retries": 0}
+                for r in ROLE_NAMES
+                if r in servers
+            },
+        }
         (tmp_path / "ground.toml").write_text(tomli_w.dumps(config))
         store = tmp_path / "store"
         res = runner.invoke(app, ["ground", "run", str(tmp_path / "ground.toml"), "--out", str(store)])
@@ -39,7 +51,9 @@ def test_ground_run_report_export_and_resume(tmp_path, monkeypatch):
         assert "1 of 1 seeds admitted" in res.output
         sent = {r: len(s.requests) for r, s in servers.items()}
         again = runner.invoke(app, ["ground", "run", str(tmp_path / "ground.toml"), "--out", str(store)])
-        assert again.exit_code == 0 and {r: len(s.requests) for r, s in servers.items()} == sent  # resumed: nothing re-asked
+        assert (
+            again.exit_code == 0 and {r: len(s.requests) for r, s in servers.items()} == sent
+        )  # resumed: nothing re-asked
     funnel = json.loads((store / "funnel.json").read_text())
     assert funnel == {"seeds": 1, "stages": {"done": 1}, "attempts": {"admitted": 1}, "admitted_tasks": 1}
     assert len(json.loads((store / "coverage.json").read_text())) == 1
@@ -87,6 +101,6 @@ def test_seeds_command_and_bad_config(tmp_path):
     assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
     res = runner.invoke(app, ["ground", "seeds", "--pattern", "juggling"])
     assert res.exit_code == 2 and "unknown" in res.output
-    (tmp_path / "bad.toml").write_text('seeds = 0\n[roles]\n')
+    (tmp_path / "bad.toml").write_text("seeds = 0\n[roles]\n")
     res = runner.invoke(app, ["ground", "run", str(tmp_path / "bad.toml"), "--out", str(tmp_path / "s")])
     assert res.exit_code == 2 and "bad.toml: field 'seeds'" in res.output

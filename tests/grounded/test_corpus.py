@@ -49,7 +49,9 @@ def test_retrieval_uses_the_index_only_while_it_is_the_files_text(corpus, tmp_pa
     other = next(p for p in index if p.endswith(".md"))
     path_words = set(other.lower().replace("/", " ").replace("-", " ").replace(".", " ").split())
     path_words |= {"an", "inventory", "of", "quokka", "sightings"}  # the file's new text
-    old_words = " ".join([w for w in re.findall(r"[a-z0-9]+", index[other]["text"].lower()) if w not in path_words][:12])
+    old_words = " ".join(
+        [w for w in re.findall(r"[a-z0-9]+", index[other]["text"].lower()) if w not in path_words][:12]
+    )
     (copy / other).write_text("An inventory of quokka sightings.\n")
     fresh = FileIndex({"c": copy})
     hits = fresh.search("quokka sightings inventory")

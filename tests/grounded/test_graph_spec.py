@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from agentmill.errors import AgentmillError
-from agentmill.grounded.assemble import Sources, assemble
 from agentmill.grounded.ask import ModelReplyError
+from agentmill.grounded.assemble import Sources, assemble
 from agentmill.grounded.contamination import check as contamination
 from agentmill.grounded.corpus import build_corpus
 from agentmill.grounded.graph import GraphDraft, check_facts
@@ -52,7 +52,9 @@ def workspace(corpus, tmp_path):
     for rel in roles:
         (ws_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(corpus / rel, ws_dir / rel)
-    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": p, "source": p, "role": r, "sha256": "x"} for p, r in roles.items()])
+    ws = Workspace(
+        seed=candidate_seeds()[0], files=[{"path": p, "source": p, "role": r, "sha256": "x"} for p, r in roles.items()]
+    )
     return ws, ws_dir
 
 
@@ -62,8 +64,11 @@ def test_spec_gates_catch_leaks_and_dangling_anchors(corpus, tmp_path):
     spec = Spec.model_validate(scripted.SPEC)
     validate(spec, graph)
     assert leaks(spec, graph) == []
-    for planted, expect in [("See f2017fossil first.", "node id 'f2017fossil'"), ("Ignore the confuser tables.", "role word 'confuser'"),
-                            ("Use the core file.", "role word 'core file'")]:
+    for planted, expect in [
+        ("See f2017fossil first.", "node id 'f2017fossil'"),
+        ("Ignore the confuser tables.", "role word 'confuser'"),
+        ("Use the core file.", "role word 'core file'"),
+    ]:
         with pytest.raises(ValueError, match=expect):
             validate(spec.model_copy(update={"statement": spec.statement + " " + planted}), graph)
     dangling = json.loads(json.dumps(scripted.SPEC))
@@ -80,12 +85,14 @@ def test_spec_gates_catch_leaks_and_dangling_anchors(corpus, tmp_path):
 def test_the_assembler_may_only_pick_files_its_searches_returned(corpus, tmp_path):
     hallucinated = json.dumps({"action": "select", "files": [{"path": "corpus/energy/secret.xlsx", "role": "core"}]})
     with ChatServer(lambda r: Reply(hallucinated)) as srv:
+
         async def go():
             c = ModelClient(base_url=srv.base_url, model="a", max_retries=0)
             try:
                 await assemble(candidate_seeds()[0], Sources({"corpus": corpus}), c, tmp_path / "w")
             finally:
                 await c.close()
+
         with pytest.raises(ModelReplyError, match="not returned: corpus/energy/secret.xlsx"):
             asyncio.run(go())
     assert "could not be used" in srv.requests[1]["messages"][-1]["content"]
@@ -95,13 +102,21 @@ def test_the_assembler_may_only_pick_files_its_searches_returned(corpus, tmp_pat
 def test_contamination_by_identical_file_and_shared_ngrams(corpus, tmp_path):
     ws, ws_dir = workspace(corpus, tmp_path)
     graph = check_facts(ws, ws_dir, GraphDraft.model_validate(scripted.GRAPH))
-    task = write_grounded_task(tmp_path / "store" / "tasks" / "t1", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC))
+    task = write_grounded_task(
+        tmp_path / "store" / "tasks" / "t1", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC)
+    )
     clean = tmp_path / "bench-clean"
-    write_task(clean / "b1", instruction="Sort the numbers in /app/in.txt and write them to /app/out.txt.", test_sh="true\n")
+    write_task(
+        clean / "b1", instruction="Sort the numbers in /app/in.txt and write them to /app/out.txt.", test_sh="true\n"
+    )
     assert contamination([task], [str(clean)]) == {}
     dirty = tmp_path / "bench-dirty"
-    write_task(dirty / "b2", instruction="Plot it.", test_sh="true\n",
-               environment_files={"data.csv": (corpus / scripted.CSV).read_bytes()})
+    write_task(
+        dirty / "b2",
+        instruction="Plot it.",
+        test_sh="true\n",
+        environment_files={"data.csv": (corpus / scripted.CSV).read_bytes()},
+    )
     assert "identical" in contamination([task], [str(dirty)])[str(task)]
     about = (corpus / scripted.ABOUT).read_text()
     words = about.split()
@@ -122,7 +137,11 @@ def test_user_folders_are_searched_and_a_broken_file_is_reported_not_fatal(corpu
     (mine / "q3" / "broken.xlsx").write_bytes(b"not a zip")
     (mine / "notes.bin").write_bytes(b"\0\1")  # not a readable format: ignored
     sources = Sources({"mine": mine, "corpus": corpus})
-    assert len(sources.skipped["mine"]) == 1 and "broken.xlsx" in sources.skipped["mine"][0] and sources.counts["mine"] == 1
+    assert (
+        len(sources.skipped["mine"]) == 1
+        and "broken.xlsx" in sources.skipped["mine"][0]
+        and sources.counts["mine"] == 1
+    )
     hits = sources.search("nonfarm manufacturing employment")
     assert "mine/q3/employment.xlsx" in [h["path"] for h in hits]
     assert sources.resolve("mine/q3/employment.xlsx") == mine / "q3" / "employment.xlsx"

@@ -57,8 +57,11 @@ def run(task, builder, script, folder):
 
 
 def checks(result) -> dict[str, bool]:
-    return {ln[5:].split(": ", 2)[0] + ": " + ln[5:].split(": ", 2)[1]: ln.startswith("PASS")
-            for ln in result.verifier_stdout.splitlines() if ln[:5] in ("PASS ", "FAIL ")}
+    return {
+        ln[5:].split(": ", 2)[0] + ": " + ln[5:].split(": ", 2)[1]: ln.startswith("PASS")
+        for ln in result.verifier_stdout.splitlines()
+        if ln[:5] in ("PASS ", "FAIL ")
+    }
 
 
 def test_teacher_on_office_files_passes_and_a_wrong_number_fails_without_a_judge(tmp_path, corpus, monkeypatch):
@@ -68,8 +71,14 @@ def test_teacher_on_office_files_passes_and_a_wrong_number_fails_without_a_judge
     dockerfile = (task / "environment" / "Dockerfile").read_text()
     assert "python3-openpyxl" in dockerfile and "python3-docx" in dockerfile and "poppler-utils" in dockerfile
     facts = {f["id"]: f for d in json.loads((task / "tests" / "checks.json").read_text()) for f in d["facts"]}
-    assert facts["total:number"]["basis"] == "sum of anchors" and facts["share:number"]["basis"] == "share of the anchors' total"
-    assert facts["unit:text"]["value"] == "thousand megawatthours" and facts["cite:cite:iowa-electricity.xlsx"]["kind"] == "cite"
+    assert (
+        facts["total:number"]["basis"] == "sum of anchors"
+        and facts["share:number"]["basis"] == "share of the anchors' total"
+    )
+    assert (
+        facts["unit:text"]["value"] == "thousand megawatthours"
+        and facts["cite:cite:iowa-electricity.xlsx"]["kind"] == "cite"
+    )
     builder = ImageBuilder(cache=scratch_cache(tmp_path))
 
     with scripted.judge_configured(monkeypatch) as judge:
@@ -83,8 +92,13 @@ def test_teacher_on_office_files_passes_and_a_wrong_number_fails_without_a_judge
     shown = unfence(asked["messages"][-1]["content"])[1]
     assert "56476" in shown["summary.xlsx"] and "38.8%" in shown["memo.docx"]
     passed = checks(good.result)
-    assert all(passed.values()) and {"summary.xlsx: total:number", "memo.docx: share:number", "memo.docx: unit:text",
-                                     "memo.docx: cite:cite:iowa-electricity.xlsx", "summary.xlsx: formulas"} <= set(passed)
+    assert all(passed.values()) and {
+        "summary.xlsx: total:number",
+        "memo.docx: share:number",
+        "memo.docx: unit:text",
+        "memo.docx: cite:cite:iowa-electricity.xlsx",
+        "summary.xlsx: formulas",
+    } <= set(passed)
     # what the teacher left: a real workbook whose total is a formula (no cached value: openpyxl wrote it)
     import openpyxl
 

@@ -58,7 +58,10 @@ def test_pairwise_judge_sees_both_deliverable_sets(tmp_path):
     async def go(url):
         c = ModelClient(base_url=url, model="judge", max_retries=0)
         try:
-            return [await compare(spec, tmp_path / "a", tmp_path / "b", c), await compare(spec, tmp_path / "b", tmp_path / "a", c)]
+            return [
+                await compare(spec, tmp_path / "a", tmp_path / "b", c),
+                await compare(spec, tmp_path / "b", tmp_path / "a", c),
+            ]
         finally:
             await c.close()
 
@@ -71,9 +74,15 @@ def test_pairwise_judge_sees_both_deliverable_sets(tmp_path):
 
 def test_selection_arms_share_queries_and_candidates():
     pool = {
-        "q1": [Candidate(run="q1r0", anchored=0.5, unanchored=0.9), Candidate(run="q1r1", anchored=0.97, unanchored=0.6)],
+        "q1": [
+            Candidate(run="q1r0", anchored=0.5, unanchored=0.9),
+            Candidate(run="q1r1", anchored=0.97, unanchored=0.6),
+        ],
         "q2": [Candidate(run="q2r0", anchored=0.9, unanchored=1.0)],  # best anchored 0.9 <= 0.95: query dropped
-        "q3": [Candidate(run="q3r0", anchored=0.96, unanchored=0.7), Candidate(run="q3r1", anchored=0.96, unanchored=0.8)],
+        "q3": [
+            Candidate(run="q3r0", anchored=0.96, unanchored=0.7),
+            Candidate(run="q3r1", anchored=0.96, unanchored=0.8),
+        ],
     }
     arms = select_arms(pool, threshold=0.95, seed=3)
     assert arms["anchored"] == {"q1": "q1r1", "q3": "q3r0"}
@@ -107,10 +116,29 @@ def test_compare_command_over_two_systems_runs(tmp_path):
 
     with ChatServer(policy) as srv:
         ep = {"base_url": srv.base_url, "model": "m", "max_retries": 0}
-        (tmp_path / "g.toml").write_text(tomli_w.dumps({"roles": {r: ep for r in ("assembler", "grapher", "compiler", "teacher", "reviser", "judge")}}))
-        res = CliRunner().invoke(app, ["ground", "compare", str(tmp_path / "g.toml"), "--store", str(store),
-                                       "--system", f"good={tmp_path / 'good'}", "--system", f"bad={tmp_path / 'bad'}",
-                                       "--anchor", "bad", "--out", str(tmp_path / "c.jsonl")])
+        (tmp_path / "g.toml").write_text(
+            tomli_w.dumps(
+                {"roles": {r: ep for r in ("assembler", "grapher", "compiler", "teacher", "reviser", "judge")}}
+            )
+        )
+        res = CliRunner().invoke(
+            app,
+            [
+                "ground",
+                "compare",
+                str(tmp_path / "g.toml"),
+                "--store",
+                str(store),
+                "--system",
+                f"good={tmp_path / 'good'}",
+                "--system",
+                f"bad={tmp_path / 'bad'}",
+                "--anchor",
+                "bad",
+                "--out",
+                str(tmp_path / "c.jsonl"),
+            ],
+        )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert [(r["a"], r["b"]) for r in rows] == [("bad", "good"), ("good", "bad"), ("bad", "good")]  # order alternates

@@ -29,9 +29,17 @@ def test_a_criterion_the_statement_never_asks_for_is_refused(tmp_path, corpus):
     spec = Spec.model_validate(scripted.SPEC)
     validate(spec, graph)  # honest twin: every criterion is asked for
     hidden = json.loads(json.dumps(scripted.SPEC))
-    hidden["criteria"].append({"id": "c9", "artifact": "memo.md", "weight": 5.0, "anchors": ["f2017fossil"],
-                               "requirement": "a forecast of coal plant retirements through 2030",
-                               "expected": "three retirements", "verification": "-"})
+    hidden["criteria"].append(
+        {
+            "id": "c9",
+            "artifact": "memo.md",
+            "weight": 5.0,
+            "anchors": ["f2017fossil"],
+            "requirement": "a forecast of coal plant retirements through 2030",
+            "expected": "three retirements",
+            "verification": "-",
+        }
+    )
     with pytest.raises(ValueError, match=r"criterion c9 asks for something the statement never requests .*retire"):
         validate(Spec.model_validate(hidden), graph)
     # asking for it in the statement makes it traceable
@@ -46,8 +54,15 @@ def test_the_fixture_specs_are_traceable():
 
 
 def test_deliverable_columns_and_sections_count_as_asked():
-    c = {"id": "m", "artifact": "memo.md", "weight": 1.0, "anchors": ["f2017fossil"], "requirement": "a Method section",
-         "expected": "-", "verification": "-"}
+    c = {
+        "id": "m",
+        "artifact": "memo.md",
+        "weight": 1.0,
+        "anchors": ["f2017fossil"],
+        "requirement": "a Method section",
+        "expected": "-",
+        "verification": "-",
+    }
     with_method = Spec.model_validate({**scripted.SPEC, "criteria": [*scripted.SPEC["criteria"], c]})
     assert untraceable(with_method, instruction(with_method)) == []  # "Method" is a required section
 
@@ -59,7 +74,9 @@ def pick(corpus: Path, rel: str, role: str):
 def test_a_confuser_must_share_the_core_files_family_and_subject(corpus):
     """Planted (the check skipped), stock prices pass as a confuser of electricity data."""
     core = pick(corpus, scripted.CSV, "core")
-    assert confuser_problems([core, pick(corpus, "energy/iowa-electricity.xlsx", "confuser")]) == []  # same subject, a table
+    assert (
+        confuser_problems([core, pick(corpus, "energy/iowa-electricity.xlsx", "confuser")]) == []
+    )  # same subject, a table
     off_subject = confuser_problems([core, pick(corpus, scripted.STOCKS, "confuser")])
     assert len(off_subject) == 1 and "shares no subject" in off_subject[0]
     # a shared generic header (year) is no shared subject

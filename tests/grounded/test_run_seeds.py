@@ -16,10 +16,19 @@ def config(tmp_path, **kw):
     files.mkdir(exist_ok=True)
     (files / "notes.md").write_text("# Quarterly notes\nRevenue grew in the north region.\n")
     endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "never-called"}
-    return GroundConfig.model_validate({"seeds": 5, "files": [str(files)], "corpus": False,
-                                        "roles": {r: endpoint for r in ROLE_NAMES if r in {"assembler", "grapher", "compiler",
-                                                                                          "teacher", "reviser", "judge"}},
-                                        **kw})
+    return GroundConfig.model_validate(
+        {
+            "seeds": 5,
+            "files": [str(files)],
+            "corpus": False,
+            "roles": {
+                r: endpoint
+                for r in ROLE_NAMES
+                if r in {"assembler", "grapher", "compiler", "teacher", "reviser", "judge"}
+            },
+            **kw,
+        }
+    )
 
 
 def fake_ground_seed(calls, peak, fail=frozenset()):

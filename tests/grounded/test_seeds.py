@@ -54,7 +54,11 @@ def test_reapplied_on_real_file_families():
     seeds = select_seeds(candidate_seeds(), 2)
     a, b = seeds
     same = b.model_copy(update={"occupation_code": a.occupation_code, "evidence": a.evidence, "pattern": a.pattern})
-    tasks = [(a, ["t/x.csv"], ["out.md"]), (same, ["t/y.csv"], ["out.md"]), (same, ["t/z.xlsx", "doc.pdf"], ["out.xlsx"])]
+    tasks = [
+        (a, ["t/x.csv"], ["out.md"]),
+        (same, ["t/y.csv"], ["out.md"]),
+        (same, ["t/z.xlsx", "doc.pdf"], ["out.xlsx"]),
+    ]
     kept = greedy_cover(tasks, lambda t: real_family_keys(*t), k=3)
     # the second task adds nothing over the first (same seed keys, same real families); the third adds
     # spreadsheet and document inputs and a spreadsheet output

@@ -51,20 +51,24 @@ def test_the_users_seeds_file_is_run_as_edited(tmp_path, seeds_text, monkeypatch
     assert stages == [(r["seed_id"], "teacher (first run)") for r in reversed(rows)]
 
 
-@pytest.mark.parametrize("mangle, words", [
-    (lambda rows: rows[:1] + ["{not json"], [":2: not a seed"]),
-    (lambda rows: [dict(rows[0], seed_id="../../etc")], [":1: seed_id '../../etc' is not a plain name"]),
-    (lambda rows: [rows[0], rows[0]], [":2: seed_id", "appears twice"]),
-    (lambda rows: [dict(rows[0], pattern="juggling")], [":1: pattern 'juggling' is unknown"]),
-    (lambda rows: [], ["no seeds in the file"]),
-])
+@pytest.mark.parametrize(
+    "mangle, words",
+    [
+        (lambda rows: rows[:1] + ["{not json"], [":2: not a seed"]),
+        (lambda rows: [dict(rows[0], seed_id="../../etc")], [":1: seed_id '../../etc' is not a plain name"]),
+        (lambda rows: [rows[0], rows[0]], [":2: seed_id", "appears twice"]),
+        (lambda rows: [dict(rows[0], pattern="juggling")], [":1: pattern 'juggling' is unknown"]),
+        (lambda rows: [], ["no seeds in the file"]),
+    ],
+)
 def test_a_bad_seeds_file_is_one_error_before_anything_runs(tmp_path, seeds_text, mangle, words):
     rows = [json.loads(line) for line in seeds_text.splitlines()]
     bad = tmp_path / "mine.jsonl"
     bad.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in mangle(rows)))
     (tmp_path / "g.toml").write_text(ROLES)
-    res = runner.invoke(app, ["ground", "run", str(tmp_path / "g.toml"), "--out", str(tmp_path / "store"),
-                              "--seeds-file", str(bad)])
+    res = runner.invoke(
+        app, ["ground", "run", str(tmp_path / "g.toml"), "--out", str(tmp_path / "store"), "--seeds-file", str(bad)]
+    )
     assert res.exit_code == 2 and all(w in res.output for w in words) and "Traceback" not in res.output, res.output
     assert not (tmp_path / "store").exists()
 
@@ -86,7 +90,9 @@ def test_a_corrupted_result_stops_the_run_naming_the_file(tmp_path, monkeypatch)
     victim = sorted((store / "results").glob("*.json"))[0]
     victim.write_text('{"seed_id": "x", "stage": ')  # cut off by a full disk
     calls.clear()
-    with pytest.raises(AgentmillError, match=rf"{victim.name}: corrupted or not a SeedOutcome.*delete it to run that seed again"):
+    with pytest.raises(
+        AgentmillError, match=rf"{victim.name}: corrupted or not a SeedOutcome.*delete it to run that seed again"
+    ):
         asyncio.run(run_ground(cfg, store))
     assert calls == []  # checked before any seed ran
 
@@ -97,7 +103,9 @@ def test_a_corrupted_store_seeds_file_is_one_error_for_the_report(tmp_path, monk
     asyncio.run(run_ground(config(tmp_path, seeds=1), store))
     (store / "seeds.jsonl").write_text((store / "seeds.jsonl").read_text() + '{"seed_id": 3}\n')
     res = runner.invoke(app, ["ground", "report", str(store)])
-    assert res.exit_code == 2 and "seeds.jsonl:2: not a seed" in res.output and "Traceback" not in res.output, res.output
+    assert res.exit_code == 2 and "seeds.jsonl:2: not a seed" in res.output and "Traceback" not in res.output, (
+        res.output
+    )
 
 
 def test_decontaminate_refuses_an_empty_or_unloadable_benchmark(tmp_path):

@@ -28,10 +28,17 @@ def test_timeout_still_collects_and_links_are_not_followed(tmp_path):
     (ws_dir / scripted.CSV).parent.mkdir(parents=True)
     shutil.copyfile(corpus / scripted.CSV, ws_dir / scripted.CSV)
     shutil.copytree(corpus / "energy", ws_dir / "energy", dirs_exist_ok=True)
-    ws = Workspace(seed=candidate_seeds()[0], files=[{"path": scripted.CSV, "source": "c", "role": "core", "sha256": "-"},
-                                                    {"path": scripted.ABOUT, "source": "c", "role": "supporting", "sha256": "-"}])
+    ws = Workspace(
+        seed=candidate_seeds()[0],
+        files=[
+            {"path": scripted.CSV, "source": "c", "role": "core", "sha256": "-"},
+            {"path": scripted.ABOUT, "source": "c", "role": "supporting", "sha256": "-"},
+        ],
+    )
     graph = check_facts(ws, ws_dir, GraphDraft.model_validate({**scripted.GRAPH, "nodes": scripted.GRAPH["nodes"][:5]}))
-    task = write_grounded_task(tmp_path / "task", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC), agent_timeout=6)
+    task = write_grounded_task(
+        tmp_path / "task", ws, ws_dir, graph, Spec.model_validate(scripted.SPEC), agent_timeout=6
+    )
     script = scripted.GOOD + "ln -s /etc/passwd /app/output/passwd.txt\nln -s /app /app/output/app\n"
 
     def policy(request):
@@ -43,7 +50,9 @@ def test_timeout_still_collects_and_links_are_not_followed(tmp_path):
     async def go(url, folder):
         c = ModelClient(base_url=url, model="t", max_retries=0)
         try:
-            return await run_teacher(task, TerminusAgent(c, max_turns=5), ImageBuilder(cache=scratch_cache(tmp_path)), folder)
+            return await run_teacher(
+                task, TerminusAgent(c, max_turns=5), ImageBuilder(cache=scratch_cache(tmp_path)), folder
+            )
         finally:
             await c.close()
 

@@ -77,7 +77,9 @@ class ChatServer:
                 pass
 
             def do_GET(self):
-                self._send(200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
+                self._send(
+                    200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode()
+                )
 
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
@@ -93,26 +95,44 @@ class ChatServer:
                     return self._send(reply.status, reply.raw_body, reply.headers)
                 if reply.status != 200:
                     server._record(probe, body, reply.status, None)
-                    err = {"error": {"message": reply.error or f"scripted {reply.status}", "type": "server_error",
-                                     "code": reply.error_code or reply.status}}
+                    err = {
+                        "error": {
+                            "message": reply.error or f"scripted {reply.status}",
+                            "type": "server_error",
+                            "code": reply.error_code or reply.status,
+                        }
+                    }
                     return self._send(reply.status, json.dumps(err).encode(), reply.headers)
                 message = {"role": "assistant", "content": reply.content}
                 if reply.reasoning is not None:
                     message["reasoning_content"] = reply.reasoning
                 if reply.tool_calls:
                     message["tool_calls"] = [
-                        {"id": c.get("id", f"call_{i}"), "type": "function",
-                         "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
-                                      else json.dumps(c["arguments"])}}
-                        for i, c in enumerate(reply.tool_calls)]
+                        {
+                            "id": c.get("id", f"call_{i}"),
+                            "type": "function",
+                            "function": {
+                                "name": c["name"],
+                                "arguments": c["arguments"]
+                                if isinstance(c["arguments"], str)
+                                else json.dumps(c["arguments"]),
+                            },
+                        }
+                        for i, c in enumerate(reply.tool_calls)
+                    ]
                 finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
                 server._record(probe, body, 200, message)
                 completion = {
-                    "id": f"cmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
+                    "id": f"cmpl-{len(server.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
                     "model": body.get("model", server.model),
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
-                              "total_tokens": sum(reply.usage)},
+                    "usage": {
+                        "prompt_tokens": reply.usage[0],
+                        "completion_tokens": reply.usage[1],
+                        "total_tokens": sum(reply.usage),
+                    },
                 }
                 self._send(200, json.dumps(completion).encode(), reply.headers)
 
@@ -142,7 +162,7 @@ class ChatServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "ChatServer":
+    def __enter__(self) -> ChatServer:
         self._thread.start()
         return self
 
@@ -152,8 +172,14 @@ class ChatServer:
 
 
 def terminus_json(commands: list[tuple[str, float]] | None = None, complete: bool = False, analysis: str = "") -> str:
-    return json.dumps({"analysis": analysis, "plan": "", "task_complete": complete,
-                       "commands": [{"keystrokes": k, "duration": d} for k, d in (commands or [])]})
+    return json.dumps(
+        {
+            "analysis": analysis,
+            "plan": "",
+            "task_complete": complete,
+            "commands": [{"keystrokes": k, "duration": d} for k, d in (commands or [])],
+        }
+    )
 
 
 def solving_policy(solutions: dict[str, str]) -> Policy:

@@ -23,12 +23,13 @@ def test_workdir_env_copy_run_are_honoured(tmp_path):
     df = (
         "FROM python:3.11-slim\nARG GREETING=hello\nENV APP_HOME=/srv/app MODE=test\nWORKDIR $APP_HOME\n"
         "COPY data/ ./data/\nCOPY one.txt two.txt /opt/files/\nCOPY --chmod=755 tool.sh /usr/local/bin/tool\n"
-        "RUN echo \"$GREETING $MODE\" > built.txt && python --version > pyver && tool > toolout && id -u > uid\n"
+        'RUN echo "$GREETING $MODE" > built.txt && python --version > pyver && tool > toolout && id -u > uid\n'
         "RUN <<EOF\nset -e\nmkdir -p /data\necho heredoc > /data/h.txt\nEOF\n"
         "USER nobody\n"
     )
-    builder, task, image = build(tmp_path, df, **{"data/a.csv": "x,y\n", "one.txt": "1", "two.txt": "2",
-                                                  "tool.sh": "#!/bin/sh\necho tool-ran\n"})
+    builder, task, image = build(
+        tmp_path, df, **{"data/a.csv": "x,y\n", "one.txt": "1", "two.txt": "2", "tool.sh": "#!/bin/sh\necho tool-ran\n"}
+    )
     root = image.rootfs
     assert image.workdir == "/srv/app"
     assert image.env == {"LANG": "C.UTF-8", "APP_HOME": "/srv/app", "MODE": "test"}  # LANG: set by python images
@@ -69,17 +70,26 @@ def test_concurrent_builds_of_one_image_build_once(tmp_path):
 
 
 def test_apt_install_of_host_packages_is_satisfied(tmp_path):
-    _, _, image = build(tmp_path, "FROM debian:bookworm\nRUN apt-get update && apt-get install -y --no-install-recommends bash coreutils && rm -rf /var/lib/apt/lists/*\n")
+    _, _, image = build(
+        tmp_path,
+        "FROM debian:bookworm\nRUN apt-get update && apt-get install -y --no-install-recommends bash coreutils && rm -rf /var/lib/apt/lists/*\n",
+    )
     assert image.base == "debian:bookworm"
 
 
-@pytest.mark.parametrize("dockerfile, reason", [
-    ("FROM alpine:3.19\nRUN apk add bash\n", "not Debian-based"),
-    ("FROM debian:bookworm\nRUN apt-get update && apt-get install -y definitely-not-a-package-xyz\n", "definitely-not-a-package-xyz"),
-    ("FROM golang:1.22 AS build\nRUN true\nFROM debian:bookworm\n", "multi-stage"),
-    ("FROM debian:bookworm\nCOPY --from=builder /x /y\n", "--from"),
-    ("FROM debian:bookworm\nADD https://example.com/x.tar.gz /opt/\n", "URL"),
-])
+@pytest.mark.parametrize(
+    "dockerfile, reason",
+    [
+        ("FROM alpine:3.19\nRUN apk add bash\n", "not Debian-based"),
+        (
+            "FROM debian:bookworm\nRUN apt-get update && apt-get install -y definitely-not-a-package-xyz\n",
+            "definitely-not-a-package-xyz",
+        ),
+        ("FROM golang:1.22 AS build\nRUN true\nFROM debian:bookworm\n", "multi-stage"),
+        ("FROM debian:bookworm\nCOPY --from=builder /x /y\n", "--from"),
+        ("FROM debian:bookworm\nADD https://example.com/x.tar.gz /opt/\n", "URL"),
+    ],
+)
 def test_unbuildable_environments_need_a_container(tmp_path, dockerfile, reason):
     with pytest.raises(NeedsContainerError, match=reason):
         build(tmp_path, dockerfile)
@@ -103,10 +113,12 @@ def test_failing_run_step_reports_line_and_output(tmp_path):
 
 # A RUN step that appends to a file, then fetches from a real HTTP server on the host's loopback
 # (build steps have the network), printing what a failed fetch prints.
-FLAKY_FETCH = ("FROM debian:bookworm\nWORKDIR /app\n"
-               "RUN echo ran >> /app/runs && python3 -c \"import urllib.request as u; "
-               "print(u.urlopen('http://127.0.0.1:{port}/payload').read().decode())\" > /app/payload "
-               "|| { echo 'fetch: 503 Service Unavailable'; exit 6; }\n")
+FLAKY_FETCH = (
+    "FROM debian:bookworm\nWORKDIR /app\n"
+    'RUN echo ran >> /app/runs && python3 -c "import urllib.request as u; '
+    "print(u.urlopen('http://127.0.0.1:{port}/payload').read().decode())\" > /app/payload "
+    "|| { echo 'fetch: 503 Service Unavailable'; exit 6; }\n"
+)
 
 
 class _Flaky:
@@ -208,10 +220,12 @@ def test_copy_never_follows_an_image_symlink_onto_the_host(tmp_path):
     # A RUN step plants links to host paths; later COPYs must land inside the image, not on the host.
     victim = tmp_path / "victim"  # a host folder outside the image
     victim.mkdir()
-    df = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
-          f"RUN ln -s {victim} /app/outdir && ln -s {victim}/file.txt /app/outfile && mkdir -p /app/tree && "
-          f"ln -s {victim} /app/tree/sub\n"
-          "COPY one.txt /app/outdir/\nCOPY one.txt /app/outfile\nCOPY tree/ /app/tree/\n")
+    df = (
+        "FROM debian:bookworm-slim\nWORKDIR /app\n"
+        f"RUN ln -s {victim} /app/outdir && ln -s {victim}/file.txt /app/outfile && mkdir -p /app/tree && "
+        f"ln -s {victim} /app/tree/sub\n"
+        "COPY one.txt /app/outdir/\nCOPY one.txt /app/outfile\nCOPY tree/ /app/tree/\n"
+    )
     _, _, image = build(tmp_path, df, **{"one.txt": "1", "tree/sub/inner.txt": "inner"})
     assert list(victim.iterdir()) == [], "the build wrote through a symlink onto the host"
     root = image.rootfs
@@ -249,9 +263,11 @@ def test_astrals_uv_installer_in_a_run_step_installs_the_asked_uv(tmp_path):
     # `curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh` in a Dockerfile: where astral.sh is
     # unreachable (here: only PyPI, Debian's archive and npm are), the same uv release comes from
     # PyPI's uv wheel and the image says so (planted: no curl shim, caught: uv not found).
-    df = ("FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\n"
-          "RUN curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nENV PATH=\"/root/.local/bin:$PATH\"\n"
-          "RUN uv --version > /app/uv-version && . $HOME/.local/bin/env && uvx --version >> /app/uv-version\n")
+    df = (
+        "FROM ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624\n"
+        'RUN curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nENV PATH="/root/.local/bin:$PATH"\n'
+        "RUN uv --version > /app/uv-version && . $HOME/.local/bin/env && uvx --version >> /app/uv-version\n"
+    )
     _, _, image = build(tmp_path, df)
     assert (image.rootfs / "app/uv-version").read_text() == "uv 0.7.13\nuvx 0.7.13\n"
     noted = [n for n in image.notes if "astral.sh is unreachable" in n]
@@ -261,7 +277,9 @@ def test_astrals_uv_installer_in_a_run_step_installs_the_asked_uv(tmp_path):
 def test_a_failed_steps_reason_is_its_last_words_not_curls_progress_meter():
     from agentmill.images.errors import last_words
 
-    meter = ("  % Total    % Received % Xferd  Average Speed\n\r  0     0    0     0    0     0      0      0 "
-             "--:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: huggingface.co\n")
+    meter = (
+        "  % Total    % Received % Xferd  Average Speed\n\r  0     0    0     0    0     0      0      0 "
+        "--:--:-- --:--:-- --:--:--     0curl: (6) Could not resolve host: huggingface.co\n"
+    )
     assert last_words(meter) == "curl: (6) Could not resolve host: huggingface.co"
     assert last_words("E: Unable to locate package nope\n  100  2.5k\n") == "E: Unable to locate package nope"

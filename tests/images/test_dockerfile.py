@@ -35,14 +35,23 @@ def test_substitution_and_env_forms():
     assert split_flags('["a b", "c"]') == ({}, ["a b", "c"])
 
 
-@pytest.mark.parametrize("image", ["debian:bookworm-slim", "python:3.11-slim", "ubuntu:24.04",
-                                   "ghcr.io/laude-institute/t-bench/python-3-13:20250620", "buildpack-deps:bookworm"])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "debian:bookworm-slim",
+        "python:3.11-slim",
+        "ubuntu:24.04",
+        "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+        "buildpack-deps:bookworm",
+    ],
+)
 def test_debian_family_bases_run_on_host(image):
     check_base(image)  # no exception
 
 
-@pytest.mark.parametrize("image", ["alpine:3.20", "python:3.12-alpine", "fedora:40", "rockylinux:9", "scratch",
-                                   "mycorp/secret-image:1"])
+@pytest.mark.parametrize(
+    "image", ["alpine:3.20", "python:3.12-alpine", "fedora:40", "rockylinux:9", "scratch", "mycorp/secret-image:1"]
+)
 def test_foreign_bases_need_containers(image):
     with pytest.raises(NeedsContainerError):
         check_base(image)

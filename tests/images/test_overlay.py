@@ -16,15 +16,22 @@ from agentmill.tasks import load_task
 from agentmill.verify.outcome import Outcome
 from tests.conftest import REWARD_IF, sandbox, scratch_cache, simple_task
 
-pytestmark = [sandbox, pytest.mark.skipif(shutil.which("fuse-overlayfs") is None, reason="fuse-overlayfs not installed")]
+pytestmark = [
+    sandbox,
+    pytest.mark.skipif(shutil.which("fuse-overlayfs") is None, reason="fuse-overlayfs not installed"),
+]
 
-DOCKERFILE = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
-              "RUN echo pristine > state.txt && touch remove.me && mkdir -p data && seq 1 3000 | "
-              "while read i; do echo $i > data/f$i; done\n")
+DOCKERFILE = (
+    "FROM debian:bookworm-slim\nWORKDIR /app\n"
+    "RUN echo pristine > state.txt && touch remove.me && mkdir -p data && seq 1 3000 | "
+    "while read i; do echo $i > data/f$i; done\n"
+)
 # The agent edits an image file, deletes one, adds one; the verifier must see exactly that.
 SOLVE = "echo changed >> /app/state.txt; rm /app/remove.me; echo new > /app/new.txt; rm -r /app/data/f1*\n"
-CHECK = ("grep -qx changed /app/state.txt && grep -qx pristine /app/state.txt && [ ! -e /app/remove.me ] && "
-         "grep -qx new /app/new.txt && [ ! -e /app/data/f17 ] && [ -e /app/data/f2999 ]")
+CHECK = (
+    "grep -qx changed /app/state.txt && grep -qx pristine /app/state.txt && [ ! -e /app/remove.me ] && "
+    "grep -qx new /app/new.txt && [ ! -e /app/data/f17 ] && [ -e /app/data/f2999 ]"
+)
 
 
 def run(coro):
@@ -42,7 +49,11 @@ def test_trial_writes_stay_in_the_trial_and_reach_the_verifier(tmp_path):
         return await asyncio.gather(run_trial(task, OracleAgent(), builder), run_trial(task, NopAgent(), builder))
 
     oracle, nop = run(both())
-    assert oracle.outcome is Outcome.PASSED, (oracle.exception, oracle.verifier_stdout[-800:], oracle.verifier_stderr[-800:])
+    assert oracle.outcome is Outcome.PASSED, (
+        oracle.exception,
+        oracle.verifier_stdout[-800:],
+        oracle.verifier_stderr[-800:],
+    )
     assert nop.outcome is Outcome.FAILED
     root = image.rootfs  # the image never changed
     assert (root / "app/state.txt").read_text() == "pristine\n" and (root / "app/remove.me").exists()
@@ -50,8 +61,14 @@ def test_trial_writes_stay_in_the_trial_and_reach_the_verifier(tmp_path):
 
 
 def test_concurrent_overlay_trials_do_not_see_each_other(tmp_path):
-    task = load_task(simple_task(tmp_path, dockerfile=DOCKERFILE, test_sh=REWARD_IF.format(cond="grep -qx 1 /app/count"),
-                                 solve_sh="touch /app/mine-$RANDOM$RANDOM; sleep 2; ls /app | grep -c '^mine-' > /app/count\n"))
+    task = load_task(
+        simple_task(
+            tmp_path,
+            dockerfile=DOCKERFILE,
+            test_sh=REWARD_IF.format(cond="grep -qx 1 /app/count"),
+            solve_sh="touch /app/mine-$RANDOM$RANDOM; sleep 2; ls /app | grep -c '^mine-' > /app/count\n",
+        )
+    )
     builder = ImageBuilder(cache=scratch_cache(tmp_path), overlay=True)
 
     async def three():
@@ -65,9 +82,7 @@ def test_concurrent_overlay_trials_do_not_see_each_other(tmp_path):
 def test_overlay_sandbox_keeps_the_sandbox_rules():
     # The overlay keeps its bounding set until bwrap; inside, nothing may remain of it.
     from agentmill.sandbox import create_sandbox
-    from agentmill.sandbox.conformance import fresh_spec
-
-    from agentmill.sandbox.conformance import _host_processes_with
+    from agentmill.sandbox.conformance import _host_processes_with, fresh_spec
 
     marker = "am-overlay-uid-probe"
 
@@ -75,8 +90,10 @@ def test_overlay_sandbox_keeps_the_sandbox_rules():
         async with create_sandbox(fresh_spec(), backend="bwrap-overlay") as sb:
             await sb.exec(f"(exec -a {marker} sleep 30) >/dev/null 2>&1 &")
             await asyncio.sleep(0.3)
-            host_uids = {int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
-                         for pid in _host_processes_with(marker)}
+            host_uids = {
+                int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
+                for pid in _host_processes_with(marker)
+            }
             return host_uids, await sb.exec("grep -E '^Cap(Eff|Prm|Bnd|Inh|Amb)' /proc/self/status")
 
     host_uids, r = run(probe())
@@ -93,11 +110,18 @@ def test_overlay_over_a_debian_image_keeps_system_dirs_read_only(tmp_path):
         build_identity()
     except BuilderUnavailable as e:
         pytest.skip(str(e))
-    attack = ("for p in /usr/bin/python3 /bin/bash /etc/passwd /usr/lib/python3/dist-packages/evil.pth; do "
-              "(echo hacked > $p) 2>/dev/null && echo WROTE $p >> /app/log; done; echo mine > /app/state.txt; true\n")
-    task = load_task(simple_task(tmp_path, dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo pristine > /app/state.txt\n",
-                                 test_sh=REWARD_IF.format(cond="! grep -q WROTE /app/log 2>/dev/null && grep -qx mine /app/state.txt"),
-                                 solve_sh=attack))
+    attack = (
+        "for p in /usr/bin/python3 /bin/bash /etc/passwd /usr/lib/python3/dist-packages/evil.pth; do "
+        "(echo hacked > $p) 2>/dev/null && echo WROTE $p >> /app/log; done; echo mine > /app/state.txt; true\n"
+    )
+    task = load_task(
+        simple_task(
+            tmp_path,
+            dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo pristine > /app/state.txt\n",
+            test_sh=REWARD_IF.format(cond="! grep -q WROTE /app/log 2>/dev/null && grep -qx mine /app/state.txt"),
+            solve_sh=attack,
+        )
+    )
     builder = ImageBuilder(cache=scratch_cache(tmp_path), mode="debian", overlay=True)
 
     async def both():
@@ -111,18 +135,24 @@ def test_overlay_over_a_debian_image_keeps_system_dirs_read_only(tmp_path):
 
 # Modes the template holds must reach the trial as they are (an ssh key stays 0600); the agent's
 # root may still change them, and what it changes stays in its own layer.
-MODES_DOCKERFILE = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
-                    "RUN mkdir -p /app/keys /app/shared && echo k > /app/keys/id && echo s > /app/locked && "
-                    "echo run > /app/tool && chmod 700 /app/keys && chmod 600 /app/keys/id && chmod 000 /app/locked && "
-                    "chmod 755 /app/tool && chmod 2775 /app/shared\n")
-MODES_SEEN = "stat -c '%n %a' /app/keys /app/keys/id /app/locked /app/tool /app/shared > /app/modes.txt; chmod 640 /app/tool\n"
+MODES_DOCKERFILE = (
+    "FROM debian:bookworm-slim\nWORKDIR /app\n"
+    "RUN mkdir -p /app/keys /app/shared && echo k > /app/keys/id && echo s > /app/locked && "
+    "echo run > /app/tool && chmod 700 /app/keys && chmod 600 /app/keys/id && chmod 000 /app/locked && "
+    "chmod 755 /app/tool && chmod 2775 /app/shared\n"
+)
+MODES_SEEN = (
+    "stat -c '%n %a' /app/keys /app/keys/id /app/locked /app/tool /app/shared > /app/modes.txt; chmod 640 /app/tool\n"
+)
 MODES_WANT = "/app/keys 700\n/app/keys/id 600\n/app/locked 0\n/app/tool 755\n/app/shared 2775\n"
 
 
 @pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "copy"])
 def test_a_trial_sees_the_template_modes(tmp_path, overlay):
     check = f"diff <(printf '{MODES_WANT}') /app/modes.txt && [ \"$(stat -c %a /app/tool)\" = 640 ]"
-    task = load_task(simple_task(tmp_path, dockerfile=MODES_DOCKERFILE, test_sh=REWARD_IF.format(cond=check), solve_sh=MODES_SEEN))
+    task = load_task(
+        simple_task(tmp_path, dockerfile=MODES_DOCKERFILE, test_sh=REWARD_IF.format(cond=check), solve_sh=MODES_SEEN)
+    )
     builder = ImageBuilder(cache=scratch_cache(tmp_path), overlay=overlay)
     result = run(run_trial(task, OracleAgent(), builder))
     assert result.outcome is Outcome.PASSED, (result.exception, result.verifier_stdout[-800:])
@@ -157,12 +187,32 @@ def test_the_overlay_daemons_namespace_cannot_write_the_template_or_host_files(t
     try:
         for d in (upper, wk, merged):
             os.chown(d, lease.uid, lease.uid)
-        probe = (f"cat /proc/self/uid_map; (echo x >> {lower}/tmpl.txt) 2>/dev/null && echo WROTE-TEMPLATE; "
-                 f"(echo x >> {host_file}) 2>/dev/null && echo WROTE-HOST; cat {merged}/tmpl.txt")
+        probe = (
+            f"cat /proc/self/uid_map; (echo x >> {lower}/tmpl.txt) 2>/dev/null && echo WROTE-TEMPLATE; "
+            f"(echo x >> {host_file}) 2>/dev/null && echo WROTE-HOST; cat {merged}/tmpl.txt"
+        )
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **overlay_launch_env(lease.uid)}
-        r = subprocess.run([*overlay_namespace_argv(lease.uid), "--", "/bin/sh", "-c", _OVERLAY, "sh",
-                            str(lower), str(upper), str(wk), str(merged), "/bin/sh", "-c", probe],
-                           env=env, capture_output=True, text=True, timeout=30)
+        r = subprocess.run(
+            [
+                *overlay_namespace_argv(lease.uid),
+                "--",
+                "/bin/sh",
+                "-c",
+                _OVERLAY,
+                "sh",
+                str(lower),
+                str(upper),
+                str(wk),
+                str(merged),
+                "/bin/sh",
+                "-c",
+                probe,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     finally:
         lease.release()
         subprocess.run(["rm", "-rf", str(work)])

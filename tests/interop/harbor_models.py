@@ -28,6 +28,7 @@ class _Strict(BaseModel):
 
 # ---- trial config (models/trial/config.py) ----
 
+
 class AgentConfig(_Strict):
     name: str | None = None
     import_path: str | None = None
@@ -141,6 +142,7 @@ class TrialConfig(_Strict):
 
 # ---- job config (models/job/config.py) ----
 
+
 class RetryConfig(_Strict):
     max_retries: int = Field(default=0, ge=0)
     include_exceptions: list[str] | None = None
@@ -207,6 +209,7 @@ class JobConfig(_Strict):
 
 
 # ---- trial result (models/trial/result.py, agent/context.py, verifier/result.py) ----
+
 
 class TimingInfo(_Strict):
     started_at: datetime | None = None
@@ -300,6 +303,7 @@ class TrialResult(_Strict):
 
 # ---- job result (models/job/result.py) ----
 
+
 class AgentDatasetStats(_Strict):
     n_trials: int = 0
     n_errors: int = 0
@@ -335,6 +339,7 @@ class JobResult(_Strict):
 
 
 # ---- locks (models/job/lock.py) ----
+
 
 def _digest(value: str) -> str:
     if not re.fullmatch(r"sha256:[0-9a-f]{64}", value):
@@ -400,6 +405,7 @@ class JobLock(_Strict):
 
 
 # ---- ATIF (models/trajectories/*.py; Harbor's own ATIF models forbid unknown keys too) ----
+
 
 class ContentPart(_Strict):
     type: Literal["text", "image", "audio"]
@@ -485,8 +491,17 @@ class FinalMetrics(_Strict):
 
 
 class Trajectory(_Strict):
-    schema_version: Literal["ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4", "ATIF-v1.5",
-                            "ATIF-v1.6", "ATIF-v1.7", "ATIF-v1.8"] = "ATIF-v1.8"
+    schema_version: Literal[
+        "ATIF-v1.0",
+        "ATIF-v1.1",
+        "ATIF-v1.2",
+        "ATIF-v1.3",
+        "ATIF-v1.4",
+        "ATIF-v1.5",
+        "ATIF-v1.6",
+        "ATIF-v1.7",
+        "ATIF-v1.8",
+    ] = "ATIF-v1.8"
     session_id: str | None = None
     trajectory_id: str | None = None
     agent: Agent
@@ -503,16 +518,22 @@ class Trajectory(_Strict):
             if step.step_id != i + 1:
                 raise ValueError(f"steps[{i}].step_id: expected {i + 1}, got {step.step_id}")
             ids = {c.tool_call_id for c in step.tool_calls or []}
-            for r in (step.observation.results if step.observation else []):
+            for r in step.observation.results if step.observation else []:
                 if r.source_call_id is not None and r.source_call_id not in ids:
-                    raise ValueError(f"step {step.step_id}: observation answers {r.source_call_id!r}, not one of its calls")
+                    raise ValueError(
+                        f"step {step.step_id}: observation answers {r.source_call_id!r}, not one of its calls"
+                    )
         return self
 
 
 # what each file of a job folder is read as
 JOB_FILES = {"config.json": JobConfig, "result.json": JobResult, "lock.json": JobLock}
-TRIAL_FILES = {"config.json": TrialConfig, "result.json": TrialResult, "lock.json": TrialLock,
-               "agent/trajectory.json": Trajectory}
+TRIAL_FILES = {
+    "config.json": TrialConfig,
+    "result.json": TrialResult,
+    "lock.json": TrialLock,
+    "agent/trajectory.json": Trajectory,
+}
 
 
 def validate_job_folder(job: Path) -> int:

@@ -70,9 +70,15 @@ def test_imported_trials_keep_trajectory_tokens_timings_and_verifier_output(tmp_
     assert rec.trajectory.steps[2].tool_calls[0].arguments == {"keystrokes": "echo 0\n"}
     assert rec.trajectory.steps[3].observation.results[0].content == "$ echo 1\n1\n"
     assert rec.result["tokens"] == {"prompt": 201, "completion": 40} and rec.result["cost_usd"] == 0.0012
-    assert rec.result["timings"]["agent"] == pytest.approx(23.0) and rec.result["timings"]["total"] == pytest.approx(40.0)
+    assert rec.result["timings"]["agent"] == pytest.approx(23.0) and rec.result["timings"]["total"] == pytest.approx(
+        40.0
+    )
     assert rec.result["verifier_stdout"] == "tests ran\n"
-    assert rec.trial["model"] == "openai/teacher" and rec.trial["agent"] == "terminus-2" and rec.trial["instruction"] == "Solve alpha."
+    assert (
+        rec.trial["model"] == "openai/teacher"
+        and rec.trial["agent"] == "terminus-2"
+        and rec.trial["instruction"] == "Solve alpha."
+    )
     assert rec.telemetry.assistant_turns == 2 and rec.telemetry.commands == 2 and rec.telemetry.reasoning_steps == 2
     assert rec.telemetry.completion_claimed and not rec.telemetry.premature_completion  # the last reply: task_complete
     assert _by_folder(run)["alpha__bbbbbbb"]["rec"].telemetry.premature_completion  # claimed, but failed
@@ -82,7 +88,11 @@ def test_imported_trials_keep_trajectory_tokens_timings_and_verifier_output(tmp_
 
 def test_attempts_count_up_per_task_by_start_time(tmp_path):
     job = write_job(tmp_path / "jobs", [])
-    for name, started in (("t__later00", "2026-05-01T10:00:09"), ("t__first00", "2026-05-01T10:00:01"), ("t__middle0", "2026-05-01T10:00:05")):
+    for name, started in (
+        ("t__later00", "2026-05-01T10:00:09"),
+        ("t__first00", "2026-05-01T10:00:01"),
+        ("t__middle0", "2026-05-01T10:00:05"),
+    ):
         write_trial(job, task="t", name=name, reward=1.0, started=started)
     import_harbor_job(job, tmp_path / "run")
     attempts = {k: v["rec"].trial["attempt"] for k, v in _by_folder(tmp_path / "run").items()}
@@ -93,19 +103,27 @@ def test_attempts_count_up_per_task_by_start_time(tmp_path):
 
 def test_status_export_and_report_work_on_an_imported_job(tmp_path):
     run = tmp_path / "run"
-    r = subprocess.run([*CLI, "import", "harbor", str(_job(tmp_path)), "--out", str(run)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*CLI, "import", "harbor", str(_job(tmp_path)), "--out", str(run)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert f"imported {len(CASES)} trials" in r.stderr
     st = subprocess.run([*CLI, "status", str(run), "--json"], capture_output=True, text=True, timeout=120)
     assert json.loads(st.stdout)["outcomes"]["passed"] == 1
     out = tmp_path / "rows.jsonl"
-    ex = subprocess.run([*CLI, "export", str(run), "--format", "trl", "--out", str(out), "--min-turns", "2"],
-                        capture_output=True, text=True, timeout=120)
+    ex = subprocess.run(
+        [*CLI, "export", str(run), "--format", "trl", "--out", str(out), "--min-turns", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ex.returncode == 0, ex.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     # default trace filters: errors (timeouts of the verifier, sandbox, infra, agent, verifier) dropped; the rest kept
     assert len(rows) == 5 and all(row["messages"][-1]["role"] == "assistant" for row in rows)
-    rep = subprocess.run([*CLI, "report", str(run), "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    rep = subprocess.run(
+        [*CLI, "report", str(run), "--out", str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120
+    )
     assert rep.returncode == 0, rep.stderr
     assert "Trajectories" in (tmp_path / "r.html").read_text()
 
@@ -131,7 +149,12 @@ def test_a_malformed_trial_folder_is_reported_and_skipped_not_fatal(tmp_path):
     assert "no-task-name__0000002: result.json: task_name: Field required" in problems
     assert "bad-trajectory__0000003: agent/trajectory.json: steps.1.source" in problems
     assert "running__0000004: no result.json" in problems
-    r = subprocess.run([*CLI, "import", "harbor", str(job), "--out", str(tmp_path / "run2")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*CLI, "import", "harbor", str(job), "--out", str(tmp_path / "run2")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stderr.count("skipped:") == 4 and f"imported {len(CASES)} trials" in r.stderr
 
 
@@ -164,6 +187,7 @@ def test_not_a_job_folder_is_one_clear_error(tmp_path):
 
 
 # ---------------------------------------------------------------- hostile job folders
+
 
 def test_links_and_special_files_in_a_job_are_never_followed(tmp_path):
     job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0, trajectory=None)])
@@ -239,7 +263,11 @@ def test_oversized_files_are_refused_not_read(tmp_path, monkeypatch):
     job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0)])
     monkeypatch.setattr(foreign_files, "MAX_FILE_BYTES", 200)  # result.json and trajectory.json are larger
     report = import_harbor_job(job, tmp_path / "run")
-    assert report.imported == 0 and "result.json: " in report.problems[0] and "over the 200 byte limit" in report.problems[0]
+    assert (
+        report.imported == 0
+        and "result.json: " in report.problems[0]
+        and "over the 200 byte limit" in report.problems[0]
+    )
 
 
 def test_a_job_cannot_point_readers_at_folders_that_are_not_tasks(tmp_path):
@@ -247,7 +275,10 @@ def test_a_job_cannot_point_readers_at_folders_that_are_not_tasks(tmp_path):
     from agentmill.tasks import sample_dataset_path
 
     real_task = sample_dataset_path() / "dedupe-photos"
-    job = write_job(tmp_path / "jobs", [dict(task="a", name="a__0000001", reward=1.0), dict(task="b", name="b__0000002", reward=1.0)])
+    job = write_job(
+        tmp_path / "jobs",
+        [dict(task="a", name="a__0000001", reward=1.0), dict(task="b", name="b__0000002", reward=1.0)],
+    )
     for name, path in (("a__0000001", "/etc"), ("b__0000002", str(real_task))):
         data = json.loads((job / name / "result.json").read_text())
         data["task_id"] = {"path": path}

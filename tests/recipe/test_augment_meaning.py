@@ -26,23 +26,32 @@ def planted() -> dict[str, str]:
         "csv-revenue-by-region": FRAME + original("csv-revenue-by-region"),  # good: everything kept
         "top-word-frequencies": FRAME + original("top-word-frequencies").replace("`/app/top_words.txt`", "a file"),
         "fix-median-calculation": FRAME + original("fix-median-calculation").replace("`2.5`", "`3.5`"),
-        "git-revert-bad-commit": FRAME + original("git-revert-bad-commit").replace(
+        "git-revert-bad-commit": FRAME
+        + original("git-revert-bad-commit").replace(
             "undo that commit's changes with exactly one new commit on top of `main`",
-            "delete that commit from `main` and force-push"),  # every anchor kept; a different task
+            "delete that commit from `main` and force-push",
+        ),  # every anchor kept; a different task
     }
 
 
 def test_anchor_check_on_the_planted_rewrites():
     rewrites = planted()
-    lost = {name: lost_anchors(original(name), text, verifier_text(sample_dataset_path() / name))
-            for name, text in rewrites.items()}
+    lost = {
+        name: lost_anchors(original(name), text, verifier_text(sample_dataset_path() / name))
+        for name, text in rewrites.items()
+    }
     assert lost["csv-revenue-by-region"] == [] and lost["git-revert-bad-commit"] == []
     assert Anchor("path", "/app/top_words.txt") in lost["top-word-frequencies"]
     assert Anchor("number", "2.5") in lost["fix-median-calculation"]
     # what the mechanical check looks for, on a small instruction
     found = anchors('Write the 3 largest values as JSON to `/app/out.json`, each as "n=<value>"; read data/in.txt.')
-    assert {Anchor("number", "3"), Anchor("format", "json"), Anchor("path", "/app/out.json"),
-            Anchor("literal", "n=<value>"), Anchor("path", "data/in.txt")} <= set(found)
+    assert {
+        Anchor("number", "3"),
+        Anchor("format", "json"),
+        Anchor("path", "/app/out.json"),
+        Anchor("literal", "n=<value>"),
+        Anchor("path", "data/in.txt"),
+    } <= set(found)
     # an anchor the tests never mention is not required
     assert lost_anchors("Use 7 workers and write /app/x.txt", "Write /app/x.txt", tests="open('/app/x.txt')") == []
 
@@ -61,10 +70,13 @@ def policy(judged: list[dict]):
         text = request["messages"][-1]["content"]
         if JUDGE_QUESTION in text:
             rewrite = text.split("Rewritten task:\n", 1)[1]
-            judged.append({"original": text.split("Original task:\n", 1)[1].split("\n\nRewritten task:")[0],
-                           "rewrite": rewrite})
+            judged.append(
+                {"original": text.split("Original task:\n", 1)[1].split("\n\nRewritten task:")[0], "rewrite": rewrite}
+            )
             same = "force-push" not in rewrite
-            return Reply(json.dumps({"same_task": same, "reason": "same outcome" if same else "deletes history instead"}))
+            return Reply(
+                json.dumps({"same_task": same, "reason": "same outcome" if same else "deletes history instead"})
+            )
         if "Rewrite the following task" in text:
             return Reply(next(r for name, r in rewrites.items() if original(name).strip()[:60] in text))
         return Reply("{}")
@@ -107,18 +119,26 @@ def test_bad_rewrites_are_rejected_with_reasons_and_good_ones_kept(tmp_path):
     with ChatServer(policy(judged)) as srv:
         recipe = tmp_path / "recipe.toml"
         recipe.write_text(RECIPE.format(url=srv.base_url, oracle="true"))
-        r = subprocess.run([*AGENTMILL, "run", str(recipe), "--out", str(tmp_path / "run")], capture_output=True,
-                           text=True, timeout=900)
+        r = subprocess.run(
+            [*AGENTMILL, "run", str(recipe), "--out", str(tmp_path / "run")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert r.returncode == 0, r.stderr
         augment = next(s for s in json.loads((tmp_path / "run" / "funnel.json").read_text()) if s["stage"] == "augment")
         assert (augment["count_in"], augment["count_out"]) == (4, 5)  # 4 originals + the one good rewrite
         reasons = {d["name"]: d["reason"] for d in augment["dropped"]}
-        assert "path '/app/top_words.txt'" in reasons["mixed/top-word-frequencies~rewrite0"] or \
-            "path /app/top_words.txt" in reasons["mixed/top-word-frequencies~rewrite0"]
+        assert (
+            "path '/app/top_words.txt'" in reasons["mixed/top-word-frequencies~rewrite0"]
+            or "path /app/top_words.txt" in reasons["mixed/top-word-frequencies~rewrite0"]
+        )
         assert "the tests check it" in reasons["mixed/top-word-frequencies~rewrite0"]
         assert "number 2.5" in reasons["mixed/fix-median-calculation~rewrite0"]
-        assert reasons["mixed/git-revert-bad-commit~rewrite0"] == \
-            "judge: the rewrite asks for something else (deletes history instead)"
+        assert (
+            reasons["mixed/git-revert-bad-commit~rewrite0"]
+            == "judge: the rewrite asks for something else (deletes history instead)"
+        )
         assert "mixed/csv-revenue-by-region~rewrite0" not in reasons
         tasks = [json.loads(line) for line in (tmp_path / "run" / "tasks.jsonl").read_text().splitlines()]
         kept = [t for t in tasks if t["strategy"] == "rewrite"]
@@ -126,14 +146,19 @@ def test_bad_rewrites_are_rejected_with_reasons_and_good_ones_kept(tmp_path):
         assert kept[0]["instruction"].startswith("Ticket from the finance team")
         # the judge saw both texts, and only rewrites that passed the mechanical check reached it
         assert sorted(j["rewrite"].split("\n")[2][:20] for j in judged) == sorted(
-            [original("csv-revenue-by-region")[:20], original("git-revert-bad-commit")[:20]])
+            [original("csv-revenue-by-region")[:20], original("git-revert-bad-commit")[:20]]
+        )
         assert all(j["original"].strip() in (original(n).strip() for n in planted()) for j in judged)
 
         # augment settings change (no oracle check): the stage reruns, every model answer comes from the cache
         requests = len(srv.requests)
         recipe.write_text(RECIPE.format(url=srv.base_url, oracle="false"))
-        r = subprocess.run([*AGENTMILL, "run", str(recipe), "--out", str(tmp_path / "run")], capture_output=True,
-                           text=True, timeout=900)
+        r = subprocess.run(
+            [*AGENTMILL, "run", str(recipe), "--out", str(tmp_path / "run")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert r.returncode == 0, r.stderr
         assert "stage augment: running" in r.stderr
         assert len(srv.requests) == requests

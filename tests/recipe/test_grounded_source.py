@@ -16,8 +16,12 @@ def recipe_for(tmp_path, store: str):
 
 def test_admitted_tasks_of_a_ground_store_are_the_sources_tasks(tmp_path):
     store = tmp_path / "store"
-    write_task(store / "tasks" / "quarterly-memo", instruction="Write the memo.\n",
-               test_sh="echo 1 > /logs/verifier/reward.txt\n", solve_sh="true\n")
+    write_task(
+        store / "tasks" / "quarterly-memo",
+        instruction="Write the memo.\n",
+        test_sh="echo 1 > /logs/verifier/reward.txt\n",
+        solve_sh="true\n",
+    )
     (store / "candidates").mkdir()  # other store folders are not tasks
     tasks, report = load_sources(recipe_for(tmp_path, "store"))
     assert [t.name for t in tasks] == ["g/quarterly-memo"]

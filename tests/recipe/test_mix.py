@@ -11,8 +11,17 @@ from agentmill.recipe.stages.mix import mix_tasks, quotas, rank_sources
 
 
 def entries(source, n, weights=None):
-    return [TaskEntry(name=f"{source}/t{i}", path=f"/x/{source}/{i}", source=source, content_hash=f"{source}{i}",
-                      instruction="i", weight=(weights[i] if weights else 1.0)) for i in range(n)]
+    return [
+        TaskEntry(
+            name=f"{source}/t{i}",
+            path=f"/x/{source}/{i}",
+            source=source,
+            content_hash=f"{source}{i}",
+            instruction="i",
+            weight=(weights[i] if weights else 1.0),
+        )
+        for i in range(n)
+    ]
 
 
 def test_quotas_split_the_budget():
@@ -59,7 +68,9 @@ def test_upsampling_by_weights():
 
 
 def test_no_upsampling_keeps_what_there_is():
-    out, report = mix_tasks(entries("a", 2) + entries("b", 9), Mix(budget=10, upsample="none"), seed=0, order=["a", "b"])
+    out, report = mix_tasks(
+        entries("a", 2) + entries("b", 9), Mix(budget=10, upsample="none"), seed=0, order=["a", "b"]
+    )
     assert Counter(t.source for t in out) == {"a": 2, "b": 5}
     assert any("not upsampled" in n for n in report.notes)
 

@@ -38,8 +38,10 @@ def policy_for_samples(names: list[str] | None = None):
             return Reply(json.dumps({"same_task": True, "reason": "same files, numbers and format"}))
         if "Rewrite the following task" in msgs[-1]["content"]:
             original = msgs[-1]["content"].split("Task:\n", 1)[1].rsplit("\n\nAnswer with", 1)[0]
-            return Reply("A colleague from the platform team left this request in the tracker this morning; they need it "
-                         "done before the weekly data review and asked for exactly the result described below.\n\n" + original)
+            return Reply(
+                "A colleague from the platform team left this request in the tracker this morning; they need it "
+                "done before the weekly data review and asked for exactly the result described below.\n\n" + original
+            )
         first_user = next(m["content"] for m in msgs if m["role"] == "user")
         turns = sum(m["role"] == "assistant" for m in msgs)
         script = next((s for key, s in solutions.items() if key in first_user), "true\n")
@@ -53,8 +55,10 @@ def policy_for_samples(names: list[str] | None = None):
 
 
 def recipe_text(base_url: str, min_turns: int, allow_empty: bool = False) -> str:
-    sources = "\n".join(f'[[sources]]\nname = "{name}"\nsample = true\ntasks = {json.dumps(names)}\nscore = {1.0 - i / 10}\n'
-                        for i, (name, names) in enumerate(SOURCES.items()))
+    sources = "\n".join(
+        f'[[sources]]\nname = "{name}"\nsample = true\ntasks = {json.dumps(names)}\nscore = {1.0 - i / 10}\n'
+        for i, (name, names) in enumerate(SOURCES.items())
+    )
     return f"""
 [recipe]
 name = "e2e"
@@ -126,8 +130,10 @@ def test_recipe_end_to_end_and_cache_reuse(tmp_path):
         assert reports["export-trl"].count_out == 6
         rows = [json.loads(line) for line in (tmp_path / "run" / "exports" / "trl.jsonl").read_text().splitlines()]
         assert len(rows) == 6 and all(r["provenance"]["outcome"] == "passed" for r in rows)
-        assert {s: all(e["status"] == "ran" for e in read_log(first.cache.log, first.run_id) if e["stage"] == s)
-                for s in reports} == {s: True for s in reports}
+        assert {
+            s: all(e["status"] == "ran" for e in read_log(first.cache.log, first.run_id) if e["stage"] == s)
+            for s in reports
+        } == {s: True for s in reports}
         tasks = [json.loads(line) for line in (tmp_path / "run" / "tasks.jsonl").read_text().splitlines()]
         augmented = [t for t in tasks if t["strategy"] == "rewrite"]
         assert augmented and all(t["parent"] for t in augmented)
@@ -135,12 +141,23 @@ def test_recipe_end_to_end_and_cache_reuse(tmp_path):
         # change only the trace filter: only it and the export run again; the export finds zero rows and
         # stops the run, naming the rule that removed the last traces (it is not marked done)
         second = pipeline_for(tmp_path, srv.base_url, min_turns=5)
-        with pytest.raises(AgentmillError, match=r"export-trl: 0 rows: stage trace_filters removed the last records "
-                                                 r"\(min_turns\): lower \[trace_filters\] min_turns"):
+        with pytest.raises(
+            AgentmillError,
+            match=r"export-trl: 0 rows: stage trace_filters removed the last records "
+            r"\(min_turns\): lower \[trace_filters\] min_turns",
+        ):
             asyncio.run(second.run())
         log = {e["stage"]: e["status"] for e in read_log(second.cache.log, second.run_id)}
-        assert log == {"sources": "cached", "augment": "cached", "filter0-starts": "cached", "filter1-dedupe": "cached",
-                       "mix": "cached", "rollout": "cached", "trace_filters": "ran", "export-trl": "failed"}
+        assert log == {
+            "sources": "cached",
+            "augment": "cached",
+            "filter0-starts": "cached",
+            "filter1-dedupe": "cached",
+            "mix": "cached",
+            "rollout": "cached",
+            "trace_filters": "ran",
+            "export-trl": "failed",
+        }
 
         third, reports3 = run(tmp_path, srv.base_url, min_turns=5, allow_empty=True)
         log = {e["stage"]: e["status"] for e in read_log(third.cache.log, third.run_id)}

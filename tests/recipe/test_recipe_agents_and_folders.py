@@ -64,7 +64,9 @@ def test_a_registered_agent_runs_and_a_folder_export_is_replaced_on_rerun(tmp_pa
         rollout = reports["rollout"]
         assert rollout.count_out == 1
         assert rollout.reasons() == {"a 'terminal' task: the tools agent works on tools tasks": 1}
-        assert any(r["messages"][0]["role"] == "system" and r.get("tools") for r in srv.requests)  # the tools agent spoke
+        assert any(
+            r["messages"][0]["role"] == "system" and r.get("tools") for r in srv.requests
+        )  # the tools agent spoke
         job = tmp_path / "run" / "exports" / "job"
         trials = [p for p in job.iterdir() if p.is_dir()]
         assert len(trials) == 1 and (job / "result.json").is_file() and (job / "config.json").is_file()

@@ -66,16 +66,33 @@ def plan_keys(text: str) -> dict[str, str]:
 
 
 def test_stages_come_from_the_registry_and_keys_follow_the_flow():
-    assert {"sources", "augment", "mix", "rollout", "trace_filters", "export", "starts", "dedupe", "askllm",
-            "response_length", "decontaminate"} <= set(STAGES.names())
+    assert {
+        "sources",
+        "augment",
+        "mix",
+        "rollout",
+        "trace_filters",
+        "export",
+        "starts",
+        "dedupe",
+        "askllm",
+        "response_length",
+        "decontaminate",
+    } <= set(STAGES.names())
     base = plan_keys(NOP_RECIPE)
     assert list(base) == ["sources", "filter0-dedupe", "mix", "rollout", "trace_filters", "export-trl", "export-rl"]
     # a later setting changes only its own key and those downstream of it
     changed = plan_keys(NOP_RECIPE.replace("min_turns = 0", "min_turns = 2"))
     assert [s for s in base if base[s] != changed[s]] == ["trace_filters", "export-trl"]  # rl rows ignore min_turns
     changed = plan_keys(NOP_RECIPE.replace('kind = "dedupe"', 'kind = "dedupe"\nparams = { threshold = 0.5 }'))
-    assert [s for s in base if base[s] != changed[s]] == ["filter0-dedupe", "mix", "rollout", "trace_filters",
-                                                        "export-trl", "export-rl"]
+    assert [s for s in base if base[s] != changed[s]] == [
+        "filter0-dedupe",
+        "mix",
+        "rollout",
+        "trace_filters",
+        "export-trl",
+        "export-rl",
+    ]
 
 
 def test_bad_stage_settings_fail_at_planning_naming_the_key(tmp_path):
@@ -86,9 +103,12 @@ def test_bad_stage_settings_fail_at_planning_naming_the_key(tmp_path):
     path = write_recipe(tmp_path, NOP_RECIPE.replace('kind = "dedupe"', 'kind = "dedupe"\nparams = { treshold = 0.5 }'))
     r = agentmill("run", str(path), "--dry-run")
     assert r.returncode == 2 and "task_filters.0" in r.stderr and "param 'treshold': unknown param" in r.stderr
-    with pytest.raises(AgentmillError, match="task_filters.0.kind: unknown task filter 'rollout'"):  # a stage of another kind is not a filter
-        build_stages(parse_recipe({"sources": [{"name": "s", "sample": True}], "task_filters": [{"kind": "rollout"}]},
-                                  where="r"))
+    with pytest.raises(
+        AgentmillError, match="task_filters.0.kind: unknown task filter 'rollout'"
+    ):  # a stage of another kind is not a filter
+        build_stages(
+            parse_recipe({"sources": [{"name": "s", "sample": True}], "task_filters": [{"kind": "rollout"}]}, where="r")
+        )
 
 
 def test_dry_run_writes_nothing(tmp_path):
@@ -103,7 +123,9 @@ def test_dry_run_writes_nothing(tmp_path):
 
 @sandbox
 def test_a_failed_stage_is_not_marked_done_and_a_rerun_resumes(tmp_path):
-    bad = NOP_RECIPE.replace('kind = "dedupe"', f'kind = "decontaminate"\nparams = {{ benchmarks = ["{tmp_path}/no-such-benchmark"] }}')
+    bad = NOP_RECIPE.replace(
+        'kind = "dedupe"', f'kind = "decontaminate"\nparams = {{ benchmarks = ["{tmp_path}/no-such-benchmark"] }}'
+    )
     path = write_recipe(tmp_path / "r", bad)
     run = tmp_path / "run"
     r = agentmill("run", str(path), "--out", str(run))
@@ -118,9 +140,15 @@ def test_a_failed_stage_is_not_marked_done_and_a_rerun_resumes(tmp_path):
     r = agentmill("run", str(path), "--out", str(run))
     assert r.returncode == 0, r.stderr
     log = [json.loads(line) for line in (run / "cache.jsonl").read_text().splitlines()][2:]
-    assert [(e["stage"], e["status"]) for e in log] == [("sources", "cached"), ("filter0-decontaminate", "ran"),
-                                                        ("mix", "ran"), ("rollout", "ran"), ("trace_filters", "ran"),
-                                                        ("export-trl", "ran"), ("export-rl", "ran")]
+    assert [(e["stage"], e["status"]) for e in log] == [
+        ("sources", "cached"),
+        ("filter0-decontaminate", "ran"),
+        ("mix", "ran"),
+        ("rollout", "ran"),
+        ("trace_filters", "ran"),
+        ("export-trl", "ran"),
+        ("export-rl", "ran"),
+    ]
     funnel = {s["stage"]: s for s in json.loads((run / "funnel.json").read_text())}
     assert funnel["rollout"]["count_out"] == 2 and funnel["export-rl"]["count_out"] == 2
     assert len((run / "exports" / "rl.jsonl").read_text().splitlines()) == 2
@@ -129,11 +157,15 @@ def test_a_failed_stage_is_not_marked_done_and_a_rerun_resumes(tmp_path):
 
 
 def test_a_recipe_that_keeps_nothing_says_where_the_records_went(tmp_path):
-    path = write_recipe(tmp_path / "r", NOP_RECIPE.replace('"ini-to-env-file", "extract-email-addresses"', '"no-such-task"'))
+    path = write_recipe(
+        tmp_path / "r", NOP_RECIPE.replace('"ini-to-env-file", "extract-email-addresses"', '"no-such-task"')
+    )
     r = agentmill("run", str(path), "--out", str(tmp_path / "run"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert ("export-rl: 0 rows: stage sources produced no records (source 'text': task 'no-such-task' not found); "
-            "or set allow_empty = true on this export") in r.stderr
+    assert (
+        "export-rl: 0 rows: stage sources produced no records (source 'text': task 'no-such-task' not found); "
+        "or set allow_empty = true on this export"
+    ) in r.stderr
 
 
 SCORE = """
@@ -152,7 +184,8 @@ def test_ablate_validates_every_variant_before_building(tmp_path):
         f'base = "recipe.toml"\neval = "{sys.executable} score.py {{variant}} {{results}}"\n'
         '[[variants]]\nname = "fine"\n'
         '[[variants]]\nname = "typo"\nset = { "mix.top_nn" = 2 }\n'
-        '[[variants]]\nname = "bad-param"\nset = { "task_filters.0.params" = { threshold = 5 } }\n')
+        '[[variants]]\nname = "bad-param"\nset = { "task_filters.0.params" = { threshold = 5 } }\n'
+    )
     r = agentmill("ablate", str(tmp_path / "matrix.toml"), "--out", str(tmp_path / "out"))
     assert r.returncode == 2
     assert "2 of 3 variant(s) are invalid; nothing was built" in r.stderr
@@ -167,7 +200,8 @@ def test_ablate_exits_non_zero_when_a_variant_is_left_out(tmp_path):
     (tmp_path / "score.py").write_text(SCORE)
     (tmp_path / "matrix.toml").write_text(
         f'base = "recipe.toml"\neval = "{sys.executable} score.py {{variant}} {{results}}"\n'
-        '[[variants]]\nname = "fine"\n[[variants]]\nname = "broken-eval"\n')
+        '[[variants]]\nname = "fine"\n[[variants]]\nname = "broken-eval"\n'
+    )
     r = agentmill("ablate", str(tmp_path / "matrix.toml"), "--out", str(tmp_path / "out"))
     assert r.returncode == 1, r.stderr
     assert "1 variant(s) left out: broken-eval" in r.stderr
@@ -188,11 +222,14 @@ def test_a_damaged_stage_cache_is_one_error_naming_the_file(tmp_path):
     assert f"{damaged}: line 1:" in r.stderr and "delete the stage's cache folder" in r.stderr
 
 
-@pytest.mark.parametrize("results, words", [
-    ({"v": {"swe": [1, "0.5"]}}, "benchmark 'swe': expected a list of numbers; item 1 is str '0.5'"),
-    ({"v": {"swe": 0.5}}, "benchmark 'swe': expected a list of numbers, got float 0.5"),
-    ({"v": [1, 2]}, "'v': expected an object"),
-])
+@pytest.mark.parametrize(
+    "results, words",
+    [
+        ({"v": {"swe": [1, "0.5"]}}, "benchmark 'swe': expected a list of numbers; item 1 is str '0.5'"),
+        ({"v": {"swe": 0.5}}, "benchmark 'swe': expected a list of numbers, got float 0.5"),
+        ({"v": [1, 2]}, "'v': expected an object"),
+    ],
+)
 def test_table_names_the_bad_field_in_one_line(tmp_path, results, words):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(results))

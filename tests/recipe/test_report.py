@@ -21,7 +21,12 @@ from agentmill.rollout.status import mean_se
 from tests.conftest import mixed_dataset, sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = {"swe-smith": (90, 0.55), "stackexchange-superuser": (80, 0.35), "stackexchange-tezos": (70, 0.3), "issue-tasks": (60, 0.45)}
+SOURCES = {
+    "swe-smith": (90, 0.55),
+    "stackexchange-superuser": (80, 0.35),
+    "stackexchange-tezos": (70, 0.3),
+    "issue-tasks": (60, 0.45),
+}
 
 
 def drops(n: int, reasons: dict[str, float], prefix: str) -> list[Drop]:
@@ -37,20 +42,60 @@ def fabricate_run(run: Path, *, nasty: str = "", rollout: bool = True) -> dict:
     (run / "recipe.toml").write_text('name = "ot-agent-top4"\n[mix]\ntop_n = 4\n[teacher]\nmodel = "glm-4.7"\n')
     funnel = [
         StageReport(stage="collect sources", kind="source", count_in=1200, count_out=1200, notes=["8 sources"]),
-        StageReport(stage="deduplicate", kind="filter", count_in=1200, count_out=1080,
-                    dropped=drops(120, {"exact duplicate": 3, "near duplicate (minhash >= 0.9)": 5}, "dup")),
-        StageReport(stage="verify with oracle", kind="verify", count_in=1080, count_out=820,
-                    dropped=drops(260, {"oracle failed": 6, "nop agent passed (trivial)": 2, "image build failed": 2,
-                                        "verifier timed out": 1, "flaky: oracle passed 1 of 3": 1}, "ver")),
-        StageReport(stage="mix top-4 sources", kind="mix", count_in=820, count_out=400,
-                    dropped=drops(420, {"source not in top 4": 4, "over per-source quota": 3}, "mix")),
-        StageReport(stage="augment: harden", kind="augment", count_in=400, count_out=560, notes=["+160 hardened variants"]),
-        StageReport(stage="filter: response length", kind="filter", count_in=560, count_out=300,
-                    dropped=drops(260, {"response shorter than 2k tokens" + nasty: 1}, "len")),
+        StageReport(
+            stage="deduplicate",
+            kind="filter",
+            count_in=1200,
+            count_out=1080,
+            dropped=drops(120, {"exact duplicate": 3, "near duplicate (minhash >= 0.9)": 5}, "dup"),
+        ),
+        StageReport(
+            stage="verify with oracle",
+            kind="verify",
+            count_in=1080,
+            count_out=820,
+            dropped=drops(
+                260,
+                {
+                    "oracle failed": 6,
+                    "nop agent passed (trivial)": 2,
+                    "image build failed": 2,
+                    "verifier timed out": 1,
+                    "flaky: oracle passed 1 of 3": 1,
+                },
+                "ver",
+            ),
+        ),
+        StageReport(
+            stage="mix top-4 sources",
+            kind="mix",
+            count_in=820,
+            count_out=400,
+            dropped=drops(420, {"source not in top 4": 4, "over per-source quota": 3}, "mix"),
+        ),
+        StageReport(
+            stage="augment: harden", kind="augment", count_in=400, count_out=560, notes=["+160 hardened variants"]
+        ),
+        StageReport(
+            stage="filter: response length",
+            kind="filter",
+            count_in=560,
+            count_out=300,
+            dropped=drops(260, {"response shorter than 2k tokens" + nasty: 1}, "len"),
+        ),
     ]
     (run / "funnel.json").write_text(json.dumps([s.model_dump() for s in funnel], indent=1))
-    tasks = [TaskEntry(name=f"{src}-{i:03d}", path=f"/data/tasks/{src}-{i:03d}", source=src, content_hash=f"h{src}{i}",
-                       instruction="do it") for src, (n, _) in SOURCES.items() for i in range(n)]
+    tasks = [
+        TaskEntry(
+            name=f"{src}-{i:03d}",
+            path=f"/data/tasks/{src}-{i:03d}",
+            source=src,
+            content_hash=f"h{src}{i}",
+            instruction="do it",
+        )
+        for src, (n, _) in SOURCES.items()
+        for i in range(n)
+    ]
     save_tasks(tasks, run / "tasks.jsonl")
     expected = {"rewards": {}}
     if not rollout:
@@ -69,14 +114,21 @@ def fabricate_run(run: Path, *, nasty: str = "", rollout: bool = True) -> dict:
         folder = trials / trial_id
         folder.mkdir()
         (folder / "trial.json").write_text(json.dumps({"trial_id": trial_id, "task": t.name, "attempt": 0}))
-        result = {"task": t.name, "outcome": outcome, "reward": reward, "tokens": {"prompt": tokens * 6, "completion": tokens}}
+        result = {
+            "task": t.name,
+            "outcome": outcome,
+            "reward": reward,
+            "tokens": {"prompt": tokens * 6, "completion": tokens},
+        }
         (folder / "result.json").write_text(json.dumps(result))
         (folder / "telemetry.json").write_text(json.dumps({"assistant_turns": turns, "assistant_tokens": tokens}))
         (folder / "trajectory.json").write_text("{}")  # not read when telemetry.json exists
         ledger.start(trial_id, t.name, t.content_hash, 0)
         ledger.finish(trial_id, result)
         if reward is not None:
-            expected["rewards"].setdefault(t.source if t.name != "stray-task" else "(not in tasks.jsonl)", []).append(reward)
+            expected["rewards"].setdefault(t.source if t.name != "stray-task" else "(not in tasks.jsonl)", []).append(
+                reward
+            )
     ledger.close()
     return expected
 
@@ -89,8 +141,11 @@ def test_report_shows_funnel_sources_shapes_rewards_and_outcomes(tmp_path):
     for stage in ("collect sources", "deduplicate", "verify with oracle", "mix top-4 sources", "augment: harden"):
         assert stage in page
     # funnel row: in, out, kept, dropped; reasons ranked by count
-    assert re.search(r"<td>mix top-4 sources</td><td>mix</td><td class=num>820</td><td class=num>400</td>"
-                     r"<td class=num>49%</td><td class=num>420</td><td>source not in top 4 ×\d+; over per-source quota ×\d+</td>", page)
+    assert re.search(
+        r"<td>mix top-4 sources</td><td>mix</td><td class=num>820</td><td class=num>400</td>"
+        r"<td class=num>49%</td><td class=num>420</td><td>source not in top 4 ×\d+; over per-source quota ×\d+</td>",
+        page,
+    )
     assert "+160 hardened variants" in page and "; +2 more" in page  # five reasons, top three shown
     assert "<td>swe-smith</td><td class=num>90</td><td class=num>30.0%</td>" in page
     m, se = mean_se(expected["rewards"]["swe-smith"])
@@ -124,7 +179,30 @@ def test_partial_runs_render_what_exists(tmp_path):
 
 def test_histogram_bins():
     assert _bins([1, 2, 2, 5]) == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]  # one bin per integer
-    assert _bins([0, 1000]) == [0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700, 750, 800, 850, 900, 950, 1000, 1050]
+    assert _bins([0, 1000]) == [
+        0,
+        50,
+        100,
+        150,
+        200,
+        250,
+        300,
+        350,
+        400,
+        450,
+        500,
+        550,
+        600,
+        650,
+        700,
+        750,
+        800,
+        850,
+        900,
+        950,
+        1000,
+        1050,
+    ]
     assert _bins([0.2, 0.2]) == [0, 1]
     edges = _bins([3, 17, 240, 999, 4321])
     assert edges[0] <= 3 and edges[-1] > 4321 and len(edges) <= 22
@@ -136,14 +214,47 @@ def test_report_of_a_real_oracle_rollout(tmp_path):
     data = mixed_dataset(tmp_path / "ds", good=2)
     run = tmp_path / "run"
     run.mkdir()
-    save_tasks([TaskEntry(name=n, path=str(data / n), source="easy" if n.startswith("good") else "hard",
-                          content_hash=n, instruction="x") for n in ("good0", "good1", "bad")], run / "tasks.jsonl")
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "rollout", str(data), "--agent", "oracle",
-                        "--out", str(run / "rollout"), "-c", "3"], capture_output=True, text=True, timeout=300)
+    save_tasks(
+        [
+            TaskEntry(
+                name=n,
+                path=str(data / n),
+                source="easy" if n.startswith("good") else "hard",
+                content_hash=n,
+                instruction="x",
+            )
+            for n in ("good0", "good1", "bad")
+        ],
+        run / "tasks.jsonl",
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmill.cli",
+            "rollout",
+            str(data),
+            "--agent",
+            "oracle",
+            "--out",
+            str(run / "rollout"),
+            "-c",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     page = write_report(run, tmp_path / "r.html").read_text()
-    assert "<td>easy</td><td class=num>2</td><td class=num>2</td><td class=num>1.000 ± 0.000</td><td class=num>100.0%</td>" in page
-    assert "<td>hard</td><td class=num>1</td><td class=num>1</td><td class=num>0.000 ± 0.000</td><td class=num>0.0%</td>" in page
+    assert (
+        "<td>easy</td><td class=num>2</td><td class=num>2</td><td class=num>1.000 ± 0.000</td><td class=num>100.0%</td>"
+        in page
+    )
+    assert (
+        "<td>hard</td><td class=num>1</td><td class=num>1</td><td class=num>0.000 ± 0.000</td><td class=num>0.0%</td>"
+        in page
+    )
     assert "No funnel.json" in page
 
 
@@ -157,10 +268,23 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not insta
 def open_in_chromium(page: Path, tmp_path: Path, screenshot: Path, size: str = "1000,800") -> list[str]:
     """Load the page headless, take a screenshot, return the console messages Chromium logged."""
     profile = tmp_path / f"profile-{page.stem}"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-           "--enable-logging=stderr", "--v=0", "--hide-scrollbars", f"--window-size={size}",
-           f"--screenshot={screenshot}", page.resolve().as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--hide-scrollbars",
+        f"--window-size={size}",
+        f"--screenshot={screenshot}",
+        page.resolve().as_uri(),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert screenshot.exists() and screenshot.stat().st_size > 1000

@@ -40,7 +40,9 @@ def _run(folder, base_url):
 
 
 def diff(a, b, *more):
-    return subprocess.run([sys.executable, "-m", "agentmill.cli", "diff", str(a), str(b), *more], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "diff", str(a), str(b), *more], capture_output=True, text=True
+    )
 
 
 @sandbox
@@ -86,18 +88,32 @@ def test_a_recipe_run_twice_is_the_same_data_and_planted_changes_are_found(tmp_p
     table[0]["data_source"] = "agentmill/other"
     pq.write_table(pa.Table.from_pylist(table), c3 / "exports" / "rl.parquet")
     (c3 / "exports" / "trl.jsonl").unlink()
-    found = {(d.file, d.where.split(".")[-1] if d.where.startswith("$") else d.where) for d in compare(a, c3, aliases=((str(a), str(b)),)).differences}
+    found = {
+        (d.file, d.where.split(".")[-1] if d.where.startswith("$") else d.where)
+        for d in compare(a, c3, aliases=((str(a), str(b)),)).differences
+    }
     assert ("exports/rl.parquet", "data_source") in found and ("exports/trl.jsonl", "missing in B") in found
 
 
 def test_clocks_pids_and_own_paths_are_not_differences_but_values_are(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    for root, when, took, pid, ahead in ((a, "2026-12-03T09:00:00.123Z", 1.5, 11, "not asked"),
-                                         (b, "2026-12-04T10:30:00Z", 9.25, 22, "hit")):
+    for root, when, took, pid, ahead in (
+        (a, "2026-12-03T09:00:00.123Z", 1.5, 11, "not asked"),
+        (b, "2026-12-04T10:30:00Z", 9.25, 22, "hit"),
+    ):
         root.mkdir()
-        (root / "trial.json").write_text(json.dumps({
-            "started_at": when, "agent": {"duration_sec": took, "first_turn_ahead": ahead}, "pid": pid, "reward": 1.0,
-            "log": f"wrote {root}/out.txt at {when}", "timings": {"model_ms": took}}))
+        (root / "trial.json").write_text(
+            json.dumps(
+                {
+                    "started_at": when,
+                    "agent": {"duration_sec": took, "first_turn_ahead": ahead},
+                    "pid": pid,
+                    "reward": 1.0,
+                    "log": f"wrote {root}/out.txt at {when}",
+                    "timings": {"model_ms": took},
+                }
+            )
+        )
         (root / "notes.txt").write_text(f"finished {when}\n")
     assert compare(a, b).same
     (b / "trial.json").write_text((b / "trial.json").read_text().replace('"reward": 1.0', '"reward": 0.0'))

@@ -17,15 +17,18 @@ def test_minimal_recipe_and_defaults(tmp_path):
     assert recipe.rollout.agent == "terminus" and recipe.model.name == "local"
 
 
-@pytest.mark.parametrize("text, key", [
-    ('[[sources]]\nname = "a"\npath = "x"\n[mix]\ntop_n = 0\n', "mix.top_n"),
-    ('[[sources]]\nname = "a"\npath = "x"\n[mix]\nbogus = 1\n', "mix.bogus"),
-    ('[[sources]]\nname = "a"\n', "sources.0"),
-    ('[[sources]]\nname = "a"\npath = "x"\n[[task_filters]]\nkind = "vibes"\n', "task_filters.0.kind"),
-    ('[[sources]]\nname = "a"\npath = "x"\n[model]\nname = "gpt"\n', "model"),
-    ('[[sources]]\nname = "a"\npath = "x"\n[trace_filters]\nmin_turns = "five"\n', "trace_filters.min_turns"),
-    ('sources = []\n', "sources"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('[[sources]]\nname = "a"\npath = "x"\n[mix]\ntop_n = 0\n', "mix.top_n"),
+        ('[[sources]]\nname = "a"\npath = "x"\n[mix]\nbogus = 1\n', "mix.bogus"),
+        ('[[sources]]\nname = "a"\n', "sources.0"),
+        ('[[sources]]\nname = "a"\npath = "x"\n[[task_filters]]\nkind = "vibes"\n', "task_filters.0.kind"),
+        ('[[sources]]\nname = "a"\npath = "x"\n[model]\nname = "gpt"\n', "model"),
+        ('[[sources]]\nname = "a"\npath = "x"\n[trace_filters]\nmin_turns = "five"\n', "trace_filters.min_turns"),
+        ("sources = []\n", "sources"),
+    ],
+)
 def test_errors_name_the_key(tmp_path, text, key):
     with pytest.raises(AgentmillError) as err:
         load_recipe(write(tmp_path, text))

@@ -26,7 +26,7 @@ def check(params: dict) -> Params:
 async def keep_first_n(tasks, params, ctx):
     p = check(params)
     kept = tasks[: p.keep]
-    dropped = [Drop(name=t.name, reason=f"not among the first {p.keep}") for t in tasks[p.keep:]]
+    dropped = [Drop(name=t.name, reason=f"not among the first {p.keep}") for t in tasks[p.keep :]]
     return kept, report("keep_first_n", tasks, kept, dropped)
 
 
@@ -98,14 +98,15 @@ agent = "nop"
 
 
 def _kept(filter_keys: str, tmp_path) -> list[str]:
-    from agentmill.recipe.records import TaskEntry
+    from agentmill.recipe.records import StageReport, TaskEntry
     from agentmill.recipe.stage import StageContext, aiter_of
-    from agentmill.recipe.records import StageReport
 
     r = parse_recipe(_scoped_recipe(filter_keys), where="r")
     stage = [s for s in Pipeline(r, {}, tmp_path / "run").stages if s.kind == "task_filter"][0]
-    tasks = [TaskEntry(name=n, path="/x", source=src, content_hash=n, instruction=n)
-             for src, n in [("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")]]
+    tasks = [
+        TaskEntry(name=n, path="/x", source=src, content_hash=n, instruction=n)
+        for src, n in [("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")]
+    ]
     ctx = StageContext(out=tmp_path, report=StageReport(stage=stage.step, kind="task_filter", count_in=4))
 
     async def go():

@@ -70,7 +70,21 @@ def test_renderings():
     text = render_text(rows)
     lines = text.splitlines()
     assert lines[0].split() == ["Rank", "Variant", "b1", "b2", "b3", "Raw", "Avg", "Normalized"]
-    assert lines[2].split() == ["1", "B", "20.00", "±", "0.00", "10.00", "±", "2.89", "1.00", "±", "0.00", "10.33", "+0.17"]
+    assert lines[2].split() == [
+        "1",
+        "B",
+        "20.00",
+        "±",
+        "0.00",
+        "10.00",
+        "±",
+        "2.89",
+        "1.00",
+        "±",
+        "0.00",
+        "10.33",
+        "+0.17",
+    ]
     assert "50.00 ± 10.00" in lines[3] and lines[4].endswith("-0.24")
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(render_table(rows, title="Mixing"))

@@ -25,14 +25,23 @@ TEST_SH = REWARD_IF.format(cond="test -f /app/done")
 
 def entry(path, source="s") -> TaskEntry:
     task = load_task(path)
-    return TaskEntry(name=task.name, path=str(task.path), source=source, content_hash=task.content_hash,
-                     instruction=task.instruction)
+    return TaskEntry(
+        name=task.name, path=str(task.path), source=source, content_hash=task.content_hash, instruction=task.instruction
+    )
 
 
 def make_tasks(root, instructions: dict[str, str], **kw) -> list[TaskEntry]:
-    return [entry(write_task(root / name, instruction=text, test_sh=kw.get("test_sh", TEST_SH),
-                             environment_files=kw.get("files", {}).get(name)))
-            for name, text in instructions.items()]
+    return [
+        entry(
+            write_task(
+                root / name,
+                instruction=text,
+                test_sh=kw.get("test_sh", TEST_SH),
+                environment_files=kw.get("files", {}).get(name),
+            )
+        )
+        for name, text in instructions.items()
+    ]
 
 
 def run(kind, tasks, params, ctx):
@@ -118,8 +127,12 @@ def test_response_length_ties_by_name_and_prompt_override(tmp_path, length_tasks
     tied = [t for t in length_tasks if t.name in ("d", "b")]  # both answer 10 tokens; input order d, b
     tied = tied[::-1]
     with ChatServer(policy) as srv:
-        kept, rep = with_model(srv, tmp_path / "c.db", lambda ctx: TASK_FILTERS["response_length"](
-            tied, {"keep": "longest", "k": 1}, ctx), prompts_dir=prompts)
+        kept, rep = with_model(
+            srv,
+            tmp_path / "c.db",
+            lambda ctx: TASK_FILTERS["response_length"](tied, {"keep": "longest", "k": 1}, ctx),
+            prompts_dir=prompts,
+        )
         assert srv.requests[0]["messages"][-1]["content"].startswith("CUSTOM PROMPT\nTask [")
     assert [t.name for t in kept] == ["b"] and [d.name for d in rep.dropped] == ["d"]
     (prompts / "askllm.md").write_text("Rate this task.\n")
@@ -140,18 +153,25 @@ def test_model_calls_are_bounded_by_concurrency(tmp_path, length_tasks):
         return Reply("a few words")
 
     with ChatServer(policy) as srv:
-        kept, _ = with_model(srv, tmp_path / "c.db", lambda ctx: TASK_FILTERS["response_length"](
-            length_tasks, {"keep": "weights"}, ctx), concurrency=2)
+        kept, _ = with_model(
+            srv,
+            tmp_path / "c.db",
+            lambda ctx: TASK_FILTERS["response_length"](length_tasks, {"keep": "weights"}, ctx),
+            concurrency=2,
+        )
     assert state["max"] == 2 and len(kept) == 5
 
 
-@pytest.mark.parametrize("params,key", [
-    ({"keep": "longest"}, "k"),
-    ({"keep": "weights", "k": 3}, "k"),
-    ({"keep": "biggest", "k": 3}, "keep"),
-    ({"keep": "longest", "k": 0}, "k"),
-    ({"keep": "longest", "k": 2, "temperature": 1}, "temperature"),
-])
+@pytest.mark.parametrize(
+    "params,key",
+    [
+        ({"keep": "longest"}, "k"),
+        ({"keep": "weights", "k": 3}, "k"),
+        ({"keep": "biggest", "k": 3}, "keep"),
+        ({"keep": "longest", "k": 0}, "k"),
+        ({"keep": "longest", "k": 2, "temperature": 1}, "temperature"),
+    ],
+)
 def test_response_length_bad_params_name_the_key(tmp_path, params, key):
     ctx = FilterContext(workdir=tmp_path)
     with pytest.raises(AgentmillError, match=f"task filter 'response_length': param '{key}'"):
@@ -171,7 +191,7 @@ ASK_REPLIES = {
     "a": json.dumps({"score": 90, "reason": "multi-step and checkable"}),
     "b": "I would rate this task 40 out of 100.",
     "c": "This task is hard to judge.",
-    "d": "```json\n{\"score\": 90, \"reason\": \"tie with a\"}\n```",
+    "d": '```json\n{"score": 90, "reason": "tie with a"}\n```',
     "e": json.dumps({"score": 12, "reason": "trivial"}),
 }
 
@@ -223,37 +243,50 @@ def test_askllm_params_and_score_parsing(tmp_path):
 
 # --- decontaminate ---------------------------------------------------------------------------------
 
-BENCH_WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-               "november oscar papa quebec romeo sierra tango").split()
+BENCH_WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+    "november oscar papa quebec romeo sierra tango"
+).split()
 DATA = "id,value\n" + "".join(f"{i},{i * i}\n" for i in range(40))
 
 
 def test_decontaminate_by_ngram_and_identical_file(tmp_path):
     bench = tmp_path / "bench"
-    write_task(bench / "bt1", instruction=" ".join(BENCH_WORDS) + ".", test_sh=REWARD_IF.format(cond="true"),
-               environment_files={"data.csv": DATA})
+    write_task(
+        bench / "bt1",
+        instruction=" ".join(BENCH_WORDS) + ".",
+        test_sh=REWARD_IF.format(cond="true"),
+        environment_files={"data.csv": DATA},
+    )
     (bench / "broken").mkdir()
     (bench / "broken" / "instruction.md").write_text("no task.toml here")
-    single = write_task(tmp_path / "solo", instruction="Count the lines of every log file below /var/log and write "
-                        "the total to /tmp/total.txt now.",
-                        test_sh=REWARD_IF.format(cond="true"))
+    single = write_task(
+        tmp_path / "solo",
+        instruction="Count the lines of every log file below /var/log and write the total to /tmp/total.txt now.",
+        test_sh=REWARD_IF.format(cond="true"),
+    )
 
     w = BENCH_WORDS
-    tasks = make_tasks(tmp_path / "ds", {
-        # 13 consecutive benchmark words, case and punctuation changed, inside other text
-        "copy13": "First of all: " + ", ".join(x.upper() for x in w[2:15]) + " -- then stop.",
-        "copy12": "First of all: " + " ".join(w[2:14]) + " then stop.",
-        "filecopy": "Summarise the numbers in data.csv into a report.",
-        "clean": "Write a shell script that rotates logs.",
-        "solo_copy": "Please count the lines of every log file below /var/log and write the total to /tmp/total.txt.",
-    }, files={"filecopy": {"data.csv": DATA}})
+    tasks = make_tasks(
+        tmp_path / "ds",
+        {
+            # 13 consecutive benchmark words, case and punctuation changed, inside other text
+            "copy13": "First of all: " + ", ".join(x.upper() for x in w[2:15]) + " -- then stop.",
+            "copy12": "First of all: " + " ".join(w[2:14]) + " then stop.",
+            "filecopy": "Summarise the numbers in data.csv into a report.",
+            "clean": "Write a shell script that rotates logs.",
+            "solo_copy": "Please count the lines of every log file below /var/log and write the total to /tmp/total.txt.",
+        },
+        files={"filecopy": {"data.csv": DATA}},
+    )
     params = {"benchmarks": [str(bench), str(single)], "ngram": 13}
     kept, rep = run("decontaminate", tasks, params, FilterContext(workdir=tmp_path))
     assert [t.name for t in kept] == ["copy12", "clean"]
     reasons = {d.name: d.reason for d in rep.dropped}
     assert reasons["copy13"].startswith("n-gram match with benchmark task bench/bt1: 1 shared 13-word")
-    assert reasons["filecopy"] == ("file match with benchmark task bench/bt1: environment/data.csv "
-                                   "is identical to its environment/data.csv")
+    assert reasons["filecopy"] == (
+        "file match with benchmark task bench/bt1: environment/data.csv is identical to its environment/data.csv"
+    )
     assert reasons["solo_copy"].startswith("n-gram match with benchmark task solo")
     assert any("broken" in n for n in rep.notes)
     assert (rep.count_in, rep.count_out) == (5, 2)
@@ -265,9 +298,12 @@ def test_decontaminate_by_ngram_and_identical_file(tmp_path):
     assert [t.name for t in kept] == ["copy12", "clean"]
     assert "2 shared 12-word n-grams" in next(d.reason for d in rep.dropped if d.name == "copy13")
     # boilerplate (task.toml, the Dockerfile, tiny files) is left out of the file check unless asked for
-    kept, rep = run("decontaminate", tasks, {**params, "ignore_files": [], "min_file_bytes": 0},
-                    FilterContext(workdir=tmp_path))
-    assert kept == [] and "task.toml is identical to its task.toml" in next(d.reason for d in rep.dropped if d.name == "clean")
+    kept, rep = run(
+        "decontaminate", tasks, {**params, "ignore_files": [], "min_file_bytes": 0}, FilterContext(workdir=tmp_path)
+    )
+    assert kept == [] and "task.toml is identical to its task.toml" in next(
+        d.reason for d in rep.dropped if d.name == "clean"
+    )
 
 
 def test_decontaminate_bad_params(tmp_path):
@@ -280,6 +316,7 @@ def test_decontaminate_bad_params(tmp_path):
 
 
 # --- starts ----------------------------------------------------------------------------------------
+
 
 @sandbox
 def test_starts_drops_tasks_that_do_not_build_load_or_verify(tmp_path):
@@ -311,26 +348,32 @@ def test_starts_needs_a_builder(tmp_path):
 
 # --- dedupe ----------------------------------------------------------------------------------------
 
-BASE = ("Write a Python script that reads the access log in /var/log/nginx, counts requests per client "
-        "address, and prints the ten busiest clients with their counts sorted from most to least")
+BASE = (
+    "Write a Python script that reads the access log in /var/log/nginx, counts requests per client "
+    "address, and prints the ten busiest clients with their counts sorted from most to least"
+)
 
 
 def fake_entries(instructions: list[str]) -> list[TaskEntry]:
-    return [TaskEntry(name=f"t{i:05d}", path=f"/nonexistent/t{i}", source="s", content_hash=str(i),
-                      instruction=text) for i, text in enumerate(instructions)]
+    return [
+        TaskEntry(name=f"t{i:05d}", path=f"/nonexistent/t{i}", source="s", content_hash=str(i), instruction=text)
+        for i, text in enumerate(instructions)
+    ]
 
 
 def test_dedupe_near_duplicates_vs_distinct(tmp_path):
     other = "Set up a cron job that backs up the postgres database every night and keeps the last seven dumps"
-    tasks = fake_entries([
-        BASE,
-        other,
-        BASE.replace("least", "fewest"),  # one word changed at the end
-        other.upper() + "!!!",  # same words, different case and punctuation
-        "Create" + BASE[5:].replace("least", "fewest"),  # first and last word changed: Jaccard 0.875
-        "Write a Python script that reads the error log in /var/log/apache2 and reports every distinct error "
-        "message with the first time it occurred",  # shares an opening only
-    ])
+    tasks = fake_entries(
+        [
+            BASE,
+            other,
+            BASE.replace("least", "fewest"),  # one word changed at the end
+            other.upper() + "!!!",  # same words, different case and punctuation
+            "Create" + BASE[5:].replace("least", "fewest"),  # first and last word changed: Jaccard 0.875
+            "Write a Python script that reads the error log in /var/log/apache2 and reports every distinct error "
+            "message with the first time it occurred",  # shares an opening only
+        ]
+    )
     kept, rep = run("dedupe", tasks, {}, FilterContext(workdir=tmp_path))
     assert [t.name for t in kept] == ["t00000", "t00001", "t00005"]
     reasons = {d.name: d.reason for d in rep.dropped}

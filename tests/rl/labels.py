@@ -20,7 +20,7 @@ def assistant_spans(tok, messages, tools) -> list[tuple[int, int]]:
         if m["role"] != "assistant":
             continue
         before = render(tok, messages[:i], tools, add_generation_prompt=True)
-        upto = render(tok, messages[:i + 1], tools)
+        upto = render(tok, messages[: i + 1], tools)
         assert upto.startswith(before), "the template must render each turn after the ones before it"
         spans.append((len(before), len(upto.rstrip("\n"))))
     return spans
@@ -34,8 +34,10 @@ def expected_labels(tok, row_in) -> tuple[list[int], list[int]]:
     text = render(tok, messages, tools)
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
     spans = assistant_spans(tok, messages, tools)
-    labels = [tid if any(s <= a and b <= e for s, e in spans) else IGNORE
-              for tid, (a, b) in zip(enc["input_ids"], enc["offset_mapping"])]
+    labels = [
+        tid if any(s <= a and b <= e for s, e in spans) else IGNORE
+        for tid, (a, b) in zip(enc["input_ids"], enc["offset_mapping"])
+    ]
     return list(enc["input_ids"]), labels
 
 

@@ -7,8 +7,14 @@ import json
 
 
 def terminus(commands: list[tuple[str, float]] = (), complete: bool = True) -> str:
-    return json.dumps({"analysis": "", "plan": "", "task_complete": complete,
-                       "commands": [{"keystrokes": k, "duration": d} for k, d in commands]})
+    return json.dumps(
+        {
+            "analysis": "",
+            "plan": "",
+            "task_complete": complete,
+            "commands": [{"keystrokes": k, "duration": d} for k, d in commands],
+        }
+    )
 
 
 def scripted_rollout(replies: list[str]):
@@ -21,8 +27,13 @@ def scripted_rollout(replies: list[str]):
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": None}
         for k, prompt in enumerate(prompts):
             reply = replies[k % len(replies)]
-            out["prompt_ids"].append(list(tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
-                                                                  return_dict=True)["input_ids"]))
+            out["prompt_ids"].append(
+                list(
+                    tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
+                        "input_ids"
+                    ]
+                )
+            )
             out["completion_ids"].append(tok(reply + "<|im_end|>", add_special_tokens=False)["input_ids"])
             served.append(reply)
         return out

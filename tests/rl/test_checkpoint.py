@@ -14,9 +14,11 @@ import pytest
 from agentmill.rl.chat_template import has_generation_markers
 from tests.rl.conftest import CLI, HAVE_MODEL, embedded_gguf, needs_train
 
-CONVERSATION = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": "Write a shell command that counts the lines of data.csv."},
-                {"role": "assistant", "content": "wc -l data.csv"}]
+CONVERSATION = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Write a shell command that counts the lines of data.csv."},
+    {"role": "assistant", "content": "wc -l data.csv"},
+]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -31,7 +33,7 @@ def llama_cpp_logits(text: str) -> tuple[list[int], np.ndarray]:
     try:
         ids = llm.tokenize(text.encode(), add_bos=False, special=True)
         llm.eval(ids)
-        return ids, np.array(llm.scores[:len(ids)])
+        return ids, np.array(llm.scores[: len(ids)])
     finally:
         llm.close()
 
@@ -88,8 +90,12 @@ def test_gguf_tokenizer_becomes_a_checkpoint_tokenizer_with_a_marked_template(tm
 
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "ckpt"), local_files_only=True)
     assert has_generation_markers(tok.chat_template)
-    out = tok.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
-                                  tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    out = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
     assert tok.decode([t for t, m in zip(out["input_ids"], out["assistant_masks"]) if m]) == "yo<|im_end|>"
     r = cli("train", "checkpoint", str(tmp_path / "missing.gguf"), "--out", str(tmp_path / "x"), "--tokenizer-only")
     assert r.returncode == 2 and "missing.gguf: not found" in r.stderr

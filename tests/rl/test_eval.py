@@ -30,19 +30,39 @@ def give_up(_request) -> Reply:
 
 def test_before_and_after_checkpoints_sit_in_one_table(tmp_path):
     root = sample_dataset_path()
-    solutions = {(root / n / "instruction.md").read_text().strip()[:60]: (root / n / "solution" / "solve.sh").read_text()
-                 for n in TASKS}
+    solutions = {
+        (root / n / "instruction.md").read_text().strip()[:60]: (root / n / "solution" / "solve.sh").read_text()
+        for n in TASKS
+    }
     eval_dir = tmp_path / "eval"
     tasks = sum((["--task", n] for n in TASKS), [])
     for label, policy in (("base", give_up), ("trained", solving_policy(solutions))):
         with ChatServer(policy, model=label) as server:
-            agentmill("eval", "--sample", *tasks, "--out", str(eval_dir), "--label", label, "--model", label,
-                      "--base-url", server.base_url, "--attempts", "2", "--benchmark", "sample",
-                      "--scores", str(tmp_path / f"{label}-scores.json"))
+            agentmill(
+                "eval",
+                "--sample",
+                *tasks,
+                "--out",
+                str(eval_dir),
+                "--label",
+                label,
+                "--model",
+                label,
+                "--base-url",
+                server.base_url,
+                "--attempts",
+                "2",
+                "--benchmark",
+                "sample",
+                "--scores",
+                str(tmp_path / f"{label}-scores.json"),
+            )
             assert server.requests and all(r["model"] == label for r in server.requests)  # the checkpoint was asked
     results = json.loads((eval_dir / "results.json").read_text())
-    assert results == {"base": {"sample pass@1": [0.0, 0.0], "sample pass@2": [0.0, 0.0]},
-                       "trained": {"sample pass@1": [1.0, 1.0], "sample pass@2": [1.0, 1.0]}}
+    assert results == {
+        "base": {"sample pass@1": [0.0, 0.0], "sample pass@2": [0.0, 0.0]},
+        "trained": {"sample pass@1": [1.0, 1.0], "sample pass@2": [1.0, 1.0]},
+    }
     assert json.loads((tmp_path / "trained-scores.json").read_text()) == results["trained"]  # for `ablate`'s {results}
     telemetry = json.loads((eval_dir / "telemetry.json").read_text())
     base, trained = telemetry["base"]["sample"], telemetry["trained"]["sample"]
@@ -54,7 +74,7 @@ def test_before_and_after_checkpoints_sit_in_one_table(tmp_path):
     lines = table.splitlines()
     trained_line = next(line for line in lines if "trained" in line)
     assert trained_line.split("│")[1].strip() == "1" and "1.00 ± 0.00" in trained_line  # ranked first, solved
-    behaviour = lines[next(i for i, line in enumerate(lines) if "behaviour (agentmill eval)" in line):]
+    behaviour = lines[next(i for i, line in enumerate(lines) if "behaviour (agentmill eval)" in line) :]
     header = next(line for line in behaviour if "base" in line)
     assert header.index("base") < header.index("trained")  # one column per checkpoint
     premature = next(line for line in behaviour if "premature" in line)

@@ -18,8 +18,14 @@ pytestmark = sandbox
 
 
 def terminus(commands: list[tuple[str, float]] = (), complete: bool = True, analysis: str = "") -> str:
-    return json.dumps({"analysis": analysis, "plan": "", "task_complete": complete,
-                       "commands": [{"keystrokes": k, "duration": d} for k, d in commands]})
+    return json.dumps(
+        {
+            "analysis": analysis,
+            "plan": "",
+            "task_complete": complete,
+            "commands": [{"keystrokes": k, "duration": d} for k, d in commands],
+        }
+    )
 
 
 def solve(rl_export, task: str) -> str:
@@ -29,14 +35,22 @@ def solve(rl_export, task: str) -> str:
 
 
 NOP = terminus([], complete=True)
-PREPARED_REWARD = ("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && chmod 0444 /logs/verifier/reward.txt"
-                   " && chmod 0555 /logs/verifier\n")
+PREPARED_REWARD = (
+    "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && chmod 0444 /logs/verifier/reward.txt"
+    " && chmod 0555 /logs/verifier\n"
+)
 
 
 def verl_score(rl_export, task: str, completion: str, **kwargs):
     row = rl_export.row(task)
-    return compute_score(row["data_source"], completion, row["reward_model"]["ground_truth"], row["extra_info"],
-                         tasks=[str(rl_export.tasks_dir)], **kwargs)
+    return compute_score(
+        row["data_source"],
+        completion,
+        row["reward_model"]["ground_truth"],
+        row["extra_info"],
+        tasks=[str(rl_export.tasks_dir)],
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize("task", TERMINAL)
@@ -49,9 +63,14 @@ def test_grpo_reward_batch_in_trl_conversational_format(rl_export):
     rows = [rl_export.row(t) for t in TERMINAL for _ in range(2)]
     completions = [[{"role": "assistant", "content": c}] for t in TERMINAL for c in (solve(rl_export, t), NOP)]
     reward = GRPOReward(tasks=rl_export.tasks_dir, concurrency=2)
-    scores = reward(prompts=[r["prompt"] for r in rows], completions=completions,
-                    reward_model=[r["reward_model"] for r in rows], extra_info=[r["extra_info"] for r in rows],
-                    data_source=[r["data_source"] for r in rows], trainer_state=None)
+    scores = reward(
+        prompts=[r["prompt"] for r in rows],
+        completions=completions,
+        reward_model=[r["reward_model"] for r in rows],
+        extra_info=[r["extra_info"] for r in rows],
+        data_source=[r["data_source"] for r in rows],
+        trainer_state=None,
+    )
     assert scores == [1.0, 0.0, 1.0, 0.0]
     assert [s.outcome for s in reward.last] == ["passed", "failed", "passed", "failed"]
     assert reward.__name__ == "agentmill_verifier"
@@ -70,17 +89,32 @@ def test_tool_task_calls_are_run_through_the_tasks_tools(rl_export):
     task = TOOLS[0]
     row = rl_export.row(task)
     calls = json.loads((rl_export.tasks_dir / task / "solution" / "calls.json").read_text())
-    openai_style = {"role": "assistant", "content": "",
-                    "tool_calls": [{"id": f"c{i}", "type": "function",
-                                    "function": {"name": c["tool"], "arguments": json.dumps(c["arguments"])}}
-                                   for i, c in enumerate(calls)]}
-    hermes_text = "".join(f"<tool_call>{json.dumps({'name': c['tool'], 'arguments': c['arguments']})}</tool_call>\n" for c in calls)
-    wrong = "".join(f"<tool_call>{json.dumps({'name': c['tool'], 'arguments': c['arguments']})}</tool_call>"
-                    for c in calls[:-1])  # everything but the write that solves it
+    openai_style = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": c["tool"], "arguments": json.dumps(c["arguments"])},
+            }
+            for i, c in enumerate(calls)
+        ],
+    }
+    hermes_text = "".join(
+        f"<tool_call>{json.dumps({'name': c['tool'], 'arguments': c['arguments']})}</tool_call>\n" for c in calls
+    )
+    wrong = "".join(
+        f"<tool_call>{json.dumps({'name': c['tool'], 'arguments': c['arguments']})}</tool_call>" for c in calls[:-1]
+    )  # everything but the write that solves it
     reward = GRPOReward(tasks=[rl_export.tasks_dir])
     completions = [[openai_style], hermes_text, "I resolved the incident.", wrong]
-    scores = reward(prompts=[row["prompt"]] * 4, completions=completions, reward_model=[row["reward_model"]] * 4,
-                    extra_info=[row["extra_info"]] * 4)
+    scores = reward(
+        prompts=[row["prompt"]] * 4,
+        completions=completions,
+        reward_model=[row["reward_model"]] * 4,
+        extra_info=[row["extra_info"]] * 4,
+    )
     assert scores == [1.0, 1.0, 0.0, 0.0], [s.model_dump() for s in reward.last]
 
 
@@ -105,8 +139,12 @@ def test_unknown_task_is_a_clear_error(rl_export):
     row = rl_export.row(TERMINAL[0])
     reward = GRPOReward(tasks=rl_export.tasks_dir)
     with pytest.warns(UserWarning, match="left a completion out: no task with content hash 0123456789abcdef"):
-        scores = reward(prompts=[None, None], completions=[NOP, NOP], extra_info=[{}, {}],
-                        reward_model=[{"ground_truth": "0123456789abcdef" * 4}, row["reward_model"]])
+        scores = reward(
+            prompts=[None, None],
+            completions=[NOP, NOP],
+            extra_info=[{}, {}],
+            reward_model=[{"ground_truth": "0123456789abcdef" * 4}, row["reward_model"]],
+        )
     assert scores == [None, 0.0]
     with pytest.raises(TaskNotFound):
         reward(prompts=[None], completions=[NOP], reward_model=[{"ground_truth": "f" * 64}], extra_info=[{}])
@@ -154,12 +192,21 @@ def test_hostile_completions_score_0_and_never_stop_the_batch(rl_export):
     output. Each scores 0 on its own episode; the honest completion in the same batch still scores 1."""
     task = TERMINAL[0]
     row = rl_export.row(task)
-    hostile = ["not json at all {{{", terminus([("tmux kill-server\n", 0.5)]), terminus([("kill -9 -1\n", 0.5)]),
-               terminus([("yes | head -c 50000000\n", 2.0)]), {"role": "assistant", "content": None}]
+    hostile = [
+        "not json at all {{{",
+        terminus([("tmux kill-server\n", 0.5)]),
+        terminus([("kill -9 -1\n", 0.5)]),
+        terminus([("yes | head -c 50000000\n", 2.0)]),
+        {"role": "assistant", "content": None},
+    ]
     completions = [*hostile, solve(rl_export, task)]
     reward = GRPOReward(tasks=rl_export.tasks_dir, concurrency=3)
-    scores = reward(prompts=[row["prompt"]] * len(completions), completions=completions,
-                    reward_model=[row["reward_model"]] * len(completions), extra_info=[row["extra_info"]] * len(completions))
+    scores = reward(
+        prompts=[row["prompt"]] * len(completions),
+        completions=completions,
+        reward_model=[row["reward_model"]] * len(completions),
+        extra_info=[row["extra_info"]] * len(completions),
+    )
     assert scores == [0.0] * len(hostile) + [1.0], [s.model_dump() for s in reward.last]
     assert not any(s.tampered for s in reward.last)
     # killing its own terminal or processes is the agent's failure, unverified: never worth more than failing

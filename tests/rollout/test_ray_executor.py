@@ -24,13 +24,13 @@ from agentmill.agents import agent_class
 from agentmill.errors import AgentmillError
 from agentmill.images.layers import remove_tree
 from agentmill.models.client import ModelClient
-from agentmill.runtime.paths import scratch_dir
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import make_executor
 from agentmill.rollout.executors.ray import RayExecutor
 from agentmill.rollout.executors.task_files import PackedTask, land_task, pack_task
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.runner import run_rollout
+from agentmill.runtime.paths import scratch_dir
 from agentmill.tasks.dataset import load_dataset, sample_dataset_path, sample_tools_path
 from agentmill.tasks.io import load_task
 from agentmill.verify.toolkit import ensure_toolkit, toolkit_path
@@ -41,9 +41,16 @@ pytestmark = sandbox
 CLI = [sys.executable, "-m", "agentmill.cli"]
 MB = 1 << 20
 # Lean on 2 shared cores: one CPU per node, no dashboard, small object stores; a dead node is noticed fast.
-HEAD = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": 80 * MB,
-        "_system_config": {"health_check_initial_delay_ms": 500, "health_check_period_ms": 500,
-                           "health_check_failure_threshold": 3}}
+HEAD = {
+    "num_cpus": 1,
+    "include_dashboard": False,
+    "object_store_memory": 80 * MB,
+    "_system_config": {
+        "health_check_initial_delay_ms": 500,
+        "health_check_period_ms": 500,
+        "health_check_failure_threshold": 3,
+    },
+}
 NODE = {"num_cpus": 1, "object_store_memory": 80 * MB}
 
 
@@ -118,8 +125,14 @@ def sample_tasks(names):
 
 
 def oracle_config(ds, tasks, *, attempts=1, concurrency=2) -> RolloutConfig:
-    return RolloutConfig(dataset=str(ds.root), task_hashes={t.name: t.content_hash for t in tasks}, agent="oracle",
-                         agent_version=agent_class("oracle").version, attempts=attempts, concurrency=concurrency)
+    return RolloutConfig(
+        dataset=str(ds.root),
+        task_hashes={t.name: t.content_hash for t in tasks},
+        agent="oracle",
+        agent_version=agent_class("oracle").version,
+        attempts=attempts,
+        concurrency=concurrency,
+    )
 
 
 def ledger_rows(run: Path) -> dict[str, tuple]:
@@ -143,8 +156,9 @@ def test_ray_executor_records_what_the_local_executor_records(cluster, tmp_path)
     asyncio.run(run_rollout(config, tasks, tmp_path / "local"))
     executor = RayExecutor(2, address=cluster.address)
     recorded = Counter()
-    report = asyncio.run(run_rollout(config, tasks, tmp_path / "ray", executor=executor,
-                                     on_done=lambda r: recorded.update([r.trial_id])))
+    report = asyncio.run(
+        run_rollout(config, tasks, tmp_path / "ray", executor=executor, on_done=lambda r: recorded.update([r.trial_id]))
+    )
 
     local, remote = ledger_rows(tmp_path / "local"), ledger_rows(tmp_path / "ray")
     assert remote == local and len(remote) == len(tasks)
@@ -156,8 +170,12 @@ def test_ray_executor_records_what_the_local_executor_records(cluster, tmp_path)
     nodes = {n["NodeID"]: n for n in ray_nodes(cluster)}
     ran_on = set(executor.ran_on.values())
     assert ran_on and ran_on <= set(nodes) and len(nodes) == 2
-    used = {name: cache for name, cache in cluster.caches.items()
-            if (cache / "shipped-tasks").is_dir() and any(not p.name.startswith(".") for p in (cache / "shipped-tasks").iterdir())}
+    used = {
+        name: cache
+        for name, cache in cluster.caches.items()
+        if (cache / "shipped-tasks").is_dir()
+        and any(not p.name.startswith(".") for p in (cache / "shipped-tasks").iterdir())
+    }
     assert len(used) == len(ran_on)
     for name, cache in used.items():
         landed = {p.name for p in (cache / "shipped-tasks").iterdir() if not p.name.startswith(".")}
@@ -185,13 +203,24 @@ def test_a_task_that_cannot_be_shipped_ends_as_a_typed_failure_and_the_rest_run(
     (tmp_path / "ds" / "leaky" / "environment" / "hosts").symlink_to("/etc/hosts")  # a link out of the task
     ds = load_dataset(tmp_path / "ds")
     tasks = sorted(ds.tasks, key=lambda t: t.name)
-    report = asyncio.run(run_rollout(oracle_config(ds, tasks, concurrency=1), tasks, tmp_path / "run",
-                                     executor=RayExecutor(1, address=cluster.address)))
+    report = asyncio.run(
+        run_rollout(
+            oracle_config(ds, tasks, concurrency=1),
+            tasks,
+            tmp_path / "run",
+            executor=RayExecutor(1, address=cluster.address),
+        )
+    )
     by_task = {r.task: r for r in report.results}
     assert by_task["fine"].outcome.value == "passed"
-    assert by_task["leaky"].outcome.value == "sandbox_error" and "could not be unpacked on node" in by_task["leaky"].exception
+    assert (
+        by_task["leaky"].outcome.value == "sandbox_error"
+        and "could not be unpacked on node" in by_task["leaky"].exception
+    )
     rows = ledger_rows(tmp_path / "run")
-    assert sorted(row[3] for row in rows.values()) == ["passed", "sandbox_error"] and trial_folders(tmp_path / "run") == sorted(rows)
+    assert sorted(row[3] for row in rows.values()) == ["passed", "sandbox_error"] and trial_folders(
+        tmp_path / "run"
+    ) == sorted(rows)
 
 
 def ray_nodes(cluster):
@@ -226,8 +255,9 @@ def test_a_node_joining_then_killed_mid_run_reruns_its_trials_and_each_is_record
     async def go():
         killer = asyncio.create_task(join_then_kill())
         try:
-            return await run_rollout(config, tasks, run, executor=executor,
-                                     on_done=lambda r: recorded.update([r.trial_id]))
+            return await run_rollout(
+                config, tasks, run, executor=executor, on_done=lambda r: recorded.update([r.trial_id])
+            )
         finally:
             killer.cancel()
 
@@ -283,15 +313,23 @@ def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypat
                 super().do_POST()
 
         srv._httpd.RequestHandlerClass = Recording
-        config = RolloutConfig(dataset=str(tmp_path / "ds"), task_hashes={"hello": task.content_hash}, agent="terminus",
-                               agent_version=agent_class("terminus").version, model="scripted", base_url=srv.base_url,
-                               api_key_env="AGENTMILL_RAY_TEST_KEY", concurrency=1)
+        config = RolloutConfig(
+            dataset=str(tmp_path / "ds"),
+            task_hashes={"hello": task.content_hash},
+            agent="terminus",
+            agent_version=agent_class("terminus").version,
+            model="scripted",
+            base_url=srv.base_url,
+            api_key_env="AGENTMILL_RAY_TEST_KEY",
+            concurrency=1,
+        )
 
         async def go():
             client = ModelClient.from_env(base_url=srv.base_url, model="scripted", api_key_env="AGENTMILL_RAY_TEST_KEY")
             try:
-                return await run_rollout(config, [task], tmp_path / "run", client=client,
-                                         executor=RayExecutor(1, address=cluster.address))
+                return await run_rollout(
+                    config, [task], tmp_path / "run", client=client, executor=RayExecutor(1, address=cluster.address)
+                )
             finally:
                 await client.close()
 
@@ -303,15 +341,52 @@ def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypat
 
 def test_rollout_cli_runs_on_a_cluster_by_address(cluster, tmp_path):
     run = tmp_path / "run"
-    r = subprocess.run([*CLI, "rollout", "--sample", "--task", "git-tag-release-branch", "--task", "ini-to-env-file",
-                        "--agent", "oracle", "--executor", "ray", "--address", cluster.address, "--out", str(run),
-                        "-c", "1"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            *CLI,
+            "rollout",
+            "--sample",
+            "--task",
+            "git-tag-release-branch",
+            "--task",
+            "ini-to-env-file",
+            "--agent",
+            "oracle",
+            "--executor",
+            "ray",
+            "--address",
+            cluster.address,
+            "--out",
+            str(run),
+            "-c",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "2 trials run" in r.stderr and "progress: 2/2 trials done" in r.stderr
     assert {row[3] for row in ledger_rows(run).values()} == {"passed"}
     # the executor is not identity: the same command run locally resumes the cluster's run
-    r = subprocess.run([*CLI, "rollout", "--sample", "--task", "git-tag-release-branch", "--task", "ini-to-env-file",
-                        "--agent", "oracle", "--out", str(run)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            *CLI,
+            "rollout",
+            "--sample",
+            "--task",
+            "git-tag-release-branch",
+            "--task",
+            "ini-to-env-file",
+            "--agent",
+            "oracle",
+            "--out",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and "0 trials run, 2 already done" in r.stderr, r.stderr
 
 
@@ -319,8 +394,21 @@ def test_ctrl_c_on_the_driver_loses_only_trials_in_flight_and_the_resume_finishe
     for i in range(4):
         simple_task(tmp_path / "ds", f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
     run = tmp_path / "run"
-    cmd = [*CLI, "rollout", str(tmp_path / "ds"), "--agent", "oracle", "--executor", "ray", "--address", cluster.address,
-           "--out", str(run), "-c", "1"]
+    cmd = [
+        *CLI,
+        "rollout",
+        str(tmp_path / "ds"),
+        "--agent",
+        "oracle",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--out",
+        str(run),
+        "-c",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(not p.name.startswith(".") for p in (run / "trials").glob("*")):
@@ -340,11 +428,19 @@ def test_ctrl_c_on_the_driver_loses_only_trials_in_flight_and_the_resume_finishe
 
 
 def test_rollout_cli_refuses_bad_executor_options(tmp_path):
-    r = subprocess.run([*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "a"),
-                        "--address", "10.0.0.1:6379"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "a"), "--address", "10.0.0.1:6379"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "--address: only with --executor ray" in r.stderr
-    r = subprocess.run([*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "b"),
-                        "--executor", "slurm"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*CLI, "rollout", "--sample", "--agent", "oracle", "--out", str(tmp_path / "b"), "--executor", "slurm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "unknown executor 'slurm' (known: local, processes, ray)" in r.stderr
 
 
@@ -352,8 +448,24 @@ def test_an_unreachable_cluster_is_one_clear_error_before_anything_starts(tmp_pa
     with pytest.raises(AgentmillError, match="--address 127.0.0.1:1: could not join a Ray cluster: nothing answers"):
         make_executor("ray", concurrency=1, address="127.0.0.1:1")
     # through the CLI: refused before the embedded model would start, with a word on loopback endpoints
-    r = subprocess.run([*CLI, "rollout", "--sample", "--model", "local", "--out", str(tmp_path / "run"),
-                        "--executor", "ray", "--address", "127.0.0.1:1"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            *CLI,
+            "rollout",
+            "--sample",
+            "--model",
+            "local",
+            "--out",
+            str(tmp_path / "run"),
+            "--executor",
+            "ray",
+            "--address",
+            "127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "could not join a Ray cluster" in r.stderr
     assert "only Ray nodes on this machine reach it" in r.stderr and "starting the embedded model" not in r.stderr
     assert not (tmp_path / "run").exists()
@@ -369,14 +481,16 @@ def test_a_node_with_other_agentmill_code_is_left_out_with_the_reason(cluster):
 
 
 def test_a_cluster_with_no_node_to_run_on_stops_the_run_with_a_message():
-    executor = RayExecutor(1, address="local", wait_for_nodes=1,
-                           init_options={"num_cpus": 0, "object_store_memory": 80 * MB})  # a Ray with no CPU
+    executor = RayExecutor(
+        1, address="local", wait_for_nodes=1, init_options={"num_cpus": 0, "object_store_memory": 80 * MB}
+    )  # a Ray with no CPU
     with pytest.raises(AgentmillError, match=r"ray: no node to run on for 1s; 2 trial\(s\) not run"):
         asyncio.run(executor.map(Crashing(), ["a", "b"]))
     assert not ray.is_initialized()  # the Ray it started for the run is gone
 
 
 # -- task folders shipped to nodes --------------------------------------------------------------------------
+
 
 def test_a_shipped_task_lands_byte_for_byte(tmp_path):
     simple_task(tmp_path / "ds", "hello")
@@ -406,7 +520,10 @@ def test_a_shipped_task_that_does_not_match_its_hash_is_refused(tmp_path):
     simple_task(tmp_path / "ds", "hello")
     task = load_task(tmp_path / "ds" / "hello")
     buf = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(pack_task(task).data), mode="r:gz") as src, tarfile.open(fileobj=buf, mode="w:gz") as dst:
+    with (
+        tarfile.open(fileobj=io.BytesIO(pack_task(task).data), mode="r:gz") as src,
+        tarfile.open(fileobj=buf, mode="w:gz") as dst,
+    ):
         for info in src.getmembers():
             data = src.extractfile(info).read() if info.isfile() else None
             if info.name.endswith("solve.sh"):
@@ -459,8 +576,13 @@ file = "trl.jsonl"
 def run_recipe(tmp_path, where: str, out: str):
     recipe = tmp_path / f"{out}.toml"
     recipe.write_text(RECIPE.format(where=where))
-    return subprocess.run([*CLI, "run", str(recipe), "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache")],
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"})
+    return subprocess.run(
+        [*CLI, "run", str(recipe), "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "250"},
+    )
 
 
 def test_a_recipe_runs_its_rollout_on_ray_and_the_executor_is_not_identity(cluster, tmp_path):

@@ -39,8 +39,13 @@ file = "trl.jsonl"
 def run_recipe(tmp_path, budget, out):
     recipe = tmp_path / f"recipe-{budget}.toml"
     recipe.write_text(RECIPE.format(budget=budget))
-    return subprocess.run([*CLI, "run", str(recipe), "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache")],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "250"})
+    return subprocess.run(
+        [*CLI, "run", str(recipe), "--out", str(tmp_path / out), "--cache", str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "250"},
+    )
 
 
 def test_lowering_the_mix_budget_reruns_nothing(tmp_path):
@@ -67,8 +72,12 @@ def test_lowering_the_mix_budget_reruns_nothing(tmp_path):
     # a changed identity (a new attempt count) reuses what it can and runs only the rest
     recipe = tmp_path / "recipe-attempts.toml"
     recipe.write_text(RECIPE.format(budget=9).replace("concurrency = 4", "concurrency = 4\nattempts = 2"))
-    third = subprocess.run([*CLI, "run", str(recipe), "--out", str(tmp_path / "run9x2"), "--cache", str(tmp_path / "cache")],
-                           capture_output=True, text=True, timeout=600)
+    third = subprocess.run(
+        [*CLI, "run", str(recipe), "--out", str(tmp_path / "run9x2"), "--cache", str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert third.returncode == 0, third.stderr
     assert "rollout: 18 trials (9 run now, 9 reused from earlier runs, 0 already done)" in third.stderr
 
@@ -77,8 +86,13 @@ def test_status_reads_a_recipe_run_folder_or_says_what_it_needs(tmp_path):
     for i in range(2):
         simple_task(tmp_path / "ds", f"t{i:02d}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
     assert run_recipe(tmp_path, 2, "run").returncode == 0
-    r = subprocess.run([*CLI, "status", str(tmp_path / "run")], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "COLUMNS": "250"})
+    r = subprocess.run(
+        [*CLI, "status", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "250"},
+    )
     assert r.returncode == 0, r.stderr
     assert "2 planned: 2 done" in r.stdout
     r = subprocess.run([*CLI, "status", str(tmp_path / "ds")], capture_output=True, text=True, timeout=120)
@@ -124,7 +138,9 @@ def test_ctrl_c_in_a_recipe_rollout_says_what_finished_and_how_to_resume(tmp_pat
     assert "Traceback" not in err
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
-    resumed = re.search(r"rollout: 6 trials \((\d+) run now, 0 reused from earlier runs, (\d+) already done\)", again.stderr)
+    resumed = re.search(
+        r"rollout: 6 trials \((\d+) run now, 0 reused from earlier runs, (\d+) already done\)", again.stderr
+    )
     assert resumed, again.stderr
     ran, already = map(int, resumed.groups())
     assert ran + already == 6 and already >= int(m.group(1))  # nothing finished was run again

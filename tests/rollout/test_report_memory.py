@@ -15,8 +15,13 @@ LOUD = "python3 -c \"print('v' * 200000)\"\n" + REWARD_IF.format(cond="grep -qx 
 @sandbox
 def test_report_keeps_the_tail_and_the_folder_keeps_everything(tmp_path):
     task = load_task(simple_task(tmp_path / "ds", test_sh="#!/bin/bash\n" + LOUD))
-    config = RolloutConfig(dataset=str(tmp_path / "ds"), task_hashes={task.name: task.content_hash}, agent="oracle",
-                           agent_version=agent_class("oracle").version, concurrency=1)
+    config = RolloutConfig(
+        dataset=str(tmp_path / "ds"),
+        task_hashes={task.name: task.content_hash},
+        agent="oracle",
+        agent_version=agent_class("oracle").version,
+        concurrency=1,
+    )
     report = asyncio.run(run_rollout(config, [task], tmp_path / "run"))
     [result] = report.results
     assert result.passed, result.exception
@@ -29,8 +34,15 @@ def test_slim_leaves_short_output_alone():
     from agentmill.rollout.result import TrialResult
     from agentmill.verify.outcome import Outcome
 
-    r = TrialResult(task="t", task_hash="h", agent="a", agent_version="1", outcome=Outcome.PASSED,
-                    verifier_stdout="ok\n", verifier_stderr="x" * (REPORT_OUTPUT_CHARS + 10))
+    r = TrialResult(
+        task="t",
+        task_hash="h",
+        agent="a",
+        agent_version="1",
+        outcome=Outcome.PASSED,
+        verifier_stdout="ok\n",
+        verifier_stderr="x" * (REPORT_OUTPUT_CHARS + 10),
+    )
     slim = slim_result(r)
     assert slim.verifier_stdout == "ok\n" and slim.verifier_stderr == "x" * REPORT_OUTPUT_CHARS
     assert slim_result(slim) is slim

@@ -24,8 +24,12 @@ def agentmill(*args, timeout=300):
 def make_dataset(root, n=3):
     for i in range(n):  # distinct content: identical tasks would share their trials
         simple_task(root, f"task{i}", solve_sh=f"echo hello > /app/out.txt  # variant {i}\n")
-    simple_task(root, "unsolvable", solve_sh="echo nope > /app/out.txt\n",
-                test_sh=REWARD_IF.format(cond="grep -qx goodbye /app/out.txt"))
+    simple_task(
+        root,
+        "unsolvable",
+        solve_sh="echo nope > /app/out.txt\n",
+        test_sh=REWARD_IF.format(cond="grep -qx goodbye /app/out.txt"),
+    )
     return root
 
 
@@ -47,7 +51,13 @@ def test_oracle_rollout_resume_and_status(tmp_path):
     ids = {t["trial_id"] for t in s["trial_list"]}
     assert len(ids) == 8
     folder = run / "trials" / next(iter(ids))
-    assert {p.name for p in folder.iterdir()} == {"trial.json", "trajectory.json", "result.json", "telemetry.json", "verifier"}
+    assert {p.name for p in folder.iterdir()} == {
+        "trial.json",
+        "trajectory.json",
+        "result.json",
+        "telemetry.json",
+        "verifier",
+    }
     traj = json.loads((folder / "trajectory.json").read_text())
     assert traj["schema_version"] == "ATIF-v1.4" and traj["agent"]["name"] == "oracle"
     # resuming runs nothing again
@@ -63,16 +73,53 @@ def test_resume_with_changed_identity_is_refused(tmp_path):
     data = make_dataset(tmp_path / "ds", n=1)
     run = tmp_path / "run"
     with ChatServer(solving_policy({"hello": "echo hello > /app/out.txt\n"})) as srv:
-        base = ["rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url, "--out", str(run)]
+        base = [
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+        ]
         assert agentmill(*base, "--temperature", "0.5").returncode == 0
         r = agentmill(*base, "--temperature", "0.9")
         assert r.returncode == 2 and "temperature 0.5 -> 0.9" in r.stderr and "refusing to resume" in r.stderr
-        r = agentmill(*["rollout", str(data), "--agent", "terminus", "--model", "other", "--base-url", srv.base_url,
-                        "--out", str(run), "--temperature", "0.5"])
+        r = agentmill(
+            *[
+                "rollout",
+                str(data),
+                "--agent",
+                "terminus",
+                "--model",
+                "other",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(run),
+                "--temperature",
+                "0.5",
+            ]
+        )
         assert r.returncode == 2 and "model: 'm' -> 'other'" in r.stderr
     (data / "task0" / "instruction.md").write_text("Write hello, please, into /app/out.txt.")
-    r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                  "--out", str(run), "--temperature", "0.5")
+    r = agentmill(
+        "rollout",
+        str(data),
+        "--agent",
+        "terminus",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--out",
+        str(run),
+        "--temperature",
+        "0.5",
+    )
     assert r.returncode == 2 and "tasks: 1 edited since the run began (task0)" in r.stderr
 
 

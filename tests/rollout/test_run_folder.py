@@ -20,8 +20,9 @@ CLI = [sys.executable, "-m", "agentmill.cli"]
 
 
 def agentmill(*args, env=None, timeout=300):
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
 
 
 def status(run):
@@ -129,12 +130,23 @@ def test_failures_inside_trials_end_typed_and_the_run_goes_on(tmp_path):
     (inject / "sitecustomize.py").write_text(FAULTS)
     run = tmp_path / "run"
     # one trial at a time: a0 leases uids 1-2, a1 leases 3 (fails), a2 4-5, boom 6-7, copyfail none
-    r = agentmill("rollout", str(data), "--agent", "oracle", "--out", str(run), "-c", "1",
-                  env={"PYTHONPATH": f"{inject}:{os.environ.get('PYTHONPATH', '')}", "FAULT_UID_AT": "3"})
+    r = agentmill(
+        "rollout",
+        str(data),
+        "--agent",
+        "oracle",
+        "--out",
+        str(run),
+        "-c",
+        "1",
+        env={"PYTHONPATH": f"{inject}:{os.environ.get('PYTHONPATH', '')}", "FAULT_UID_AT": "3"},
+    )
     assert r.returncode == 0, r.stderr
     assert "5 trials run" in r.stderr
-    results = {json.loads((p / "result.json").read_text())["task"]: json.loads((p / "result.json").read_text())
-               for p in (run / "trials").iterdir()}
+    results = {
+        json.loads((p / "result.json").read_text())["task"]: json.loads((p / "result.json").read_text())
+        for p in (run / "trials").iterdir()
+    }
     assert set(results) == {"a0", "a1", "a2", "copyfail", "boom"}
     assert results["a1"]["outcome"] == "sandbox_error" and "no free sandbox uid" in results["a1"]["exception"]
     assert results["copyfail"]["outcome"] == "sandbox_error"
@@ -205,9 +217,13 @@ def test_status_counts_infrastructure_failures_apart_from_pass_at_k(tmp_path):
     data = tmp_path / "ds"
     for i in range(2):
         simple_task(data, f"ok{i}", solve_sh=f"echo hello > /app/out.txt  # {i}\n")
-    write_task(data / "flaky", instruction="FLAKY endpoint: write hello into /app/out.txt.",
-               test_sh=REWARD_IF.format(cond="grep -qx hello /app/out.txt"), solve_sh="echo hello > /app/out.txt\n",
-               dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n")
+    write_task(
+        data / "flaky",
+        instruction="FLAKY endpoint: write hello into /app/out.txt.",
+        test_sh=REWARD_IF.format(cond="grep -qx hello /app/out.txt"),
+        solve_sh="echo hello > /app/out.txt\n",
+        dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\n",
+    )
     solve = solving_policy({"hello": "echo hello > /app/out.txt\n"})
 
     def policy(request):
@@ -216,8 +232,22 @@ def test_status_counts_infrastructure_failures_apart_from_pass_at_k(tmp_path):
 
     run = tmp_path / "run"
     with ChatServer(policy) as srv:
-        r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
-                      "--out", str(run), "--max-retries", "0", "--temperature", "0")
+        r = agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+            "--max-retries",
+            "0",
+            "--temperature",
+            "0",
+        )
     assert r.returncode == 0, r.stderr
     s = status(run)
     assert s["outcomes"] == {"infra_error": 1, "passed": 2}
@@ -232,11 +262,25 @@ def test_identity_is_checked_before_a_model_server_starts(tmp_path):
     simple_task(data, "t0")
     run = tmp_path / "run"
     with ChatServer(solving_policy({"hello": "echo hello > /app/out.txt\n"})) as srv:
-        r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
-                      "--out", str(run), "--temperature", "0")
+        r = agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+            "--temperature",
+            "0",
+        )
     assert r.returncode == 0, r.stderr
     started = time.monotonic()
-    r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "local", "--out", str(run), "--temperature", "0")
+    r = agentmill(
+        "rollout", str(data), "--agent", "terminus", "--model", "local", "--out", str(run), "--temperature", "0"
+    )
     assert r.returncode == 2 and "refusing to resume" in r.stderr and "model: 'm' ->" in r.stderr
     assert "starting the embedded model" not in r.stderr
     assert time.monotonic() - started < 30
@@ -254,8 +298,21 @@ def test_progress_prints_plain_lines_with_live_tokens_when_not_a_terminal(tmp_pa
 
     run = tmp_path / "run"
     with ChatServer(slow) as srv:
-        r = agentmill("rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", srv.base_url,
-                      "--out", str(run), "--temperature", "0", env={"AGENTMILL_PROGRESS_INTERVAL": "0.3"})
+        r = agentmill(
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(run),
+            "--temperature",
+            "0",
+            env={"AGENTMILL_PROGRESS_INTERVAL": "0.3"},
+        )
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("progress: ")]
     assert len(lines) >= 3, r.stderr

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from agentmill import defaults
-from agentmill.runtime.atomic import atomic_path, write_json_atomic, write_text_atomic
 from agentmill.rollout.executor import EXECUTORS, Executor, LocalExecutor, make_executor
+from agentmill.runtime.atomic import atomic_path, write_json_atomic, write_text_atomic
 
 
 def test_local_executor_bounds_concurrency_and_keeps_order():
@@ -93,11 +93,13 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
 def test_a_killed_writer_never_leaves_a_torn_file(tmp_path):
     path = tmp_path / "big.txt"
     write_text_atomic(path, "old\n")
-    code = ("import os, sys; sys.path.insert(0, %r)\n"
-            "from agentmill.runtime.atomic import atomic_path\n"
-            "with atomic_path(%r) as tmp:\n"
-            "    tmp.write_text('x' * 1000)\n"
-            "    os._exit(9)\n") % (os.path.dirname(os.path.dirname(__import__("agentmill").__file__)), str(path))
+    code = (
+        "import os, sys; sys.path.insert(0, %r)\n"
+        "from agentmill.runtime.atomic import atomic_path\n"
+        "with atomic_path(%r) as tmp:\n"
+        "    tmp.write_text('x' * 1000)\n"
+        "    os._exit(9)\n"
+    ) % (os.path.dirname(os.path.dirname(__import__("agentmill").__file__)), str(path))
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
     assert path.read_text() == "old\n"
 
@@ -113,20 +115,40 @@ def test_the_cli_and_recipes_share_one_set_of_defaults():
     cli = {p.name: p.default for p in typer.main.get_command(app).commands["rollout"].params}
     model, rollout, sampling = ModelSpec(), Rollout(), SamplingParams()
     config = RolloutConfig(dataset="d", task_hashes={}, agent="nop", agent_version="1")
-    expected = {"temperature": defaults.TEMPERATURE, "top_p": defaults.TOP_P, "max_tokens": defaults.MAX_TOKENS,
-                "max_turns": defaults.MAX_TURNS, "concurrency": defaults.CONCURRENCY, "attempts": defaults.ATTEMPTS,
-                "model_concurrency": defaults.MODEL_CONCURRENCY, "request_timeout": defaults.REQUEST_TIMEOUT,
-                "max_retries": defaults.MAX_RETRIES}
+    expected = {
+        "temperature": defaults.TEMPERATURE,
+        "top_p": defaults.TOP_P,
+        "max_tokens": defaults.MAX_TOKENS,
+        "max_turns": defaults.MAX_TURNS,
+        "concurrency": defaults.CONCURRENCY,
+        "attempts": defaults.ATTEMPTS,
+        "model_concurrency": defaults.MODEL_CONCURRENCY,
+        "request_timeout": defaults.REQUEST_TIMEOUT,
+        "max_retries": defaults.MAX_RETRIES,
+    }
     for name, value in expected.items():
         assert cli[name] == value, f"agentmill rollout --{name.replace('_', '-')}"
     assert (model.temperature, model.top_p, model.max_tokens, model.concurrency) == (
-        defaults.TEMPERATURE, defaults.TOP_P, defaults.MAX_TOKENS, defaults.MODEL_CONCURRENCY)
+        defaults.TEMPERATURE,
+        defaults.TOP_P,
+        defaults.MAX_TOKENS,
+        defaults.MODEL_CONCURRENCY,
+    )
     assert (rollout.max_turns, rollout.concurrency, rollout.attempts) == (
-        defaults.MAX_TURNS, defaults.CONCURRENCY, defaults.ATTEMPTS)
+        defaults.MAX_TURNS,
+        defaults.CONCURRENCY,
+        defaults.ATTEMPTS,
+    )
     assert (sampling.temperature, sampling.top_p, sampling.max_tokens) == (
-        defaults.TEMPERATURE, defaults.TOP_P, defaults.MAX_TOKENS)
+        defaults.TEMPERATURE,
+        defaults.TOP_P,
+        defaults.MAX_TOKENS,
+    )
     assert (config.max_turns, config.concurrency, config.model_concurrency) == (
-        defaults.MAX_TURNS, defaults.CONCURRENCY, defaults.MODEL_CONCURRENCY)
+        defaults.MAX_TURNS,
+        defaults.CONCURRENCY,
+        defaults.MODEL_CONCURRENCY,
+    )
 
 
 def test_trial_identity_is_defined_once_and_ignores_endpoint_and_dataset_location():

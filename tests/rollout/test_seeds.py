@@ -16,9 +16,29 @@ CLI = [sys.executable, "-m", "agentmill.cli"]
 
 
 def _rollout(data, run, base_url, *extra):
-    r = subprocess.run([*CLI, "rollout", str(data), "--agent", "terminus", "--model", "m", "--base-url", base_url,
-                        "--out", str(run), "--attempts", "2", "--temperature", "0.7", *extra],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            *CLI,
+            "rollout",
+            str(data),
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            base_url,
+            "--out",
+            str(run),
+            "--attempts",
+            "2",
+            "--temperature",
+            "0.7",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
 
 
@@ -53,7 +73,14 @@ def test_seeds_on_the_wire_repeat_across_runs_and_differ_across_attempts_and_tur
 
 
 def test_recipe_models_sample_with_the_recipe_seed_unless_they_name_their_own():
-    recipe = parse_recipe({"recipe": {"seed": 11}, "model": {"name": "local"}, "sources": [{"name": "s", "sample": True}],
-                           "rollout": {"model": {"name": "local", "seed": 3}}}, where="r.toml")
+    recipe = parse_recipe(
+        {
+            "recipe": {"seed": 11},
+            "model": {"name": "local"},
+            "sources": [{"name": "s", "sample": True}],
+            "rollout": {"model": {"name": "local", "seed": 3}},
+        },
+        where="r.toml",
+    )
     assert recipe.model.seed == 11 and recipe.rollout.model.seed == 3
     assert derived_seed(11, "a", 1) == derived_seed(11, "a", 1) != derived_seed(11, "a", 2) != derived_seed(12, "a", 2)

@@ -20,7 +20,12 @@ from agentmill.verify.outcome import Outcome
 from tests.traces.builders import terminus_trajectory, write_trial
 
 # task a: one pass, one unjudged; task b: one failure, one unjudged
-TRIALS = [("a0", "a", "passed", 1.0), ("a1", "a", "unjudged", None), ("b0", "b", "failed", 0.0), ("b1", "b", "unjudged", None)]
+TRIALS = [
+    ("a0", "a", "passed", 1.0),
+    ("a1", "a", "unjudged", None),
+    ("b0", "b", "failed", 0.0),
+    ("b1", "b", "unjudged", None),
+]
 
 
 def make_run(tmp_path: Path) -> Path:

@@ -24,23 +24,44 @@ def _run(coro):
 
 def test_output_env_and_exit_status_come_back():
     spec = fresh_spec(env={"SPEC_VAR": "from-spec"})
-    r = _run(run_command(spec, ["/bin/sh", "-c", 'echo "$SPEC_VAR $CALL_VAR $(pwd)"; echo err >&2; exit 3'],
-                         env={"CALL_VAR": "from-call"}))
-    assert (r.returncode, r.stdout, r.stderr, r.timed_out, r.marks) == (3, "from-spec from-call /app\n", "err\n", False, "sxe")
+    r = _run(
+        run_command(
+            spec,
+            ["/bin/sh", "-c", 'echo "$SPEC_VAR $CALL_VAR $(pwd)"; echo err >&2; exit 3'],
+            env={"CALL_VAR": "from-call"},
+        )
+    )
+    assert (r.returncode, r.stdout, r.stderr, r.timed_out, r.marks) == (
+        3,
+        "from-spec from-call /app\n",
+        "err\n",
+        False,
+        "sxe",
+    )
     r = _run(run_command(fresh_spec(), ["printf", "%s|", "a b", "$HOME"], cwd="/tmp"))
     assert r.stdout == "a b|$HOME|"
 
 
 def test_output_is_capped_without_blocking_the_command():
-    r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; echo done >&2"],
-                         max_output=1000, timeout=30))
+    r = _run(
+        run_command(
+            fresh_spec(),
+            ["/bin/sh", "-c", "head -c 5000000 /dev/zero | tr '\\0' x; echo done >&2"],
+            max_output=1000,
+            timeout=30,
+        )
+    )
     assert r.returncode == 0 and not r.timed_out
     assert r.stdout == "x" * 1000 and r.stderr == "done\n"
 
 
 def test_the_command_never_holds_the_marks_pipe():
     """Its stdin is /dev/null, and no descriptor of it is the supervisor's pipe."""
-    r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", "readlink /proc/self/fd/0; ls -l /proc/self/fd | grep -c pipe: || true"]))
+    r = _run(
+        run_command(
+            fresh_spec(), ["/bin/sh", "-c", "readlink /proc/self/fd/0; ls -l /proc/self/fd | grep -c pipe: || true"]
+        )
+    )
     lines = r.stdout.split()
     assert lines[0] == "/dev/null"
     assert lines[1] == "2"  # stdout and stderr, nothing else
@@ -49,8 +70,11 @@ def test_the_command_never_holds_the_marks_pipe():
 def test_a_timeout_kills_the_sandbox_and_everything_in_it():
     marker = f"am-cmd-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    r = _run(run_command(fresh_spec(), ["/bin/bash", "-c", f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300"],
-                         timeout=0.5))
+    r = _run(
+        run_command(
+            fresh_spec(), ["/bin/bash", "-c", f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300"], timeout=0.5
+        )
+    )
     assert r.timed_out and r.returncode == -9
     assert time.monotonic() - started < 5
     assert _host_processes_with(marker) == []
@@ -101,10 +125,13 @@ def test_leftovers_get_the_linger_and_at_exit_comes_first():
     assert r.marks == "sxe" and time.monotonic() - started < 2.5
 
 
-@pytest.mark.parametrize("planted, marks", [
-    ("kill -9 2", "s"),                                            # the supervisor killed before the command ends
-    ("(sleep 0.2; kill -9 2) >/dev/null 2>&1 &", "sx"),            # ... by a leftover, while it lingers
-])
+@pytest.mark.parametrize(
+    "planted, marks",
+    [
+        ("kill -9 2", "s"),  # the supervisor killed before the command ends
+        ("(sleep 0.2; kill -9 2) >/dev/null 2>&1 &", "sx"),  # ... by a leftover, while it lingers
+    ],
+)
 def test_killing_the_supervisor_shows_in_its_marks(planted, marks):
     r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", planted], linger=2.0))
     assert r.marks == marks, r
@@ -139,8 +166,10 @@ def test_the_one_command_sandbox_runs_exactly_one_command():
 def test_a_one_command_sandbox_is_as_isolated_as_a_started_one():
     """The command runs in bwrap's namespaces like any sandbox: no network but loopback, a read-only
     /usr, a pid namespace of its own (bwrap's init, the supervisor, the command), not as host root."""
-    probe = ("awk 'NR > 2 {printf \"%s \", $1}' /proc/net/dev; echo; touch /usr/planted 2>/dev/null && echo wrote-usr || echo usr-ro; "
-             "set -- /proc/[0-9]*; echo pids=$#; awk '/^Uid/ {print \"uid=\" $2}' /proc/self/status")
+    probe = (
+        "awk 'NR > 2 {printf \"%s \", $1}' /proc/net/dev; echo; touch /usr/planted 2>/dev/null && echo wrote-usr || echo usr-ro; "
+        "set -- /proc/[0-9]*; echo pids=$#; awk '/^Uid/ {print \"uid=\" $2}' /proc/self/status"
+    )
     r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", probe]))
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["lo:"], r
@@ -179,8 +208,11 @@ def test_a_backend_without_the_one_command_mode_runs_it_through_its_guest():
         calls.append("at_exit")
 
     try:
-        r = _run(run_command(fresh_spec(), ["/bin/sh", "-c", "echo via-guest; exit 4"], backend="guest-only-test",
-                             at_exit=at_exit))
+        r = _run(
+            run_command(
+                fresh_spec(), ["/bin/sh", "-c", "echo via-guest; exit 4"], backend="guest-only-test", at_exit=at_exit
+            )
+        )
     finally:
         unregister_backend("guest-only-test")
     assert (r.returncode, r.stdout, r.marks, calls) == (4, "via-guest\n", "sxe", ["at_exit"])

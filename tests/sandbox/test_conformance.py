@@ -36,7 +36,9 @@ def test_registry_default_and_errors(monkeypatch):
     monkeypatch.delenv("AGENTMILL_SANDBOX", raising=False)
     assert get_backend() is BwrapSandbox
     monkeypatch.setenv("AGENTMILL_SANDBOX", "no-such-backend")
-    with pytest.raises(SandboxError, match="unknown sandbox backend 'no-such-backend'.*known: .*bwrap.*from AGENTMILL_SANDBOX"):
+    with pytest.raises(
+        SandboxError, match="unknown sandbox backend 'no-such-backend'.*known: .*bwrap.*from AGENTMILL_SANDBOX"
+    ):
         get_backend()
     with pytest.raises(ValueError, match="already registered"):
         sandbox_backend("bwrap")(type("Other", (BwrapSandbox,), {}))
@@ -91,8 +93,16 @@ class _Overclaimed(BwrapSandbox):
         return None
 
 
-@pytest.mark.parametrize("defect, check", [(_Networked, "no_network"), (_NoKill, "cleanup"), (_SharedRoot, "isolation"),
-                                           (_Undeclared, "capabilities"), (_Overclaimed, "capabilities")])
+@pytest.mark.parametrize(
+    "defect, check",
+    [
+        (_Networked, "no_network"),
+        (_NoKill, "cleanup"),
+        (_SharedRoot, "isolation"),
+        (_Undeclared, "capabilities"),
+        (_Overclaimed, "capabilities"),
+    ],
+)
 def test_conformance_catches_planted_defect(defect, check):
     name = f"planted-{check}"
     sandbox_backend(name)(defect)

@@ -13,8 +13,8 @@ import pytest
 
 from agentmill.agents import OracleAgent
 from agentmill.images import ImageBuilder
-from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout import run_trial
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox.disk_quota import IMAGE, mount_quota, quota_available, remove_folder, unmount
 from agentmill.tasks import TaskConfig, load_task
 from agentmill.verify import Outcome
@@ -70,10 +70,12 @@ def _trial(tmp_path, solve_sh, storage_mb, test_sh=None):
 
 
 def test_an_agent_filling_the_disk_is_stopped_and_the_trial_is_its_error(tmp_path):
-    fill = ("echo hello > /app/out.txt\n"
-            "for i in $(seq 1 40); do head -c 8M /dev/zero > /app/f$i || break; done\n"
-            "mkdir -p /root/more && for i in $(seq 1 40); do head -c 8M /dev/zero > /root/more/g$i || break; done\n"
-            "sleep 5\n")
+    fill = (
+        "echo hello > /app/out.txt\n"
+        "for i in $(seq 1 40); do head -c 8M /dev/zero > /app/f$i || break; done\n"
+        "mkdir -p /root/more && for i in $(seq 1 40); do head -c 8M /dev/zero > /root/more/g$i || break; done\n"
+        "sleep 5\n"
+    )
     r = _trial(tmp_path, fill, storage_mb=48)
     assert r.outcome is Outcome.AGENT_ERROR and not r.outcome.is_infra, (r.outcome, r.exception)
     assert "disk quota exceeded" in r.exception and "48 MB" in r.exception

@@ -9,8 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from agentmill.sandbox import BwrapSandbox, Limits
 from tests.conftest import sandbox
 from tests.sandbox.helpers import fresh_spec, in_sandbox, run
@@ -101,7 +99,11 @@ def test_host_root_home_unreadable():
     if os.geteuid() == 0:
         canary.write_text("root-canary")
     try:
-        r = run(in_sandbox("cat /root/.agentmill-canary 2>&1; ls -a /root; cat /proc/1/root/root/.agentmill-canary 2>&1; echo end"))
+        r = run(
+            in_sandbox(
+                "cat /root/.agentmill-canary 2>&1; ls -a /root; cat /proc/1/root/root/.agentmill-canary 2>&1; echo end"
+            )
+        )
         assert "root-canary" not in r.stdout
         assert ".pyenv" not in r.stdout and ".cache" not in r.stdout
         assert "end" in r.stdout
@@ -127,8 +129,11 @@ def test_background_process_does_not_outlive_stop():
         sb = BwrapSandbox(fresh_spec())
         await sb.start()
         uid = sb.uid
-        r = await sb.exec("nohup sleep 1000 >/dev/null 2>&1 & setsid sleep 1001 >/dev/null 2>&1 < /dev/null & "
-                          "(trap '' TERM HUP; exec sleep 1002) >/dev/null 2>&1 & echo started", timeout=10)
+        r = await sb.exec(
+            "nohup sleep 1000 >/dev/null 2>&1 & setsid sleep 1001 >/dev/null 2>&1 < /dev/null & "
+            "(trap '' TERM HUP; exec sleep 1002) >/dev/null 2>&1 & echo started",
+            timeout=10,
+        )
         assert "started" in r.stdout
         before = _pids_of_uid(uid)
         await sb.stop()

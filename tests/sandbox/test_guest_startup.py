@@ -27,8 +27,24 @@ pytestmark = sandbox
 # C cores the server may import besides what `import os` brings: cheap, no regular expressions.
 CHEAP = {"server", "_socket", "_json", "_thread", "binascii", "_signal", "time", "errno", "posix"}
 # What each costs a few ms at start (regex compiles, enums, module chains): never on the hot path.
-EXPENSIVE = {"json", "re", "socket", "subprocess", "threading", "base64", "signal", "enum", "selectors",
-             "contextlib", "functools", "collections", "warnings", "locale", "struct", "select"}
+EXPENSIVE = {
+    "json",
+    "re",
+    "socket",
+    "subprocess",
+    "threading",
+    "base64",
+    "signal",
+    "enum",
+    "selectors",
+    "contextlib",
+    "functools",
+    "collections",
+    "warnings",
+    "locale",
+    "struct",
+    "select",
+}
 
 SERVER = Path(__file__).resolve().parents[2] / "src/agentmill/sandbox/guest/server.py"
 
@@ -117,6 +133,7 @@ print(json.dumps({"start": start, "after": after, "replies": replies, "echoed": 
 
 def probe(source: str) -> dict:
     """Run the probe on this server source inside a fresh sandbox; its findings."""
+
     async def go():
         async with BwrapSandbox(fresh_spec()) as sb:
             await sb.write_file("/tmp/server.py", source)
@@ -124,6 +141,7 @@ def probe(source: str) -> dict:
             result = await sb.exec(["/usr/bin/python3", "-I", "-c", PROBE, "/tmp/server.py", launch], timeout=60)
             assert result.returncode == 0, result.output
             return json.loads(result.stdout)
+
     return run(go())
 
 
@@ -148,9 +166,10 @@ def test_the_guest_starts_with_cheap_imports_only_and_its_hot_path_adds_none():
 
 
 # The server spawns with os.posix_spawn; on a Python without it (before 3.8), with fork + exec.
-SPAWN_PATHS = {"posix_spawn": lambda source: source,
-               "fork": lambda source: source.replace('_use_posix_spawn = hasattr(os, "posix_spawn")',
-                                                     "_use_posix_spawn = False")}
+SPAWN_PATHS = {
+    "posix_spawn": lambda source: source,
+    "fork": lambda source: source.replace('_use_posix_spawn = hasattr(os, "posix_spawn")', "_use_posix_spawn = False"),
+}
 
 
 @pytest.mark.parametrize("path", SPAWN_PATHS)
@@ -172,31 +191,46 @@ def test_exec_and_attach_behave_as_popen_did(path):
     assert b64(more["background"], "stdout") == "early\n" and more["background"]["duration"] < 1.5
     assert more["write_relative"] == {"ok": True} and b64(more["read_relative"], "data") == "rel"
     assert more["bad_env"] == {"ok": False, "error": "ValueError: illegal environment variable name"}
-    assert more["attach_missing"] == {"ok": False,
-                                      "error": "FileNotFoundError: [Errno 2] No such file or directory: 'no-such-tmux'"}
+    assert more["attach_missing"] == {
+        "ok": False,
+        "error": "FileNotFoundError: [Errno 2] No such file or directory: 'no-such-tmux'",
+    }
     assert found["echoed"] == "attached\nthrough cat\n"
     assert more["holds_home"]  # where it steps back to after a posix_spawn: not fallen back to fork
 
 
 def test_the_launch_is_the_one_probed():
     """The probe starts the server as bwrap.py does; if the launch changes, the probe must too."""
+
     async def go():
         async with BwrapSandbox(fresh_spec()) as sb:
             found = await sb.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
             # -v says where the module's code came from: the host-compiled bytecode, not the source.
             loaded = await sb.exec(["/usr/bin/python3", "-I", "-S", "-v", "-c", LAUNCH.replace("server.main", "len")])
-            return ([line.split() for line in found.stdout.splitlines() if "server.main" in line and not line.startswith("bwrap ")],
-                    [line for line in loaded.stderr.splitlines() if "code object from" in line and "server" in line])
+            return (
+                [
+                    line.split()
+                    for line in found.stdout.splitlines()
+                    if "server.main" in line and not line.startswith("bwrap ")
+                ],
+                [line for line in loaded.stderr.splitlines() if "code object from" in line and "server" in line],
+            )
+
     processes, loaded = run(go())
     assert processes == [["/usr/bin/python3", "-I", "-S", "-c", *LAUNCH.split(), "/.agentmill/ctl/sock"]]
-    assert loaded and loaded[0].endswith(f"code object from '{GUEST_DIR}/__pycache__/server.{sys.implementation.cache_tag}.pyc'")
+    assert loaded and loaded[0].endswith(
+        f"code object from '{GUEST_DIR}/__pycache__/server.{sys.implementation.cache_tag}.pyc'"
+    )
 
 
-@pytest.mark.parametrize("defect, where", [
-    ("import subprocess\n", "start"),
-    ("import json\n", "start"),
-    ("import socket\n", "start"),
-])
+@pytest.mark.parametrize(
+    "defect, where",
+    [
+        ("import subprocess\n", "start"),
+        ("import json\n", "start"),
+        ("import socket\n", "start"),
+    ],
+)
 def test_a_planted_top_level_import_is_caught(defect, where):
     source = SERVER.read_text()
     anchor = "import binascii\n"
@@ -216,24 +250,27 @@ def test_a_planted_import_on_the_exec_path_is_caught():
     assert "threading" in EXPENSIVE & set(found["after"])
 
 
-
 def test_the_json_fast_paths_match_json_exactly():
     """_loads and _dumps stand in for json.loads and json.dumps: same objects, same bytes, and
     anything the fast paths do not take goes to json itself (same errors)."""
     import runpy
+
     guest = runpy.run_path(str(SERVER))  # defines the functions; main() does not run
     replies = [
         {"ok": True, "returncode": -9, "stdout": "aGk=", "stderr": "", "timed_out": False, "duration": 0.00123},
-        {"ok": False, "error": "OSError: [Errno 2] héllo \udcff \u4e2d \"quoted\" \\ \n\t\x00"},
+        {"ok": False, "error": 'OSError: [Errno 2] héllo \udcff \u4e2d "quoted" \\ \n\t\x00'},
         {"ok": True, "pid": 2, "big": 10**30, "none": None, "float": 1e300, "neg": -0.0},
         {"ok": True, "nested": {"a": [1]}, "nan": float("nan")},  # not flat: json.dumps itself
     ]
     for reply in replies:
         assert guest["_dumps"](reply) == json.dumps(reply)
-    requests = [json.dumps(r).encode() + b"\n" for r in (
-        {"op": "exec", "argv": ["/bin/sh", "-c", "echo é"], "env": {"A": "\u4e2d"}, "timeout": 1.5, "stdin": None},
-        {"op": "write", "path": "/x", "data": "", "mode": 420, "deep": [{"a": [1, 2.5e-3, True, None]}]},
-    )] + [b'{"op": "ping", "x": NaN, "y": -Infinity}\n', b'{"op": "\\ud800"}\r\n\t ']
+    requests = [
+        json.dumps(r).encode() + b"\n"
+        for r in (
+            {"op": "exec", "argv": ["/bin/sh", "-c", "echo é"], "env": {"A": "\u4e2d"}, "timeout": 1.5, "stdin": None},
+            {"op": "write", "path": "/x", "data": "", "mode": 420, "deep": [{"a": [1, 2.5e-3, True, None]}]},
+        )
+    ] + [b'{"op": "ping", "x": NaN, "y": -Infinity}\n', b'{"op": "\\ud800"}\r\n\t ']
     for raw in requests:
         assert repr(guest["_loads"](raw)) == repr(json.loads(raw))
     for bad in (b"not json\n", b'{"op": "ping"} trailing\n', b'{"op": "pi\xffng"}\n', b'{"op": 1e999999}\n'):

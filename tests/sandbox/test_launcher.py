@@ -64,8 +64,9 @@ def _problems_of_a_launch() -> list[str]:
     """SELF launched as a leased sandbox uid with a pids limit: what is wrong with what it saw."""
     lease = lease_uid()
     try:
-        code, out, err = run(_run(LaunchPlan(["sh", "-c", SELF], ENV, rlimits={"nproc": 33, "nofile": 64},
-                                             uid=lease.uid)))
+        code, out, err = run(
+            _run(LaunchPlan(["sh", "-c", SELF], ENV, rlimits={"nproc": 33, "nofile": 64}, uid=lease.uid))
+        )
     finally:
         lease.release()
     assert code == 0, err
@@ -87,7 +88,7 @@ def test_a_drop_step_left_out_shows(dirty_launcher, monkeypatch, step, caught):
 
 def test_exit_status_signals_and_a_failed_exec():
     async def go():
-        code7 = (await _run(LaunchPlan(["sh", "-c", "echo out; echo err >&2; exit 7"], ENV)))
+        code7 = await _run(LaunchPlan(["sh", "-c", "echo out; echo err >&2; exit 7"], ENV))
         proc = await launch(LaunchPlan(["sleep", "60"], ENV))
         assert proc.returncode is None
         assert os.getsid(proc.pid) == os.getpgid(proc.pid) == proc.pid  # its own session: stop kills its group
@@ -188,8 +189,10 @@ def test_a_malformed_request_is_answered_with_an_error_and_the_launcher_goes_on(
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         control.setblocking(True)
-        control.sendmsg([b'{"argv": ["true"], "env": {}}'],
-                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))])
+        control.sendmsg(
+            [b'{"argv": ["true"], "env": {}}'],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
+        )
         control.setblocking(False)
         theirs.close()
         ours.settimeout(10)

@@ -70,13 +70,17 @@ def _launch_problems(pid: int, uid: int, limits: Limits, cgroup_dirs: list[Path]
     for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         if int(st[cap], 16):
             problems.append(f"{cap}: {st[cap]}")
-    want = {"Max processes": limits.pids, "Max open files": limits.nofile,
-            "Max file size": limits.storage_mb << 20, "Max core file size": 0,
-            "Max address space": (limits.memory_mb + 1024) << 20}
+    want = {
+        "Max processes": limits.pids,
+        "Max open files": limits.nofile,
+        "Max file size": limits.storage_mb << 20,
+        "Max core file size": 0,
+        "Max address space": (limits.memory_mb + 1024) << 20,
+    }
     for line in Path(f"/proc/{pid}/limits").read_text().splitlines()[1:]:
         for name, value in want.items():
-            if line.startswith(name) and line[len(name):].split()[:2] != [str(value)] * 2:
-                problems.append(f"{name}: {line[len(name):].split()[:2]}, want {value}")
+            if line.startswith(name) and line[len(name) :].split()[:2] != [str(value)] * 2:
+                problems.append(f"{name}: {line[len(name) :].split()[:2]}, want {value}")
     members = {d for d in cgroup_dirs if str(pid) in (d / "cgroup.procs").read_text().split()}
     if members != set(cgroup_dirs):
         problems.append(f"cgroups: not in {sorted(map(str, set(cgroup_dirs) - members))}")
@@ -89,7 +93,9 @@ async def _launched(limits: Limits) -> list[str]:
         assert r.returncode == 0, r.stderr
         pids = [sb._proc.pid, *(p for p in _live_pids_of_uid(sb.uid) if p != sb._proc.pid)]
         assert len(pids) >= 3, "bwrap, the guest and the sleep must be running"
-        return [f"pid {p}: {problem}" for p in pids for problem in _launch_problems(p, sb.uid, limits, sb._cgroup.paths)]
+        return [
+            f"pid {p}: {problem}" for p in pids for problem in _launch_problems(p, sb.uid, limits, sb._cgroup.paths)
+        ]
 
 
 @pytest.fixture(params=["launcher", "chain"])
@@ -119,16 +125,36 @@ def _step_left_out(monkeypatch, step: str) -> None:
 
 
 _PLANTED = {  # a launch step left out, by each way -> what the check must say
-    "bounding set kept": ({"chain": lambda mp: _setpriv_edited(mp, lambda a: [x for x in a if x != "--bounding-set=-all"]),
-                           "launcher": lambda mp: _step_left_out(mp, "bounding")}, "CapBnd"),
-    "groups kept": ({"chain": lambda mp: _setpriv_edited(mp, lambda a: [("--groups=0" if x == "--clear-groups" else x)
-                                                                      for x in a]),
-                     "launcher": lambda mp: _step_left_out(mp, "groups")}, "groups"),
-    "no rlimits": ({"chain": lambda mp: mp.setattr(bwrap, "prlimit_args", lambda limits, **kw: []),
-                    "launcher": lambda mp: mp.setattr(bwrap, "rlimit_values", lambda limits, **kw: {})},
-                   "Max processes"),
-    "no cgroups joined": ({"chain": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: []),
-                           "launcher": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: [])}, "cgroups"),
+    "bounding set kept": (
+        {
+            "chain": lambda mp: _setpriv_edited(mp, lambda a: [x for x in a if x != "--bounding-set=-all"]),
+            "launcher": lambda mp: _step_left_out(mp, "bounding"),
+        },
+        "CapBnd",
+    ),
+    "groups kept": (
+        {
+            "chain": lambda mp: _setpriv_edited(
+                mp, lambda a: [("--groups=0" if x == "--clear-groups" else x) for x in a]
+            ),
+            "launcher": lambda mp: _step_left_out(mp, "groups"),
+        },
+        "groups",
+    ),
+    "no rlimits": (
+        {
+            "chain": lambda mp: mp.setattr(bwrap, "prlimit_args", lambda limits, **kw: []),
+            "launcher": lambda mp: mp.setattr(bwrap, "rlimit_values", lambda limits, **kw: {}),
+        },
+        "Max processes",
+    ),
+    "no cgroups joined": (
+        {
+            "chain": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: []),
+            "launcher": lambda mp: mp.setattr(Cgroup, "procs_files", lambda self: []),
+        },
+        "cgroups",
+    ),
 }
 
 
@@ -156,10 +182,10 @@ def test_launch_failure_is_reported_not_run(monkeypatch, launch_mode):
 # -- stop ------------------------------------------------------------------------------------------
 
 HOSTILE = (
-    "( setsid sh -c 'sleep 1001 & exit 0' & ) ; "                       # double-forked daemon in a new session
-    "nohup setsid sleep 1002 >/dev/null 2>&1 < /dev/null & "            # a new session
-    "( trap '' TERM HUP INT; exec sleep 1003 ) >/dev/null 2>&1 & "       # ignores every catchable signal
-    "( while :; do ( sleep 1004 & ) ; done ) >/dev/null 2>&1 & "         # keeps forking until the pids limit
+    "( setsid sh -c 'sleep 1001 & exit 0' & ) ; "  # double-forked daemon in a new session
+    "nohup setsid sleep 1002 >/dev/null 2>&1 < /dev/null & "  # a new session
+    "( trap '' TERM HUP INT; exec sleep 1003 ) >/dev/null 2>&1 & "  # ignores every catchable signal
+    "( while :; do ( sleep 1004 & ) ; done ) >/dev/null 2>&1 & "  # keeps forking until the pids limit
     "sleep 0.5; echo planted"
 )
 
@@ -186,9 +212,13 @@ def _spawn_escapers(cgroup: Cgroup, uid: int) -> subprocess.Popen:
     """On the host, as `uid`, in `cgroup`: a launcher that leaves a daemon, a new session and a fork
     storm behind and exits, so they are orphans in no pid namespace and in no process group of ours."""
     script = HOSTILE.replace("sleep 0.5; echo planted", "sleep 0.3")
-    proc = subprocess.Popen([*launch_argv(cgroup.procs_files(), Limits(pids=48), uid), "/bin/bash", "-c", script],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*launch_argv(cgroup.procs_files(), Limits(pids=48), uid), "/bin/bash", "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     proc.wait(timeout=20)
     return proc
 
@@ -327,7 +357,9 @@ def test_the_agent_cannot_redirect_the_hosts_requests(backend):
     decoy.bind(str(decoy_dir / "decoy.sock"))
     decoy.listen(4)
     heard: list[bytes] = []
-    forged = b'{"ok": true, "returncode": 0, "stdout": "Zm9yZ2VkCg==", "stderr": "", "timed_out": false, "duration": 0}\n'
+    forged = (
+        b'{"ok": true, "returncode": 0, "stdout": "Zm9yZ2VkCg==", "stderr": "", "timed_out": false, "duration": 0}\n'
+    )
 
     def serve():
         decoy.settimeout(5)
@@ -342,8 +374,10 @@ def test_the_agent_cannot_redirect_the_hosts_requests(backend):
 
     async def go():
         async with backend(fresh_spec()) as sb:
-            await sb.exec(f"mv {bwrap.CTL_DIR}/sock {bwrap.CTL_DIR}/moved && ln -s {decoy_dir}/decoy.sock {bwrap.CTL_DIR}/sock",
-                          timeout=10)
+            await sb.exec(
+                f"mv {bwrap.CTL_DIR}/sock {bwrap.CTL_DIR}/moved && ln -s {decoy_dir}/decoy.sock {bwrap.CTL_DIR}/sock",
+                timeout=10,
+            )
             return (await sb.exec("echo from-the-guest", timeout=10)).stdout
 
     try:

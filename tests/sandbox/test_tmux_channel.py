@@ -93,16 +93,31 @@ def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
             await term.start()
             assert term.transport == ("channel" if channel else "exec"), term.channel_note
             steps = await _type_all(term, KEYSTROKES)
-            final = await _both_ways(sb, term) if channel else \
-                [await term.screen(), await term.history_text(), await term.history_text(5000)]
+            final = (
+                await _both_ways(sb, term)
+                if channel
+                else [await term.screen(), await term.history_text(), await term.history_text(5000)]
+            )
             plain = TmuxSession(sb, channel=False)
             size = await plain._run(("display-message", "-p", "-t", "main", "#{window_width}x#{window_height}"))
             # the session the control client created is the one an exec creates: options, environment, pane
-            made = [await plain._run(c) for c in (("show-options", "-t", "main"), ("show-options", "-w", "-t", "main"),
-                                                  ("show-environment", "-t", "main"), ("show-environment", "-g"),
-                                                  ("display-message", "-p", "-t", "main",
-                                                   "#{pane_width}x#{pane_height} #{history_limit} #{pane_current_path} "
-                                                   "#{session_name} #{window_index} #{pane_index} #{pane_start_command}"))]
+            made = [
+                await plain._run(c)
+                for c in (
+                    ("show-options", "-t", "main"),
+                    ("show-options", "-w", "-t", "main"),
+                    ("show-environment", "-t", "main"),
+                    ("show-environment", "-g"),
+                    (
+                        "display-message",
+                        "-p",
+                        "-t",
+                        "main",
+                        "#{pane_width}x#{pane_height} #{history_limit} #{pane_current_path} "
+                        "#{session_name} #{window_index} #{pane_index} #{pane_start_command}",
+                    ),
+                )
+            ]
             assert term.transport == ("channel" if channel else "exec")
             return steps, final, size, made
 
@@ -112,9 +127,18 @@ def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
     assert final_c == final_e
     assert size_c == size_e == "160x48\n"  # the attached control client never resized the window
     history = "\n".join(steps_c)  # (the first pane keeps tmux's default 2000 lines of history)
-    for typed_and_shown in ("# echo a;\na\n", "found /app\n", "end\\;\n\\; ; ; end;\n",
-                            "\nit's dq \\ /root /root #{pane_id} { } $(x) %if '\n", "\nhéllo wörld 日本語 🎉 ",
-                            "\n%end 1796288879 266 1\n", "\nagentmill-0-b\n", "\n2500\n", "\nK7\n", "\ncr-typed\n"):
+    for typed_and_shown in (
+        "# echo a;\na\n",
+        "found /app\n",
+        "end\\;\n\\; ; ; end;\n",
+        "\nit's dq \\ /root /root #{pane_id} { } $(x) %if '\n",
+        "\nhéllo wörld 日本語 🎉 ",
+        "\n%end 1796288879 266 1\n",
+        "\nagentmill-0-b\n",
+        "\n2500\n",
+        "\nK7\n",
+        "\ncr-typed\n",
+    ):
         assert typed_and_shown in history, typed_and_shown
     assert "y" * 3000 in history and "z" * 5000 in history
 
@@ -302,7 +326,7 @@ def _with_peer(answer_for, requests: int = 1, piece: int = 7):
                 nonce = re.findall(rb"agentmill-([0-9a-f]+)-b\n", got)[k].decode()
                 data = answer_for(nonce, k)
                 for i in range(0, len(data), piece):
-                    await loop.sock_sendall(peer, data[i:i + piece])
+                    await loop.sock_sendall(peer, data[i : i + piece])
                     if piece < 64:  # each piece its own arrival
                         await asyncio.sleep(0.0005)
 

@@ -27,7 +27,7 @@ ATTACKS = {
     "kill the control client": KILL_CLIENT,
     "detach every client of the session": f"{T} detach-client -s main",
     "turn its output on and flood it": f"{T} refresh-client -t {OUR_CLIENT} | cut -d' ' -f1) -f '!no-output'; "
-                                       "seq 1 200000; printf '%%end 1 2 1\\n\\033]2;%%exit\\007\\n'",
+    "seq 1 200000; printf '%%end 1 2 1\\n\\033]2;%%exit\\007\\n'",
 }
 
 
@@ -85,6 +85,7 @@ def test_keys_whose_fate_is_unknown_are_never_typed_again():
     """tmux frozen while keys are on their way: the channel gives up after the timeout and the
     call fails (SandboxError: after the agent acted, the trial is the agent's error), without
     retyping the keys by exec."""
+
     async def go():
         async with BwrapSandbox(fresh_spec()) as sb:
             term = TmuxSession(sb, cwd="/app")
@@ -94,8 +95,12 @@ def test_keys_whose_fate_is_unknown_are_never_typed_again():
             await sb.exec(["kill", "-STOP", pid])
             try:
                 with pytest.raises(SandboxError, match="control channel was lost"):
-                    await term._run(("send-keys", "-t", "main", "-l", "echo typed-q7"), ("send-keys", "-t", "main", "Enter"),
-                                    timeout=0.5, effects=True)
+                    await term._run(
+                        ("send-keys", "-t", "main", "-l", "echo typed-q7"),
+                        ("send-keys", "-t", "main", "Enter"),
+                        timeout=0.5,
+                        effects=True,
+                    )
             finally:
                 await sb.exec(["kill", "-CONT", pid])
             await asyncio.sleep(0.5)
@@ -107,9 +112,12 @@ def test_keys_whose_fate_is_unknown_are_never_typed_again():
 
 
 def test_a_trial_whose_agent_kills_the_control_client_goes_on_and_passes(tmp_path):
-    policy = queue(Reply(terminus_json([(KILL_CLIENT + "; echo killed-it\n", 2)])),
-                   Reply(terminus_json([("echo hello > /app/out.txt; echo wrote-it\n", 2)])),
-                   Reply(terminus_json(complete=True)), Reply(terminus_json(complete=True)))
+    policy = queue(
+        Reply(terminus_json([(KILL_CLIENT + "; echo killed-it\n", 2)])),
+        Reply(terminus_json([("echo hello > /app/out.txt; echo wrote-it\n", 2)])),
+        Reply(terminus_json(complete=True)),
+        Reply(terminus_json(complete=True)),
+    )
     trial, result, requests = run_terminus(tmp_path, policy)
     assert trial.outcome is Outcome.PASSED, trial.exception
     observations = [r["messages"][-1]["content"] for r in requests[1:3]]

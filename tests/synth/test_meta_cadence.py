@@ -53,8 +53,16 @@ def _run(tmp_path, max_slots: int, workers: int) -> ChatServer:
     with ExitStack() as stack:
         servers = {"generator": ChatServer(Generator()), "critic": ChatServer(critic), "judge": ChatServer(judge)}
         servers = {r: stack.enter_context(s) for r, s in servers.items()}
-        text = config_text(servers, cards, workers=workers, max_slots=max_slots, max_repairs=0, target_per_card=10,
-                           meta_review_every=2, flag_after_failures=100)
+        text = config_text(
+            servers,
+            cards,
+            workers=workers,
+            max_slots=max_slots,
+            max_repairs=0,
+            target_per_card=10,
+            meta_review_every=2,
+            flag_after_failures=100,
+        )
         (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false"))
         summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out"))
     assert summary["accepted"] == 0

@@ -5,8 +5,8 @@ import asyncio
 import json
 
 from agentmill.synth.box import BoxEnv, _generate
-from agentmill.synth.card import CapabilityCard
 from agentmill.synth.candidate import Candidate
+from agentmill.synth.card import CapabilityCard
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.critic import Diagnosis
 from agentmill.synth.meta_review import meta_review
@@ -55,8 +55,14 @@ def test_meta_review_reweights_flags_and_records_guidance(tmp_path):
     (tmp_path / "prompts" / "generator.md").write_text("HOUSE GENERATOR PROMPT")
     with ChatServer(lambda r: Reply(json.dumps(FINAL["good"]))) as server:
         role = {"base_url": server.base_url, "model": "g", "max_retries": 0}
-        config = SynthConfig.model_validate({"env": {"gym_dir": GYM}, "synth": {"cards": "c", "prompts": tmp_path / "prompts"},
-                                             "ballot": {"enabled": False}, "roles": {r: role for r in ("generator", "critic", "judge")}})
+        config = SynthConfig.model_validate(
+            {
+                "env": {"gym_dir": GYM},
+                "synth": {"cards": "c", "prompts": tmp_path / "prompts"},
+                "ballot": {"enabled": False},
+                "roles": {r: role for r in ("generator", "critic", "judge")},
+            }
+        )
         clients = {r: c.client() for r, c in config.roles.items()}
         env = BoxEnv(config=config, store=store, clients=clients, gates=[], builder=None, environment="(gym)")
         body, _, error = asyncio.run(_generate(env, _card("behind").generator_view(), None))
@@ -75,11 +81,15 @@ def test_meta_review_reports_repetition_and_uncovered_dimensions(tmp_path):
     card["tools"] += ["set_priority"]  # a tool of the card that no accepted sample calls
     store.add_card(CapabilityCard.model_validate(card), 4)
     # two accepted samples that differ only in their request: state, entities, calls and verifiers are fixed
-    same_state = [{**FINAL["good"], "prompt": p} for p in (FINAL["good"]["prompt"], "Close ticket 10, the AP was swapped.")]
+    same_state = [
+        {**FINAL["good"], "prompt": p} for p in (FINAL["good"]["prompt"], "Close ticket 10, the AP was swapped.")
+    ]
     for i, body in enumerate(same_state):
         store.start_candidate(f"wide-{i}", "wide", "target", None, store.next_slot())
-        store.accept(Candidate(candidate_id=f"wide-{i}", card_id="wide", body=body),
-                     store.add_attempt(f"wide-{i}", 0, "generate", None, "", None))
+        store.accept(
+            Candidate(candidate_id=f"wide-{i}", card_id="wide", body=body),
+            store.add_attempt(f"wide-{i}", 0, "generate", None, "", None),
+        )
     store.start_candidate("wide-2", "wide", "target", None, store.next_slot())
     attempt = store.add_attempt("wide-2", 0, "generate", None, "", None)
     store.add_gate(attempt, GateResult(gate="novelty", passed=False, code="duplicate", message="repeats wide-0"))
@@ -97,7 +107,9 @@ def test_meta_review_reports_repetition_and_uncovered_dimensions(tmp_path):
     store2.add_card(_card("plain"), 4)
     for i, body in enumerate((FINAL["good"], other)):
         store2.start_candidate(f"p-{i}", "plain", "target", None, store2.next_slot())
-        store2.accept(Candidate(candidate_id=f"p-{i}", card_id="plain", body=body),
-                      store2.add_attempt(f"p-{i}", 0, "generate", None, "", None))
+        store2.accept(
+            Candidate(candidate_id=f"p-{i}", card_id="plain", body=body),
+            store2.add_attempt(f"p-{i}", 0, "generate", None, "", None),
+        )
     clean = meta_review(store2, Scheduler([CardQuota(card_id="plain", target_count=4)], seed=0), flag_after=5)
     assert (clean["repeats"], clean["unused_tools"], clean["fixed_axes"]) == ({}, {}, {})

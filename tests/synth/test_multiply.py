@@ -25,7 +25,9 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
         servers = {r: stack.enter_context(s) for r, s in role_servers().items()}
         text = config_text(servers, cards, max_slots=1, multiply_per_target=2)
         # the solver is priced (USD per million tokens): 10 prompt + 5 completion tokens a scripted reply = 20 USD
-        text = text.replace('model = "scripted-solver"', 'model = "scripted-solver"\nprices = { input = 1e6, output = 2e6 }')
+        text = text.replace(
+            'model = "scripted-solver"', 'model = "scripted-solver"\nprices = { input = 1e6, output = 2e6 }'
+        )
         (tmp_path / "synth.toml").write_text(text)
         summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out"))
         assert (summary["accepted"], summary["multiplied"]) == (1, 2)
@@ -41,11 +43,17 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
     assert not any(c["parent_id"] in {v["candidate_id"] for v in variants} for c in cands.values())
     # the same gates, the ballot included, for every variant
     for v in variants:
-        gates = [(g["gate"], g["passed"]) for g in store.rows(
-            "SELECT g.gate, g.passed FROM gate_results g JOIN attempts a USING (attempt_id) WHERE a.candidate_id = ?",
-            (v["candidate_id"],))]
-        assert gates == [(g, 1) for g in ("novelty", "contamination", "lint", "semantic", "positive",
-                                                       "completeness", "negative", "ballot")]
+        gates = [
+            (g["gate"], g["passed"])
+            for g in store.rows(
+                "SELECT g.gate, g.passed FROM gate_results g JOIN attempts a USING (attempt_id) WHERE a.candidate_id = ?",
+                (v["candidate_id"],),
+            )
+        ]
+        assert gates == [
+            (g, 1)
+            for g in ("novelty", "contamination", "lint", "semantic", "positive", "completeness", "negative", "ballot")
+        ]
     # what the generator endpoint received for a variant: the multiply prompt, the card and the sample to vary
     multiply = [r for r in servers["generator"].requests if "variant" in r["messages"][0]["content"]]
     assert len(multiply) == 2
@@ -55,7 +63,11 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
     # lineage on disk: task.toml metadata and the JSONL
     for v in variants:
         meta = tomllib.loads((tmp_path / "out" / "tasks" / v["candidate_id"] / "task.toml").read_text())["metadata"]
-        assert (meta["synth_kind"], meta["synth_parent"], meta["synth_card"]) == ("multiply", target["candidate_id"], "card-good")
+        assert (meta["synth_kind"], meta["synth_parent"], meta["synth_card"]) == (
+            "multiply",
+            target["candidate_id"],
+            "card-good",
+        )
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "accepted.jsonl").read_text().splitlines())}
     assert {rows[v["candidate_id"]]["parent_id"] for v in variants} == {target["candidate_id"]}
     # cost: every solver request priced, summed over both runs, in the store and the report
@@ -65,4 +77,6 @@ def test_variants_of_accepted_targets_pass_the_same_gates_with_lineage(tmp_path)
     assert usage["target"]["cost_usd"] == 0
     from agentmill.synth.report import render
 
-    assert f"<td>solver</td><td>{solver_requests}</td>" in render(store) and f"{20.0 * solver_requests:.4f}" in render(store)
+    assert f"<td>solver</td><td>{solver_requests}</td>" in render(store) and f"{20.0 * solver_requests:.4f}" in render(
+        store
+    )

@@ -39,11 +39,17 @@ def _run(tmp_path, generator_policy, max_slots=1):
         servers["generator"] = ChatServer(generator_policy)
         servers = {r: stack.enter_context(s) for r, s in servers.items()}
         text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=max_slots)
-        (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false")
-                                             .replace("max_retries = 1", "max_retries = 0"))
+        (tmp_path / "synth.toml").write_text(
+            text.replace("[ballot]", "[ballot]\nenabled = false").replace("max_retries = 1", "max_retries = 0")
+        )
         events = []
-        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
-                                        on_event=lambda kind, **info: events.append((kind, info))))
+        summary = asyncio.run(
+            run_synth(
+                load_config(tmp_path / "synth.toml"),
+                tmp_path / "out",
+                on_event=lambda kind, **info: events.append((kind, info)),
+            )
+        )
     return summary, events, servers
 
 
@@ -52,7 +58,9 @@ def test_a_short_outage_pauses_and_the_box_goes_on(tmp_path):
     assert summary["accepted"] == 1
     pauses = [info for kind, info in events if kind == "pause"]
     assert len(pauses) == 2 and pauses[1]["seconds"] == 2 * pauses[0]["seconds"]
-    assert [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates")] == ["accepted"]
+    assert [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates")] == [
+        "accepted"
+    ]
 
 
 def test_a_lasting_outage_interrupts_the_box_and_a_later_run_takes_it_up(tmp_path):
@@ -66,7 +74,10 @@ def test_a_lasting_outage_interrupts_the_box_and_a_later_run_takes_it_up(tmp_pat
     # the endpoint is back: the next run on the same folder, with budget for one more slot, serves the card
     summary, _, _ = _run(tmp_path, Generator(), max_slots=2)
     assert summary["accepted"] == 1
-    states = [r["state"] for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates ORDER BY slot")]
+    states = [
+        r["state"]
+        for r in SynthStore.open_existing(tmp_path / "out").rows("SELECT state FROM candidates ORDER BY slot")
+    ]
     assert states == ["interrupted", "accepted"]
 
 
@@ -108,11 +119,17 @@ def _run_weak(tmp_path, generator, critic_policy):
         servers["generator"], servers["critic"] = ChatServer(generator), ChatServer(critic_policy)
         servers = {r: stack.enter_context(s) for r, s in servers.items()}
         text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=1, max_repairs=1)
-        (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false")
-                                             .replace("max_retries = 1", "max_retries = 0"))
+        (tmp_path / "synth.toml").write_text(
+            text.replace("[ballot]", "[ballot]\nenabled = false").replace("max_retries = 1", "max_retries = 0")
+        )
         events = []
-        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
-                                        on_event=lambda kind, **info: events.append((kind, info))))
+        summary = asyncio.run(
+            run_synth(
+                load_config(tmp_path / "synth.toml"),
+                tmp_path / "out",
+                on_event=lambda kind, **info: events.append((kind, info)),
+            )
+        )
     return summary, [info["what"].split(":")[0] for kind, info in events if kind == "pause"], servers
 
 
@@ -124,7 +141,9 @@ def test_critic_and_repair_outages_pause_and_the_box_goes_on(tmp_path):
     assert pauses == ["critic", "repair", "repair"]
     store = SynthStore.open_existing(tmp_path / "out")
     # the critic's own diagnosis once it was back (not the gate's stand-in), and one repair that worked
-    assert [(d["category"], d["by"]) for d in store.rows("SELECT category, by FROM diagnoses")] == [("weak_verifier", "critic")]
+    assert [(d["category"], d["by"]) for d in store.rows("SELECT category, by FROM diagnoses")] == [
+        ("weak_verifier", "critic")
+    ]
     assert [r["ok"] for r in store.rows("SELECT ok FROM repairs")] == [1]
 
 
@@ -138,7 +157,8 @@ def test_a_lasting_repair_outage_interrupts_the_box_without_blaming_the_candidat
     assert cand["state"] == "interrupted" and cand["reason"].startswith("infra: repair") and "503" in cand["reason"]
     # the gates did not run again on the unrepaired candidate: one attempt, and its failure is the weak verifier
     assert [(g["gate"], g["code"]) for g in store.rows("SELECT gate, code FROM gate_results WHERE passed = 0")] == [
-        ("negative", "mutant_survived")]
+        ("negative", "mutant_survived")
+    ]
     assert store.rows("SELECT COUNT(*) AS n FROM attempts")[0]["n"] == 1
 
 
@@ -155,8 +175,13 @@ def _run_roles(tmp_path, **policies):
         text = config_text(servers, cards, outage_pause_s=0.05, outage_retries=2, max_slots=1)
         (tmp_path / "synth.toml").write_text(text.replace("[ballot]", "[ballot]\nenabled = false"))
         events = []
-        summary = asyncio.run(run_synth(load_config(tmp_path / "synth.toml"), tmp_path / "out",
-                                        on_event=lambda kind, **info: events.append(kind)))
+        summary = asyncio.run(
+            run_synth(
+                load_config(tmp_path / "synth.toml"),
+                tmp_path / "out",
+                on_event=lambda kind, **info: events.append(kind),
+            )
+        )
     store = SynthStore.open_existing(tmp_path / "out")
     return summary, events, servers, store
 
@@ -167,7 +192,8 @@ def test_a_generator_prompt_the_model_cannot_hold_is_a_typed_outcome_not_an_outa
     cand = store.rows("SELECT state, reason FROM candidates")[0]
     assert cand["state"] == "interrupted" and cand["reason"].startswith("config: generator context exceeded")
     assert store.rows("SELECT gate, passed, code, fault FROM gate_results") == [
-        {"gate": "generate", "passed": 0, "code": "context_exceeded", "fault": "infra"}]
+        {"gate": "generate", "passed": 0, "code": "context_exceeded", "fault": "infra"}
+    ]
     assert store.rows("SELECT COUNT(*) AS n FROM diagnoses")[0]["n"] == 0  # never the candidate's fault
     from agentmill.synth.report import funnel
 
@@ -178,5 +204,6 @@ def test_a_candidate_the_judge_cannot_read_is_not_retried_as_an_outage(tmp_path)
     summary, events, servers, store = _run_roles(tmp_path, judge=lambda r: TOO_LONG)
     assert summary["accepted"] == 0 and "pause" not in events and len(servers["judge"].requests) == 1
     assert store.rows("SELECT gate, code, fault FROM gate_results WHERE passed = 0") == [
-        {"gate": "semantic", "code": "context_exceeded", "fault": "infra"}]
+        {"gate": "semantic", "code": "context_exceeded", "fault": "infra"}
+    ]
     assert store.rows("SELECT state FROM candidates")[0]["state"] == "interrupted"

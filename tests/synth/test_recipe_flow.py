@@ -22,7 +22,9 @@ pytestmark = sandbox
 def test_synthesised_tasks_flow_into_rollouts_filters_and_sft_export(tmp_path):
     out = tmp_path / "synth-out"
     SynthStore(out).close()
-    publish(Candidate(candidate_id="card-good-s0000", card_id="card-good", body=FINAL["good"]), out, GymSet(gym_dir=GYM))
+    publish(
+        Candidate(candidate_id="card-good-s0000", card_id="card-good", body=FINAL["good"]), out, GymSet(gym_dir=GYM)
+    )
     with ChatServer(tool_player(lambda case: case == "good")) as teacher:
         path = tmp_path / "recipe.toml"
         path.write_text(f"""
@@ -61,6 +63,11 @@ file = "sft.jsonl"
         assert asked and "[good] Ticket 10" in json.dumps(asked[0]["messages"])  # the synthesised prompt reached it
     rows = [json.loads(x) for x in (tmp_path / "run" / "exports" / "sft.jsonl").read_text().splitlines()]
     assert len(rows) == 1
-    calls = [c["function"]["name"] for m in rows[0]["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    calls = [
+        c["function"]["name"]
+        for m in rows[0]["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
     assert calls == ["get_ticket", "close_ticket"]
     assert "card-good-s0000" in json.dumps(rows[0])  # provenance names the synthesised task

@@ -10,10 +10,9 @@ import json
 
 import pytest
 
+from agentmill.synth.candidate import COMPONENTS, candidate_schema, repair_schema
 from agentmill.synth.card import CapabilityCard
-from agentmill.synth.candidate import candidate_schema, repair_schema, COMPONENTS
-from agentmill.synth.critic import CRITIC_SCHEMA
-from agentmill.synth.critic import Diagnosis
+from agentmill.synth.critic import CRITIC_SCHEMA, Diagnosis
 from agentmill.synth.gates.base import GateResult
 from agentmill.synth.gates.semantic import JUDGE_SCHEMA
 from agentmill.synth.store import SynthStore
@@ -24,9 +23,16 @@ needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, 
 
 
 @needs_llama
-@pytest.mark.parametrize("name, schema", [
-    ("generator", candidate_schema()), ("repair", repair_schema(list(COMPONENTS))), ("critic", CRITIC_SCHEMA),
-    ("judge", JUDGE_SCHEMA), ("card_writer", CapabilityCard.writer_schema())])
+@pytest.mark.parametrize(
+    "name, schema",
+    [
+        ("generator", candidate_schema()),
+        ("repair", repair_schema(list(COMPONENTS))),
+        ("critic", CRITIC_SCHEMA),
+        ("judge", JUDGE_SCHEMA),
+        ("card_writer", CapabilityCard.writer_schema()),
+    ],
+)
 def test_every_reply_schema_is_a_llama_cpp_grammar(name, schema):
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
@@ -47,8 +53,12 @@ def test_typed_outcome_problems_names_what_is_not_typed(tmp_path):
     store.reject("c1", "")  # no reason
     store.close()
     problems = typed_outcome_problems(tmp_path)
-    assert problems == ["c0: left open", "c1: rejected without a reason", f"attempt {failed}: lint unknown_tool has no diagnosis",
-                        f"attempt {silent}: no candidate and no error"]
+    assert problems == [
+        "c0: left open",
+        "c1: rejected without a reason",
+        f"attempt {failed}: lint unknown_tool has no diagnosis",
+        f"attempt {silent}: no candidate and no error",
+    ]
     store = SynthStore(tmp_path)
     store.interrupt("c0", "infra: down")
     store.reject("c1", "lint: unknown_tool")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmill.synth.card import CapabilityCard
 from agentmill.synth.candidate import Candidate
+from agentmill.synth.card import CapabilityCard
 from agentmill.synth.store import LineageError, SynthStore
 from tests.conftest import sandbox
 from tests.synth.scripted import FINAL, card_line, config_text, role_servers
@@ -42,7 +42,9 @@ def test_sigkill_mid_run_resumes_without_duplicates(tmp_path):
     out = tmp_path / "out"
     with ExitStack() as stack:
         servers = {r: stack.enter_context(s) for r, s in role_servers().items() if r not in ("target", "solver")}
-        cfg = config_text(servers, cards, multiply_per_target=1, meta_review_every=2).replace("[ballot]", "[ballot]\nenabled = false")
+        cfg = config_text(servers, cards, multiply_per_target=1, meta_review_every=2).replace(
+            "[ballot]", "[ballot]\nenabled = false"
+        )
         (tmp_path / "synth.toml").write_text(cfg)
         cmd = [str(AGENTMILL), "synth", "run", str(tmp_path / "synth.toml"), "--out", str(out), "--no-report"]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
@@ -61,7 +63,8 @@ def test_sigkill_mid_run_resumes_without_duplicates(tmp_path):
     acc = store.rows("SELECT candidate_id, card_id, kind, parent_id FROM acceptances")
     # each card reached its target once, each target sample got its one variant: nothing twice
     assert sorted((a["card_id"], a["kind"]) for a in acc) == sorted(
-        [("card-good", "target"), ("card-garbage", "target"), ("card-good", "multiply"), ("card-garbage", "multiply")])
+        [("card-good", "target"), ("card-garbage", "target"), ("card-good", "multiply"), ("card-garbage", "multiply")]
+    )
     kinds = {a["candidate_id"]: a["kind"] for a in acc}
     for a in acc:
         if a["kind"] == "multiply":

@@ -18,8 +18,14 @@ def picks(s: Scheduler, n: int, accept: bool = False) -> list[str]:
 
 
 def test_deficits_drive_the_picks():
-    s = Scheduler([CardQuota(card_id="big", target_count=90), CardQuota(card_id="small", target_count=10),
-                   CardQuota(card_id="half_done", target_count=90, accepted=80)], seed=1)
+    s = Scheduler(
+        [
+            CardQuota(card_id="big", target_count=90),
+            CardQuota(card_id="small", target_count=10),
+            CardQuota(card_id="half_done", target_count=90, accepted=80),
+        ],
+        seed=1,
+    )
     c = Counter(picks(s, 2000))
     # weights 90 : 10 : 10 -> shares 0.818 : 0.091 : 0.091
     assert 1550 < c["big"] < 1720
@@ -27,9 +33,14 @@ def test_deficits_drive_the_picks():
 
 
 def test_card_at_target_is_never_picked():
-    s = Scheduler([CardQuota(card_id="done", target_count=5, accepted=5),
-                   CardQuota(card_id="over", target_count=3, accepted=7),
-                   CardQuota(card_id="open", target_count=1)], seed=3)
+    s = Scheduler(
+        [
+            CardQuota(card_id="done", target_count=5, accepted=5),
+            CardQuota(card_id="over", target_count=3, accepted=7),
+            CardQuota(card_id="open", target_count=1),
+        ],
+        seed=3,
+    )
     assert set(picks(s, 300)) == {"open"}
 
 

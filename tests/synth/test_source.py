@@ -20,7 +20,9 @@ def recipe_for(tmp_path, body: str):
 def test_accepted_tasks_of_a_synth_run_are_the_sources_tasks(tmp_path):
     out = tmp_path / "out"
     SynthStore(out).close()
-    publish(Candidate(candidate_id="card-good-s0000", card_id="card-good", body=FINAL["good"]), out, GymSet(gym_dir=GYM))
+    publish(
+        Candidate(candidate_id="card-good-s0000", card_id="card-good", body=FINAL["good"]), out, GymSet(gym_dir=GYM)
+    )
     (out / "work").mkdir()  # other output folders are not tasks
     tasks, report = load_sources(recipe_for(tmp_path, 'path = "out"'))
     assert [t.name for t in tasks] == ["s/card-good-s0000"]

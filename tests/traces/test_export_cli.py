@@ -31,11 +31,16 @@ def test_zero_rows_names_the_rule_and_exits_non_zero(rollout, tmp_path):
     out = tmp_path / "o.jsonl"
     r = agentmill("export", str(rollout), "--format", "trl", "--out", str(out))  # default min_turns 5
     assert r.returncode == 2
-    assert "0 rows: the trace filter 'min_turns' (>= 5 assistant turns, 2 for tool-calling agents) removed the last 3 traces" in r.stderr
+    assert (
+        "0 rows: the trace filter 'min_turns' (>= 5 assistant turns, 2 for tool-calling agents) removed the last 3 traces"
+        in r.stderr
+    )
     assert "lower --min-turns" in r.stderr and "--allow-empty" in r.stderr
     assert "Traceback" not in r.stderr and not out.exists()
 
-    r = agentmill("export", str(rollout), "--format", "trl", "--out", str(out), "--reward", "failure", "--min-turns", "0")
+    r = agentmill(
+        "export", str(rollout), "--format", "trl", "--out", str(out), "--reward", "failure", "--min-turns", "0"
+    )
     assert r.returncode == 2 and "the trace filter 'reward'" in r.stderr and "--reward any" in r.stderr
 
     r = agentmill("export", str(rollout), "--format", "trl", "--out", str(out), "--allow-empty")
@@ -50,14 +55,27 @@ def test_empty_run_says_there_is_nothing_to_export(tmp_path):
 
 
 def test_rl_rows_ignore_trace_length_rules(rollout, tmp_path):
-    r = agentmill("export", str(rollout), "--format", "rl", "--out", str(tmp_path / "rl.jsonl"), "--min-turns", "5",
-                  "--max-tokens", "1")
+    r = agentmill(
+        "export",
+        str(rollout),
+        "--format",
+        "rl",
+        "--out",
+        str(tmp_path / "rl.jsonl"),
+        "--min-turns",
+        "5",
+        "--max-tokens",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (tmp_path / "rl.jsonl").read_text().splitlines()]
     assert sorted(row["extra_info"]["task"] for row in rows) == ["task0", "task1"]
     assert "min_turns" not in r.stderr and "max_tokens" not in r.stderr  # not in the funnel at all
     # the outcome rule still applies: the agent_error trial does not count towards task0's attempts
-    assert {row["extra_info"]["task"]: row["extra_info"]["teacher_attempts"] for row in rows} == {"task0": 2, "task1": 1}
+    assert {row["extra_info"]["task"]: row["extra_info"]["teacher_attempts"] for row in rows} == {
+        "task0": 2,
+        "task1": 1,
+    }
     # the same length rules still drop SFT rows
     r = agentmill("export", str(rollout), "--format", "trl", "--out", str(tmp_path / "t.jsonl"), "--min-turns", "5")
     assert r.returncode == 2
@@ -68,7 +86,9 @@ def test_sharegpt_merges_an_existing_dataset_info(rollout, tmp_path):
     data.mkdir()
     mine = {"my_sft": {"file_name": "mine.json", "formatting": "alpaca"}}
     (data / "dataset_info.json").write_text(json.dumps(mine))
-    r = agentmill("export", str(rollout), "--format", "sharegpt", "--out", str(data / "agent.jsonl"), "--min-turns", "1")
+    r = agentmill(
+        "export", str(rollout), "--format", "sharegpt", "--out", str(data / "agent.jsonl"), "--min-turns", "1"
+    )
     assert r.returncode == 0, r.stderr
     info = json.loads((data / "dataset_info.json").read_text())
     assert info["my_sft"] == mine["my_sft"] and info["agent"]["file_name"] == "agent.jsonl"
@@ -118,9 +138,11 @@ def test_parquet_is_written_in_row_groups_under_one_unified_schema(tmp_path, mon
     from agentmill.traces import writer
 
     monkeypatch.setattr(writer, "PARQUET_BATCH", 2)
-    rows = [{"tools": None, "messages": [{"role": "user", "content": "a"}]},
-            {"tools": None, "messages": [{"role": "user", "content": "b"}]},
-            {"tools": [{"name": "bash"}], "messages": [{"role": "assistant", "content": "c", "tool_calls": [{"id": "1"}]}]}]
+    rows = [
+        {"tools": None, "messages": [{"role": "user", "content": "a"}]},
+        {"tools": None, "messages": [{"role": "user", "content": "b"}]},
+        {"tools": [{"name": "bash"}], "messages": [{"role": "assistant", "content": "c", "tool_calls": [{"id": "1"}]}]},
+    ]
     assert writer.write_rows(iter(rows), tmp_path / "o.parquet") == 3
     f = pq.ParquetFile(tmp_path / "o.parquet")
     assert f.metadata.num_row_groups == 2  # streamed in batches, not one table
@@ -136,7 +158,9 @@ def test_workers_flag_writes_the_same_rows(tmp_path):
     outs = []
     for workers in ("1", "2"):
         out = tmp_path / f"w{workers}.jsonl"
-        r = agentmill("export", str(run), "--format", "sharegpt", "--out", str(out), "--min-turns", "0", "--workers", workers)
+        r = agentmill(
+            "export", str(run), "--format", "sharegpt", "--out", str(out), "--min-turns", "0", "--workers", workers
+        )
         assert r.returncode == 0, r.stderr
         assert "skipped:" in r.stderr and "broken" in r.stderr  # the unreadable folder is reported either way
         outs.append((out.read_bytes(), r.stderr.replace(str(out), "OUT")))

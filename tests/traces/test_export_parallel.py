@@ -37,8 +37,19 @@ CASES = {
     "trl-parquet": ("trl", ".parquet", FilterSpec(**KEEP_ALL), "think"),
     "sharegpt": ("sharegpt", ".jsonl", FilterSpec(**KEEP_ALL), "think"),
     "harbor": ("harbor", ".jsonl", FilterSpec(**KEEP_ALL), "think"),
-    "trl-strict": ("trl", ".jsonl", FilterSpec(min_turns=3, completion="unclaimed", max_error_rate=0.9,
-                                               max_repeated_commands=3, min_reward=0.5, max_tokens=500), "think"),
+    "trl-strict": (
+        "trl",
+        ".jsonl",
+        FilterSpec(
+            min_turns=3,
+            completion="unclaimed",
+            max_error_rate=0.9,
+            max_repeated_commands=3,
+            min_reward=0.5,
+            max_tokens=500,
+        ),
+        "think",
+    ),
 }
 
 
@@ -153,6 +164,7 @@ def test_worker_count_defaults_to_one_for_small_runs_and_obeys_a_request():
 
 # --- one scrub check per trajectory -------------------------------------------------------------
 
+
 def _trajectories() -> list[Trajectory]:
     rng = random.Random(7)
     out = [varied_trajectory(i, rng) for i in range(300)]
@@ -170,7 +182,9 @@ def _as_rendered(r):
 def test_one_check_per_trajectory_renders_what_scrubbing_every_text_renders(monkeypatch):
     trajectories = _trajectories()
     fast = [_as_rendered(render(t, reasoning=mode)) for t in trajectories for mode in ("think", "drop")]
-    plain = sum(render_mod.scrubbed_as_is(render_mod._texts(t, render_mod.rendering_of(t) == "text")) for t in trajectories)
+    plain = sum(
+        render_mod.scrubbed_as_is(render_mod._texts(t, render_mod.rendering_of(t) == "text")) for t in trajectories
+    )
     assert 0 < plain < len(trajectories)  # both paths were taken
     monkeypatch.setattr(render_mod, "scrubbed_as_is", lambda texts: False)  # every text through scrub
     assert fast == [_as_rendered(render(t, reasoning=mode)) for t in trajectories for mode in ("think", "drop")]
@@ -185,7 +199,9 @@ def test_a_check_blind_to_non_ascii_control_characters_is_caught(monkeypatch):
 
 
 def test_plain_runs_take_the_one_check():
-    t = terminus_trajectory([(f"grep -n 'item {i}' data.csv\n", f"{i}: row {i}, value") for i in range(30)], reasoning="Next I check.")
+    t = terminus_trajectory(
+        [(f"grep -n 'item {i}' data.csv\n", f"{i}: row {i}, value") for i in range(30)], reasoning="Next I check."
+    )
     assert render_mod.scrubbed_as_is(render_mod._texts(t, True))
 
 
@@ -205,6 +221,7 @@ def test_is_clean_agrees_with_the_three_passes_on_every_character():
 
 # --- one-pass trajectory parsing ----------------------------------------------------------------
 
+
 def _slow(text: str) -> Trajectory:
     return Trajectory.model_validate(json.loads(text))
 
@@ -214,7 +231,10 @@ def test_lone_surrogates_load_through_pythons_json():
     text = json.dumps(t.model_dump(mode="python"))  # escaped: "\ud800"
     with pytest.raises(ValueError):
         Trajectory.model_validate_json(text)
-    assert read_trajectory(text) == _slow(text) and "\ud800" in read_trajectory(text).steps[2].observation.results[0].content
+    assert (
+        read_trajectory(text) == _slow(text)
+        and "\ud800" in read_trajectory(text).steps[2].observation.results[0].content
+    )
 
 
 def test_deep_nesting_loads_through_pythons_json():
@@ -227,8 +247,19 @@ def test_deep_nesting_loads_through_pythons_json():
 def test_whatever_the_one_pass_parser_accepts_pythons_json_reads_the_same():
     rng = random.Random(11)
     base = json.dumps(varied_trajectory(3, random.Random(3)).model_dump(mode="python"))
-    numbers = ["0.1", "1e400", "-0", "-0.0", "5e-324", "1.7976931348623157e308", "123456789012345678901234567890",
-               "NaN", "Infinity", "1E5", "2.5e-3"]
+    numbers = [
+        "0.1",
+        "1e400",
+        "-0",
+        "-0.0",
+        "5e-324",
+        "1.7976931348623157e308",
+        "123456789012345678901234567890",
+        "NaN",
+        "Infinity",
+        "1E5",
+        "2.5e-3",
+    ]
     accepted = 0
     for i in range(1500):
         text = base
@@ -236,7 +267,11 @@ def test_whatever_the_one_pass_parser_accepts_pythons_json_reads_the_same():
             text = text.replace('"n": 0.0', f'"n": {rng.choice(numbers)}', 1)
         for _ in range(rng.randint(0, 2)):  # byte-level damage: most texts break, some stay valid
             pos = rng.randrange(len(text))
-            text = text[:pos] + rng.choice(['', '\\', '"', ',', '}', '1', 'a', '\\u00e9', ' ', '\x01', '\ud800']) + text[pos + 1:]
+            text = (
+                text[:pos]
+                + rng.choice(["", "\\", '"', ",", "}", "1", "a", "\\u00e9", " ", "\x01", "\ud800"])
+                + text[pos + 1 :]
+            )
         try:
             fast = Trajectory.model_validate_json(text)
         except ValueError:
@@ -250,7 +285,9 @@ def test_whatever_the_one_pass_parser_accepts_pythons_json_reads_the_same():
 
 
 def test_an_invalid_trajectory_fails_with_pythons_error():
-    text = json.dumps({"session_id": "s", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": "x", "source": "agent"}]})
+    text = json.dumps(
+        {"session_id": "s", "agent": {"name": "a", "version": "1"}, "steps": [{"step_id": "x", "source": "agent"}]}
+    )
     with pytest.raises(ValueError) as fast:
         read_trajectory(text)
     with pytest.raises(ValueError) as slow:

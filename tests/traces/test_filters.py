@@ -15,7 +15,9 @@ def turns(n, output="ok"):
 
 
 def run_filters(tmp_path, spec, counter=None):
-    kept, funnel = apply_filters(iter_traces(tmp_path), rules(spec, counter, lambda r: (render(r.trajectory).messages, None)))
+    kept, funnel = apply_filters(
+        iter_traces(tmp_path), rules(spec, counter, lambda r: (render(r.trajectory).messages, None))
+    )
     return sorted(r.trial_id for r in kept), funnel
 
 
@@ -34,7 +36,12 @@ def test_outcomes_dropped_by_default_and_configurable(tmp_path):
         write_trial(tmp_path, outcome, terminus_trajectory(turns(5)), outcome=outcome)
     assert run_filters(tmp_path, FilterSpec())[0] == ["agent_timeout", "failed", "passed"]
     assert run_filters(tmp_path, FilterSpec(drop_outcomes=["agent_timeout"]))[0] == [
-        "failed", "infra_error", "passed", "sandbox_error", "verifier_error"]
+        "failed",
+        "infra_error",
+        "passed",
+        "sandbox_error",
+        "verifier_error",
+    ]
 
 
 def test_reward_filters(tmp_path):
@@ -55,12 +62,23 @@ def test_completion_claimed(tmp_path):
 
 def test_degenerate_tool_use(tmp_path):
     write_trial(tmp_path, "loop", terminus_trajectory([("ls\n", "x")] * 6))  # 5 repeats
-    write_trial(tmp_path, "errors", terminus_trajectory([(f"c{i}\n", "bash: c: command not found") for i in range(3)] + turns(2)))
-    write_trial(tmp_path, "trunc", terminus_trajectory([(f"cat {i}\n", "a [... 9 characters omitted ...] b") for i in range(5)]))
+    write_trial(
+        tmp_path,
+        "errors",
+        terminus_trajectory([(f"c{i}\n", "bash: c: command not found") for i in range(3)] + turns(2)),
+    )
+    write_trial(
+        tmp_path, "trunc", terminus_trajectory([(f"cat {i}\n", "a [... 9 characters omitted ...] b") for i in range(5)])
+    )
     write_trial(tmp_path, "clean", terminus_trajectory(turns(5)))
     assert run_filters(tmp_path, FilterSpec(max_repeated_commands=4))[0] == ["clean", "errors", "trunc"]
     assert run_filters(tmp_path, FilterSpec(max_repeated_commands=5))[0] == ["clean", "errors", "loop", "trunc"]
-    assert run_filters(tmp_path, FilterSpec(max_error_rate=0.6))[0] == ["clean", "errors", "loop", "trunc"]  # 3/5 = 0.6 kept
+    assert run_filters(tmp_path, FilterSpec(max_error_rate=0.6))[0] == [
+        "clean",
+        "errors",
+        "loop",
+        "trunc",
+    ]  # 3/5 = 0.6 kept
     assert run_filters(tmp_path, FilterSpec(max_error_rate=0.59))[0] == ["clean", "loop", "trunc"]
     assert run_filters(tmp_path, FilterSpec(max_truncated=4))[0] == ["clean", "errors", "loop"]
     assert run_filters(tmp_path, FilterSpec(max_truncated=5))[0] == ["clean", "errors", "loop", "trunc"]  # 5 = 5 kept
@@ -68,8 +86,13 @@ def test_degenerate_tool_use(tmp_path):
 
 def test_truncation_limit_keeps_a_trace_at_exactly_the_limit(tmp_path):
     for n in (2, 3, 4):
-        write_trial(tmp_path, f"cut{n}", terminus_trajectory(
-            [(f"cat {i}\n", "a [... 9 characters omitted ...] b") for i in range(n)] + turns(5 - n)))
+        write_trial(
+            tmp_path,
+            f"cut{n}",
+            terminus_trajectory(
+                [(f"cat {i}\n", "a [... 9 characters omitted ...] b") for i in range(n)] + turns(5 - n)
+            ),
+        )
     kept, funnel = run_filters(tmp_path, FilterSpec(max_truncated=3))
     assert kept == ["cut2", "cut3"]
     step = next(s for s in funnel if s.name == "truncation")
@@ -112,6 +135,6 @@ def test_toml_spec_and_flag_override(tmp_path):
     f.write_text('[filters]\nmin_turns = "many"\n')
     with pytest.raises(AgentmillError, match="filters.toml: field 'min_turns'"):
         FilterSpec.from_toml(f)
-    f.write_text('[filters]\nmin_turn = 3\n')
+    f.write_text("[filters]\nmin_turn = 3\n")
     with pytest.raises(AgentmillError, match="min_turn"):
         FilterSpec.from_toml(f)

@@ -12,16 +12,32 @@ def handed_off():
     """Two early turns, a summary request (the subagent), then a fresh conversation with one turn."""
     t = terminus_trajectory([("ls\n", "a b"), ("cat a\n", "early output")])
     early = [s.model_copy(deep=True) for s in t.steps]
-    sub = [*early, Step(step_id=len(early) + 1, source="user", message="Summarise."),
-           Step(step_id=len(early) + 2, source="agent", message="I listed and read a.")]
+    sub = [
+        *early,
+        Step(step_id=len(early) + 1, source="user", message="Summarise."),
+        Step(step_id=len(early) + 2, source="agent", message="I listed and read a."),
+    ]
     n = len(t.steps)
     t.steps += [
-        Step(step_id=n + 1, source="system", message="You drive a terminal.",
-             extra={"context_handoff": {"handoff": 1, "tokens_before": 9,
-                                        "subagent": {"steps": [s.model_dump(mode="json") for s in sub]}}}),
+        Step(
+            step_id=n + 1,
+            source="system",
+            message="You drive a terminal.",
+            extra={
+                "context_handoff": {
+                    "handoff": 1,
+                    "tokens_before": 9,
+                    "subagent": {"steps": [s.model_dump(mode="json") for s in sub]},
+                }
+            },
+        ),
         Step(step_id=n + 2, source="user", message="Task: do the thing.\nSummary: I listed and read a."),
-        Step(step_id=n + 3, source="agent", message='{"task_complete": true}',
-             observation=Observation(results=[ObservationResult(content="confirm?")])),
+        Step(
+            step_id=n + 3,
+            source="agent",
+            message='{"task_complete": true}',
+            observation=Observation(results=[ObservationResult(content="confirm?")]),
+        ),
         Step(step_id=n + 4, source="agent", message='{"task_complete": true}'),
     ]
     return t
@@ -29,11 +45,13 @@ def handed_off():
 
 def test_a_row_is_the_conversation_after_the_last_handoff():
     messages = render(handed_off(), reasoning="drop").messages
-    assert messages == [{"role": "system", "content": "You drive a terminal."},
-                        {"role": "user", "content": "Task: do the thing.\nSummary: I listed and read a."},
-                        {"role": "assistant", "content": '{"task_complete": true}'},
-                        {"role": "user", "content": "confirm?"},
-                        {"role": "assistant", "content": '{"task_complete": true}'}]
+    assert messages == [
+        {"role": "system", "content": "You drive a terminal."},
+        {"role": "user", "content": "Task: do the thing.\nSummary: I listed and read a."},
+        {"role": "assistant", "content": '{"task_complete": true}'},
+        {"role": "user", "content": "confirm?"},
+        {"role": "assistant", "content": '{"task_complete": true}'},
+    ]
 
 
 def test_a_trajectory_without_handoff_renders_whole():
@@ -52,7 +70,10 @@ def test_the_summary_request_is_a_subagent_record(tmp_path):
     assert sub.trajectory.extra["parent_session_id"] == "trial-1" and sub.telemetry.is_subagent
     assert compute_telemetry(sub.trajectory, sub.result).is_subagent
     messages = render(sub.trajectory, reasoning="drop").messages
-    assert messages[-2:] == [{"role": "user", "content": "Summarise."}, {"role": "assistant", "content": "I listed and read a."}]
+    assert messages[-2:] == [
+        {"role": "user", "content": "Summarise."},
+        {"role": "assistant", "content": "I listed and read a."},
+    ]
     assert {"role": "user", "content": "early output"} in messages  # the earlier conversation, as the request sent it
 
 
@@ -64,7 +85,10 @@ def test_rl_rows_count_trials_not_their_subagents(tmp_path):
     (row,) = rl_rows([rec, *subagent_records(rec)])
     assert row["extra_info"]["teacher_attempts"] == 1
     # the prompt is the trial's first opening, not the conversation after the handoff
-    assert row["prompt"] == [{"role": "system", "content": "You drive a terminal."}, {"role": "user", "content": "Task: do the thing."}]
+    assert row["prompt"] == [
+        {"role": "system", "content": "You drive a terminal."},
+        {"role": "user", "content": "Task: do the thing."},
+    ]
 
 
 def test_a_broken_subagent_record_is_reported_and_the_trial_still_exported(tmp_path):
@@ -79,8 +103,13 @@ def test_a_broken_subagent_record_is_reported_and_the_trial_still_exported(tmp_p
     errors: list[str] = []
     assert [r.trial_id for r in iter_traces(tmp_path / "run", errors=errors)] == ["trial-1"]
     assert len(errors) == 1 and "trial-1" in errors[0]
-    report = export_run(tmp_path / "run", "trl", tmp_path / "rows.jsonl",
-                        spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]), reasoning="drop")
+    report = export_run(
+        tmp_path / "run",
+        "trl",
+        tmp_path / "rows.jsonl",
+        spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]),
+        reasoning="drop",
+    )
     assert report.rows == 1 and len(report.skipped) == 1
 
 
@@ -93,12 +122,16 @@ def test_a_harbor_job_keeps_the_summary_beside_its_trial_not_as_a_trial(tmp_path
     t = handed_off()
     write_trial(tmp_path / "run", "trial-1", t)
     job = tmp_path / "job"
-    report = export_run(tmp_path / "run", "harbor-job", job, spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[]))
+    report = export_run(
+        tmp_path / "run", "harbor-job", job, spec=FilterSpec(subagents="keep", min_turns=0, drop_outcomes=[])
+    )
     assert report.rows == 1
     (trial,) = [p for p in job.iterdir() if p.is_dir()]
     assert sorted(p.name for p in (trial / "agent").iterdir()) == ["trajectory.json", "trajectory.summary-1.json"]
     sub = json.loads((trial / "agent" / "trajectory.summary-1.json").read_text())
     assert sub["extra"]["parent_session_id"] == t.session_id and sub["steps"][-1]["message"] == "I listed and read a."
-    dropped = export_run(tmp_path / "run", "harbor-job", tmp_path / "job2", spec=FilterSpec(min_turns=0, drop_outcomes=[]))
+    dropped = export_run(
+        tmp_path / "run", "harbor-job", tmp_path / "job2", spec=FilterSpec(min_turns=0, drop_outcomes=[])
+    )
     (trial2,) = [p for p in (tmp_path / "job2").iterdir() if p.is_dir()]
     assert dropped.rows == 1 and [p.name for p in (trial2 / "agent").iterdir()] == ["trajectory.json"]

@@ -8,10 +8,17 @@ from agentmill.traces.telemetry import Telemetry
 
 
 def record(agent: str, turns: int) -> TraceRecord:
-    trajectory = Trajectory(session_id=f"{agent}-{turns}", agent=AgentInfo(name=agent, version="1"),
-                            steps=[Step(step_id=1, source="user", message="do it")])
-    return TraceRecord(trial={"trial_id": f"{agent}-{turns}", "agent": agent}, result={"outcome": "passed", "reward": 1.0},
-                       trajectory=trajectory, telemetry=Telemetry(assistant_turns=turns))
+    trajectory = Trajectory(
+        session_id=f"{agent}-{turns}",
+        agent=AgentInfo(name=agent, version="1"),
+        steps=[Step(step_id=1, source="user", message="do it")],
+    )
+    return TraceRecord(
+        trial={"trial_id": f"{agent}-{turns}", "agent": agent},
+        result={"outcome": "passed", "reward": 1.0},
+        trajectory=trajectory,
+        telemetry=Telemetry(assistant_turns=turns),
+    )
 
 
 def kept(spec: FilterSpec, records) -> list[str]:
@@ -29,4 +36,9 @@ def test_the_default_keeps_short_tool_traces_only_for_tool_calling_model_agents(
 def test_a_min_turns_the_user_set_holds_for_every_agent():
     assert kept(FilterSpec(min_turns=5), RECORDS) == ["terminus-6"]
     assert kept(FilterSpec().merged(min_turns=5), RECORDS) == ["terminus-6"]
-    assert kept(FilterSpec.model_validate({"min_turns": 3}), RECORDS) == ["tools-3", "terminus-3", "terminus-6", "oracle-3"]
+    assert kept(FilterSpec.model_validate({"min_turns": 3}), RECORDS) == [
+        "tools-3",
+        "terminus-3",
+        "terminus-6",
+        "oracle-3",
+    ]

@@ -14,13 +14,30 @@ SECRETS = [
     ("DATABASE_URL=mysql://u:p@h/db", "DATABASE_URL=[REDACTED:env_secret]"),
     ("see postgres://admin:hunter22@db:5432/x", "see postgres://admin:[REDACTED:url_password]@db:5432/x"),
     ("git clone https://bob:ghp_x1y2z3@github.com/a/b", "git clone https://bob:[REDACTED:url_password]@github.com/a/b"),
-    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabcdefghABCD==\nroot@x:/app# ls",
-     "[REDACTED:private_key]\nroot@x:/app# ls"),  # a key whose end was cut off
-    ("MIIEowIBAAKCAQEA\nabcdefghABCD==\n-----END RSA PRIVATE KEY-----\nls", "[REDACTED:private_key]\nls"),  # its head cut off
+    (
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabcdefghABCD==\nroot@x:/app# ls",
+        "[REDACTED:private_key]\nroot@x:/app# ls",
+    ),  # a key whose end was cut off
+    (
+        "MIIEowIBAAKCAQEA\nabcdefghABCD==\n-----END RSA PRIVATE KEY-----\nls",
+        "[REDACTED:private_key]\nls",
+    ),  # its head cut off
 ]
-NOT_SECRETS = ["PASSWORD=$PW", "TOKEN=", "API_KEY=<your key>", "token=abc", "https://github.com/x/y",
-               "ssh://git@host/x", 'printf "%s://admin:%s@db/x"', "TOKEN=${SECRET}", "max_tokens=4096"]
+NOT_SECRETS = [
+    "PASSWORD=$PW",
+    "TOKEN=",
+    "API_KEY=<your key>",
+    "token=abc",
+    "https://github.com/x/y",
+    "ssh://git@host/x",
+    'printf "%s://admin:%s@db/x"',
+    "TOKEN=${SECRET}",
+    "max_tokens=4096",
+]
 
 
 @pytest.mark.parametrize("text, redacted", SECRETS)

@@ -13,12 +13,18 @@ from agentmill.traces.redact import _FOLD_TRAPS, _NEEDLES, _PATTERNS, redact, re
 
 # (kind, a secret of that kind as it appears in text, the secret value that must disappear)
 SAMPLES = [
-    ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGR0g=\n-----END OPENSSH PRIVATE KEY-----",
-     "b3BlbnNzaC1rZXktdjEAAAAA"),
+    (
+        "private_key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGR0g=\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAA",
+    ),
     ("private_key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabcdefghABCD==\n", "MIIEowIBAAKCAQEA"),
     ("private_key", "MIIEowIBAAKCAQEA\nabcdefghABCD==\n-----END RSA PRIVATE KEY-----", "abcdefghABCD=="),
-    ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "dozjgNryP4J3jVmNHl0w5N"),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N",
+    ),
     ("aws_access_key", "AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ("aws_access_key", "ASIAIOSFODNN7EXAMPL2", "ASIAIOSFODNN7EXAMPL2"),
     ("aws_secret_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG"),
@@ -42,18 +48,45 @@ SAMPLES = [
     ("env_secret", "DATABASE_URL=mysql://u:p@h/db", "mysql://u:p@h/db"),
     ("url_password", "see postgres://admin:hunter22@db:5432/x", "hunter22"),
 ]
-NOISE = ["", " ", "\n", "root@box:/app# ", "ls -la\n", "total 12\ndrwxr-xr-x 2 root root 4096 .\n", "é ü 日本 ",
-         "a KEY here", "://", "@", "=", ":", "eyJ", "sk-", "hf_", "AKIA", "PRIVATE KEY-----", "authorization",
-         "Bearer", "[REDACTED:env_secret]", '"', "'", "$TOKEN", *_FOLD_TRAPS]
+NOISE = [
+    "",
+    " ",
+    "\n",
+    "root@box:/app# ",
+    "ls -la\n",
+    "total 12\ndrwxr-xr-x 2 root root 4096 .\n",
+    "é ü 日本 ",
+    "a KEY here",
+    "://",
+    "@",
+    "=",
+    ":",
+    "eyJ",
+    "sk-",
+    "hf_",
+    "AKIA",
+    "PRIVATE KEY-----",
+    "authorization",
+    "Bearer",
+    "[REDACTED:env_secret]",
+    '"',
+    "'",
+    "$TOKEN",
+    *_FOLD_TRAPS,
+]
 CASES = [(kind, secret, value) for kind, secret, value in SAMPLES]
 
 
 @pytest.mark.parametrize("kind, secret, value", CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CASES)])
 @pytest.mark.parametrize("where", ["alone", "start", "middle", "end", "between_secrets"])
 def test_planted_secret_is_redacted_in_every_position(kind, secret, value, where):
-    before, after = {"alone": ("", ""), "start": ("", "\nroot@box:/app# ls\n"),
-                     "middle": ("$ cat env\nnoise line\n", "\nmore output\n"), "end": ("$ cat creds\n", ""),
-                     "between_secrets": ("AKIAIOSFODNN7EXAMPLE\n", "\nexport API_TOKEN=zzzz9999")}[where]
+    before, after = {
+        "alone": ("", ""),
+        "start": ("", "\nroot@box:/app# ls\n"),
+        "middle": ("$ cat env\nnoise line\n", "\nmore output\n"),
+        "end": ("$ cat creds\n", ""),
+        "between_secrets": ("AKIAIOSFODNN7EXAMPLE\n", "\nexport API_TOKEN=zzzz9999"),
+    }[where]
     text = before + secret + after
     out, n = redact(text)
     assert (out, n) == redact_reference(text)
@@ -63,9 +96,12 @@ def test_planted_secret_is_redacted_in_every_position(kind, secret, value, where
 @pytest.mark.parametrize("trap", _FOLD_TRAPS)
 def test_case_folded_letters_do_not_hide_a_secret(trap):
     # Python's re matches these non-ASCII letters to i/s/k under IGNORECASE; lowering does not show it
-    text = {"\u0130": "AUTHOR\u0130ZATION: Bearer abcDEF123456ghiJKL", "\u0131": "author\u0131zation: bearer abcDEF123456ghiJKL",
-            "\u017f": "aws_\u017fecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-            "\u212a": "aws_secret_access_\u212aey=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}[trap]
+    text = {
+        "\u0130": "AUTHOR\u0130ZATION: Bearer abcDEF123456ghiJKL",
+        "\u0131": "author\u0131zation: bearer abcDEF123456ghiJKL",
+        "\u017f": "aws_\u017fecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "\u212a": "aws_secret_access_\u212aey=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }[trap]
     out, n = redact(text)
     assert n == 1 and (out, n) == redact_reference(text)
 
@@ -102,7 +138,9 @@ def test_fast_path_equals_every_pattern_in_order_on_random_mixes():
 
 def test_a_wrong_needle_is_caught(monkeypatch):
     # the gate above can fail: a needle that a jwt does not contain hides jwts from the fast path
-    monkeypatch.setattr(redact_mod, "_RULES", [(k, p, f, (("eyX",),) if k == "jwt" else n) for k, p, f, n in redact_mod._RULES])
+    monkeypatch.setattr(
+        redact_mod, "_RULES", [(k, p, f, (("eyX",),) if k == "jwt" else n) for k, p, f, n in redact_mod._RULES]
+    )
     text = next(secret for kind, secret, _ in SAMPLES if kind == "jwt")
     assert redact(text) != redact_reference(text)
 

@@ -21,8 +21,13 @@ def test_an_unbuildable_verifier_toolkit_stops_the_run_at_the_start(tmp_path, ve
     simple_task(data, "t0")
     run = tmp_path / "run"
     args = [str(run) if a == "RUN" else a for a in verb]
-    env = {**os.environ, "AGENTMILL_CACHE": str(scratch_cache(tmp_path) / "fresh"), "PIP_NO_INDEX": "1",
-           "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull}  # no registry: the toolkit cannot be built
+    env = {
+        **os.environ,
+        "AGENTMILL_CACHE": str(scratch_cache(tmp_path) / "fresh"),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": "",
+        "PIP_CONFIG_FILE": os.devnull,
+    }  # no registry: the toolkit cannot be built
     r = subprocess.run([*CLI, *args, str(data)], capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "the offline verifier toolkit could not be built" in r.stderr and "Nothing was verified" in r.stderr
@@ -127,8 +132,11 @@ def test_agentmill_has_no_import_cycles():
 
 def test_the_verifier_never_imports_the_rollout_machinery():
     graph = import_graph(SRC, "agentmill")
-    offenders = {m: sorted(d for d in deps if d.startswith("agentmill.rollout"))
-                 for m, deps in graph.items() if m.startswith("agentmill.verify")}
+    offenders = {
+        m: sorted(d for d in deps if d.startswith("agentmill.rollout"))
+        for m, deps in graph.items()
+        if m.startswith("agentmill.verify")
+    }
     assert {m: d for m, d in offenders.items() if d} == {}
 
 

@@ -23,7 +23,9 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def _pass(tmp_path: Path, rootfs: Path, template: Path | None = None, **kw):
-    return harden(rootfs, template, tmp_path / "quarantine", workdir=kw.pop("workdir", "/app"), env=kw.pop("env", {}), **kw)
+    return harden(
+        rootfs, template, tmp_path / "quarantine", workdir=kw.pop("workdir", "/app"), env=kw.pop("env", {}), **kw
+    )
 
 
 def test_resolver_follows_links_as_text_inside_the_rootfs(tmp_path):
@@ -55,16 +57,32 @@ def test_a_host_path_link_is_never_followed(tmp_path):
 
 
 def test_honest_leftovers_and_the_images_own_files_are_not_evidence(tmp_path):
-    template = _tree(tmp_path / "template", {"app/conftest.py": "# the task's own", "pytest.ini": "[pytest]\n",
-                                             "root/.local/bin/env": "export PATH=/opt/x:$PATH\n",
-                                             "home/dev/.profile": "export PATH=$HOME/bin:$PATH\n"})
+    template = _tree(
+        tmp_path / "template",
+        {
+            "app/conftest.py": "# the task's own",
+            "pytest.ini": "[pytest]\n",
+            "root/.local/bin/env": "export PATH=/opt/x:$PATH\n",
+            "home/dev/.profile": "export PATH=$HOME/bin:$PATH\n",
+        },
+    )
     root = tmp_path / "r"
     subprocess.run(["cp", "-a", str(template), str(root)], check=True)
-    _tree(root, {"app/README.md": "notes", "app/__pycache__/m.cpython-311.pyc": "x", "app/src/util.py": "x = 1",
-                 "app/test.py": "print(1)", "root/.bashrc": 'alias ll="ls -l"\nexport EDITOR=vim\n',
-                 "root/.local/bin/mytool": "#!/bin/sh\n", "app/venv/lib/python3.11/site-packages/distutils-precedence.pth": "x",
-                 "app/tests/conftest.py": "x", "app/pyproject.toml": "[project]\nname = 'x'\n",
-                 "home/dev/.profile": "export PATH=$HOME/bin:$PATH\nalias gs='git status'\n"})  # an alias added
+    _tree(
+        root,
+        {
+            "app/README.md": "notes",
+            "app/__pycache__/m.cpython-311.pyc": "x",
+            "app/src/util.py": "x = 1",
+            "app/test.py": "print(1)",
+            "root/.bashrc": 'alias ll="ls -l"\nexport EDITOR=vim\n',
+            "root/.local/bin/mytool": "#!/bin/sh\n",
+            "app/venv/lib/python3.11/site-packages/distutils-precedence.pth": "x",
+            "app/tests/conftest.py": "x",
+            "app/pyproject.toml": "[project]\nname = 'x'\n",
+            "home/dev/.profile": "export PATH=$HOME/bin:$PATH\nalias gs='git status'\n",
+        },
+    )  # an alias added
     os.symlink("/app/README.md", root / "app/latest")
     os.symlink("../README.md", root / "app/src/README.md")
     os.symlink("/usr/bin/python3", root / "app/py")
@@ -72,21 +90,38 @@ def test_honest_leftovers_and_the_images_own_files_are_not_evidence(tmp_path):
 
 
 def test_what_steers_is_moved_aside_not_deleted(tmp_path):
-    root = _tree(tmp_path / "r", {"conftest.py": "x", "app/pyproject.toml": "[tool.pytest.ini_options]\naddopts='-q'\n",
-                                  "app/pytest.py": "x", "app/json.py": "x", "app/_pytest/__init__.py": "x",
-                                  "root/.local/lib/python3.11/site-packages/usercustomize.py": "x",
-                                  "root/.local/bin/env": "export PYTEST_ADDOPTS=--co", "root/.profile": "export PATH=/evil:$PATH",
-                                  "root/.local/bin/python3": "#!/bin/sh\n", "logs/verifier/reward.txt": "1"})
+    root = _tree(
+        tmp_path / "r",
+        {
+            "conftest.py": "x",
+            "app/pyproject.toml": "[tool.pytest.ini_options]\naddopts='-q'\n",
+            "app/pytest.py": "x",
+            "app/json.py": "x",
+            "app/_pytest/__init__.py": "x",
+            "root/.local/lib/python3.11/site-packages/usercustomize.py": "x",
+            "root/.local/bin/env": "export PYTEST_ADDOPTS=--co",
+            "root/.profile": "export PATH=/evil:$PATH",
+            "root/.local/bin/python3": "#!/bin/sh\n",
+            "logs/verifier/reward.txt": "1",
+        },
+    )
     os.mkfifo(root / "app/answer.txt")
     os.chmod(root / "root/.local/bin", 0o555)
     evidence = _pass(tmp_path, root)
     by_path = {e.path: e.kind.value for e in evidence}
     assert by_path == {
-        "/conftest.py": "runner_config", "/app/pyproject.toml": "runner_config", "/app/pytest.py": "shadow_module",
-        "/app/json.py": "shadow_module", "/app/_pytest": "shadow_module",
+        "/conftest.py": "runner_config",
+        "/app/pyproject.toml": "runner_config",
+        "/app/pytest.py": "shadow_module",
+        "/app/json.py": "shadow_module",
+        "/app/_pytest": "shadow_module",
         "/root/.local/lib/python3.11/site-packages/usercustomize.py": "python_startup",
-        "/root/.local/bin/env": "shell_startup", "/root/.profile": "shell_startup", "/root/.local/bin/python3": "planted_tool",
-        "/logs/verifier": "prepared_logs", "/app/answer.txt": "special_file"}, by_path
+        "/root/.local/bin/env": "shell_startup",
+        "/root/.profile": "shell_startup",
+        "/root/.local/bin/python3": "planted_tool",
+        "/logs/verifier": "prepared_logs",
+        "/app/answer.txt": "special_file",
+    }, by_path
     assert all(not os.path.lexists(root / p.lstrip("/")) for p in by_path)
     assert (tmp_path / "quarantine/root/.local/bin/env").read_text() == "export PYTEST_ADDOPTS=--co"
     assert any("pinned" in e.detail for e in evidence if e.path == "/root/.local/bin/env")
@@ -108,9 +143,11 @@ def test_root_links_are_restored_and_hard_links_to_planted_files_caught(tmp_path
 def test_pythonpath_and_image_path_folders_count(tmp_path):
     root = _tree(tmp_path / "r", {"srv/lib/sitecustomize.py": "x", "srv/lib/os.py": "x", "opt/tools/bash": "x"})
     evidence = _pass(tmp_path, root, env={"PYTHONPATH": "/srv/lib", "PATH": "/opt/tools:/usr/bin"})
-    assert {(e.path, e.kind.value) for e in evidence} == {("/srv/lib/sitecustomize.py", "python_startup"),
-                                                          ("/srv/lib/os.py", "shadow_module"),
-                                                          ("/opt/tools/bash", "planted_tool")}
+    assert {(e.path, e.kind.value) for e in evidence} == {
+        ("/srv/lib/sitecustomize.py", "python_startup"),
+        ("/srv/lib/os.py", "shadow_module"),
+        ("/opt/tools/bash", "planted_tool"),
+    }
     shutil.rmtree(tmp_path / "quarantine")
 
 

@@ -1,5 +1,3 @@
-import math
-
 import pytest
 
 from agentmill.verify import RewardError, parse_reward
@@ -16,24 +14,28 @@ def test_json_dict():
     assert scalar == 0.5 and named == {"a": 1.0, "b": 0.0}
 
 
-@pytest.mark.parametrize("txt, js, problem", [
-    (None, None, "wrote no"),
-    (b"PASSED", None, "not a number"),
-    (b"", None, "not a number"),
-    (b"nan", None, "not finite"),
-    (None, b"{not json", "not JSON"),
-    (None, b"[1, 2]", "non-empty object"),
-    (None, b"{}", "non-empty object"),
-    (None, b'{"reward": "1"}', "not a finite number"),
-    (None, b'{"reward": true}', "not a finite number"),
-])
+@pytest.mark.parametrize(
+    "txt, js, problem",
+    [
+        (None, None, "wrote no"),
+        (b"PASSED", None, "not a number"),
+        (b"", None, "not a number"),
+        (b"nan", None, "not finite"),
+        (None, b"{not json", "not JSON"),
+        (None, b"[1, 2]", "non-empty object"),
+        (None, b"{}", "non-empty object"),
+        (None, b'{"reward": "1"}', "not a finite number"),
+        (None, b'{"reward": true}', "not a finite number"),
+    ],
+)
 def test_garbage_is_a_reward_error(txt, js, problem):
     with pytest.raises(RewardError, match=problem):
         parse_reward(txt, js)
 
 
-@pytest.mark.parametrize("js", [b'{"reward": NaN}', b'{"reward": 1, "x": NaN}', b'{"reward": Infinity}',
-                                b'{"reward": -Infinity}'])
+@pytest.mark.parametrize(
+    "js", [b'{"reward": NaN}', b'{"reward": 1, "x": NaN}', b'{"reward": Infinity}', b'{"reward": -Infinity}']
+)
 def test_non_finite_reward_json_is_a_reward_error(js):
     # Python's json reads NaN and Infinity: a NaN reward compares false with every threshold
     with pytest.raises(RewardError, match="not a finite number"):

@@ -78,14 +78,20 @@ def test_a_rewrite_after_the_script_ended_is_evidence(tmp_path):
 def _tampered(outcome, reward):
     from agentmill.verify.tamper import Tamper
     from agentmill.verify.test_script import VerifierResult
-    return VerifierResult(outcome, reward=reward, rewards={} if reward is None else {"reward": reward},
-                          tamper=[Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier/reward.txt", detail="x")])
+
+    return VerifierResult(
+        outcome,
+        reward=reward,
+        rewards={} if reward is None else {"reward": reward},
+        tamper=[Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier/reward.txt", detail="x")],
+    )
 
 
 def test_tamper_evidence_demotes_a_verifier_error_to_the_agents_failure():
     # a broken reward file the agent arranged must not read as the verifier's fault (not rerun, not excluded)
     from agentmill.verify.outcome import Outcome
     from agentmill.verify.test_script import withhold_for_tamper
+
     for outcome, reward in ((Outcome.VERIFIER_ERROR, None), (Outcome.PASSED, 1.0), (Outcome.FAILED, 0.0)):
         result = _tampered(outcome, reward)
         withhold_for_tamper(result)
@@ -96,6 +102,7 @@ def test_tamper_evidence_demotes_a_verifier_error_to_the_agents_failure():
 def test_without_evidence_the_verdict_stands_and_a_timeout_stays_a_timeout():
     from agentmill.verify.outcome import Outcome
     from agentmill.verify.test_script import withhold_for_tamper
+
     for outcome, reward in ((Outcome.VERIFIER_ERROR, None), (Outcome.PASSED, 1.0)):
         result = _tampered(outcome, reward)
         result.tamper = []

@@ -41,13 +41,13 @@ from pathlib import Path
 ok = Path("/app/answer.txt").read_text().strip() == Path("/tests/expected.txt").read_text().strip()
 sys.exit(0 if ok else 1)
 """
-REWARD = 'if [ $rc -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
+REWARD = "if [ $rc -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
 
 # Test scripts in the styles found in the wild.
 STYLES = {
     # Harbor's container-era boilerplate: uv installer, its env file, uvx pytest.
     "uvx": "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\n"
-           "uvx -w pytest==8.4.1 pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD,
+    "uvx -w pytest==8.4.1 pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD,
     # pytest through `python -m` from the working directory.
     "uvrun": "#!/bin/bash\ncd /app\nuv run python -m pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD,
     # A plain checker script (the bundled tasks' style).
@@ -56,26 +56,36 @@ STYLES = {
     # Scripts that source the user's shell set-up before running tools.
     "bashrc": "#!/bin/bash\nsource ~/.bashrc 2>/dev/null\ncd /app\npytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD,
     # The tests run the agent's program, then check what it printed.
-    "program": "#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ \"$out\" = 55 ]\nrc=$?\n" + REWARD,
+    "program": '#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ "$out" = 55 ]\nrc=$?\n' + REWARD,
     # The same, with clean-up after the reward is written.
-    "cleanup": "#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ \"$out\" = 55 ]\nrc=$?\n" + REWARD
-               + "sleep 1\n",
+    "cleanup": '#!/bin/bash\ncd /app\nout=$(timeout 20 python3 /app/fib.py 10)\n[ "$out" = 55 ]\nrc=$?\n'
+    + REWARD
+    + "sleep 1\n",
 }
-TEST_FILES = {"test_outputs.py": TEST_OUTPUTS, "expected.txt": EXPECTED, "check.py": CHECK_PY,
-              "check_json.py": CHECK_JSON, "expected.json": '{"fib": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]}\n'}
+TEST_FILES = {
+    "test_outputs.py": TEST_OUTPUTS,
+    "expected.txt": EXPECTED,
+    "check.py": CHECK_PY,
+    "check_json.py": CHECK_JSON,
+    "expected.json": '{"fib": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]}\n',
+}
 HONEST = {
     "txt": "echo 55 > /app/answer.txt",
     "json": "echo '{\"fib\": [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]}' > /app/answer.json",
     "program": "printf 'import sys\\na, b = 1, 1\\nfor _ in range(int(sys.argv[1]) - 2):\\n    a, b = b, a + b\\n"
-               "print(b)\\n' > /app/fib.py",
+    "print(b)\\n' > /app/fib.py",
 }
 # What an honest agent also leaves behind: none of it is tamper.
-CLUTTER = ("mkdir -p /app/__pycache__ /root/.cache/pip && echo notes > /app/README.md && echo x > /app/__pycache__/m.pyc"
-           " && echo 'alias ll=\"ls -l\"' >> /root/.bashrc && mkdir -p /app/src && echo 'x = 1' > /app/src/util.py"
-           " && ln -s /app/answer.txt /app/latest && ln -s ../README.md /app/src/README.md")
+CLUTTER = (
+    "mkdir -p /app/__pycache__ /root/.cache/pip && echo notes > /app/README.md && echo x > /app/__pycache__/m.pyc"
+    " && echo 'alias ll=\"ls -l\"' >> /root/.bashrc && mkdir -p /app/src && echo 'x = 1' > /app/src/util.py"
+    " && ln -s /app/answer.txt /app/latest && ln -s ../README.md /app/src/README.md"
+)
 DOCKER = "FROM debian:bookworm-slim\nWORKDIR /app\n"
-DOCKER_LOCAL_BIN = ("FROM debian:bookworm-slim\nENV PATH=/root/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
-                    "WORKDIR /app\n")
+DOCKER_LOCAL_BIN = (
+    "FROM debian:bookworm-slim\nENV PATH=/root/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+    "WORKDIR /app\n"
+)
 DOCKER_PYTHONPATH = "FROM debian:bookworm-slim\nENV PYTHONPATH=/app\nWORKDIR /app\n"
 
 FORCE_PASS_HOOK = """import pytest
@@ -105,67 +115,163 @@ def _py_write(path: str, text: str) -> str:
 
 
 ATTACKS = [
-    Attack("root-conftest", "uvx", _py_write("/conftest.py", FORCE_PASS_HOOK) + _py_write("/pytest.ini", "[pytest]"),
-           "runner_config"),
-    Attack("root-pytest-ini", "uvx", _py_write("/pytest.ini", "[pytest]\naddopts = --collect-only -q"), "runner_config"),
-    Attack("pyproject-section", "uvx", _py_write("/pyproject.toml", '[tool.pytest.ini_options]\naddopts = "--collect-only -q"'),
-           "runner_config"),
+    Attack(
+        "root-conftest",
+        "uvx",
+        _py_write("/conftest.py", FORCE_PASS_HOOK) + _py_write("/pytest.ini", "[pytest]"),
+        "runner_config",
+    ),
+    Attack(
+        "root-pytest-ini", "uvx", _py_write("/pytest.ini", "[pytest]\naddopts = --collect-only -q"), "runner_config"
+    ),
+    Attack(
+        "pyproject-section",
+        "uvx",
+        _py_write("/pyproject.toml", '[tool.pytest.ini_options]\naddopts = "--collect-only -q"'),
+        "runner_config",
+    ),
     Attack("tox-ini-section", "uvrun", _py_write("/tox.ini", "[pytest]\naddopts = --collect-only -q"), "runner_config"),
-    Attack("ini-loaded-plugin", "uvrun",
-           _py_write("/app/passall.py", FORCE_PASS_HOOK) + _py_write("/setup.cfg", "[tool:pytest]\naddopts = -p passall"),
-           "runner_config"),
-    Attack("uv-env-file-addopts", "uvx",
-           _py_write("/root/.local/bin/env", 'export PYTEST_ADDOPTS="--collect-only -q"')
-           + "chmod 0444 /root/.local/bin/env && chmod 0555 /root/.local/bin", "shell_startup"),
-    Attack("bashrc-function", "bashrc",
-           "cat >> /root/.bashrc <<'EOF'\npytest() { echo '1 passed'; return 0; }\nEOF\nchmod 0444 /root/.bashrc", "shell_startup"),
-    Attack("local-bin-fake-python", "script",
-           _py_write("/root/.local/bin/python3", "#!/bin/sh\nexit 0") + "chmod 0555 /root/.local/bin/python3 /root/.local/bin",
-           "planted_tool", dockerfile=DOCKER_LOCAL_BIN),
-    Attack("usercustomize", "script",
-           _py_write(f"/root/.local/lib/{PY}/site-packages/usercustomize.py", EXIT_ZERO_AT_EXIT), "python_startup"),
-    Attack("pth-file", "script", _py_write(f"/root/.local/lib/{PY}/site-packages/zz.pth", EXIT_ZERO_AT_EXIT), "python_startup"),
-    Attack("sitecustomize-on-pythonpath", "script", _py_write("/app/sitecustomize.py", EXIT_ZERO_AT_EXIT), "python_startup",
-           dockerfile=DOCKER_PYTHONPATH),
-    Attack("entry-point-plugin", "uvx",
-           _py_write("/app/passall.py", FORCE_PASS_HOOK)
-           + _py_write("/app/passall-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: passall\nVersion: 1.0")
-           + _py_write("/app/passall-1.0.dist-info/entry_points.txt", "[pytest11]\npassall = passall"),
-           "runner_guard", dockerfile=DOCKER_PYTHONPATH),
+    Attack(
+        "ini-loaded-plugin",
+        "uvrun",
+        _py_write("/app/passall.py", FORCE_PASS_HOOK) + _py_write("/setup.cfg", "[tool:pytest]\naddopts = -p passall"),
+        "runner_config",
+    ),
+    Attack(
+        "uv-env-file-addopts",
+        "uvx",
+        _py_write("/root/.local/bin/env", 'export PYTEST_ADDOPTS="--collect-only -q"')
+        + "chmod 0444 /root/.local/bin/env && chmod 0555 /root/.local/bin",
+        "shell_startup",
+    ),
+    Attack(
+        "bashrc-function",
+        "bashrc",
+        "cat >> /root/.bashrc <<'EOF'\npytest() { echo '1 passed'; return 0; }\nEOF\nchmod 0444 /root/.bashrc",
+        "shell_startup",
+    ),
+    Attack(
+        "local-bin-fake-python",
+        "script",
+        _py_write("/root/.local/bin/python3", "#!/bin/sh\nexit 0")
+        + "chmod 0555 /root/.local/bin/python3 /root/.local/bin",
+        "planted_tool",
+        dockerfile=DOCKER_LOCAL_BIN,
+    ),
+    Attack(
+        "usercustomize",
+        "script",
+        _py_write(f"/root/.local/lib/{PY}/site-packages/usercustomize.py", EXIT_ZERO_AT_EXIT),
+        "python_startup",
+    ),
+    Attack(
+        "pth-file",
+        "script",
+        _py_write(f"/root/.local/lib/{PY}/site-packages/zz.pth", EXIT_ZERO_AT_EXIT),
+        "python_startup",
+    ),
+    Attack(
+        "sitecustomize-on-pythonpath",
+        "script",
+        _py_write("/app/sitecustomize.py", EXIT_ZERO_AT_EXIT),
+        "python_startup",
+        dockerfile=DOCKER_PYTHONPATH,
+    ),
+    Attack(
+        "entry-point-plugin",
+        "uvx",
+        _py_write("/app/passall.py", FORCE_PASS_HOOK)
+        + _py_write("/app/passall-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: passall\nVersion: 1.0")
+        + _py_write("/app/passall-1.0.dist-info/entry_points.txt", "[pytest11]\npassall = passall"),
+        "runner_guard",
+        dockerfile=DOCKER_PYTHONPATH,
+    ),
     Attack("shadow-pytest", "uvrun", _py_write("/app/pytest.py", FAKE_PYTEST), "shadow_module"),
-    Attack("shadow-stdlib-json", "json", _py_write("/app/json.py", FAKE_JSON) + "echo '[]' > /app/answer.json",
-           "shadow_module", dockerfile=DOCKER_PYTHONPATH, honest="json"),
+    Attack(
+        "shadow-stdlib-json",
+        "json",
+        _py_write("/app/json.py", FAKE_JSON) + "echo '[]' > /app/answer.json",
+        "shadow_module",
+        dockerfile=DOCKER_PYTHONPATH,
+        honest="json",
+    ),
     Attack("symlink-to-tests", "uvx", "ln -s /tests/expected.txt /app/answer.txt", "protected_link"),
-    Attack("symlink-via-proc-root", "script", "ln -s /proc/self/root/tests/expected.txt /app/answer.txt", "protected_link"),
+    Attack(
+        "symlink-via-proc-root", "script", "ln -s /proc/self/root/tests/expected.txt /app/answer.txt", "protected_link"
+    ),
     Attack("relative-symlink", "script", "cd /app && ln -s ../tests/expected.txt answer.txt", "protected_link"),
-    Attack("prepared-reward", "script", "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
-           "chmod 0444 /logs/verifier/reward.txt && chmod 0555 /logs/verifier", "prepared_logs"),
-    Attack("logs-symlink", "script", "mkdir -p /app/fake/verifier && echo 1 > /app/fake/verifier/reward.txt && "
-           "mv /logs /app/oldlogs && ln -s /app/fake /logs", "prepared_logs"),
-    Attack("fake-bash-via-bin", "uvx",
-           "rm /bin && mkdir /bin && printf '#!/usr/bin/dash\\nexit 0\\n' > /bin/bash && chmod 755 /bin/bash && "
-           "ln -s /usr/bin/dash /bin/sh", "root_layout"),
-    Attack("background-rewriter", "program",
-           _py_write("/app/fib.py", "import os, subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.3; while :; do echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r "
-                     "/logs/verifier/reward.txt; done'], start_new_session=True, stdout=subprocess.DEVNULL, "
-                     "stderr=subprocess.DEVNULL)\nprint(0)"), "reward_file", honest="program"),
-    Attack("reward-writer-daemon", "program",
-           _py_write("/app/fib.py", "import subprocess\nsubprocess.Popen(['sh', '-c', 'while :; do echo 1 > /logs/verifier/.r && "
-                     "mv -f /logs/verifier/.r /logs/verifier/reward.txt; done'], start_new_session=True,\n"
-                     "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)"),
-           "reward_file", honest="program"),
+    Attack(
+        "prepared-reward",
+        "script",
+        "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+        "chmod 0444 /logs/verifier/reward.txt && chmod 0555 /logs/verifier",
+        "prepared_logs",
+    ),
+    Attack(
+        "logs-symlink",
+        "script",
+        "mkdir -p /app/fake/verifier && echo 1 > /app/fake/verifier/reward.txt && "
+        "mv /logs /app/oldlogs && ln -s /app/fake /logs",
+        "prepared_logs",
+    ),
+    Attack(
+        "fake-bash-via-bin",
+        "uvx",
+        "rm /bin && mkdir /bin && printf '#!/usr/bin/dash\\nexit 0\\n' > /bin/bash && chmod 755 /bin/bash && "
+        "ln -s /usr/bin/dash /bin/sh",
+        "root_layout",
+    ),
+    Attack(
+        "background-rewriter",
+        "program",
+        _py_write(
+            "/app/fib.py",
+            "import os, subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.3; while :; do echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r "
+            "/logs/verifier/reward.txt; done'], start_new_session=True, stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.DEVNULL)\nprint(0)",
+        ),
+        "reward_file",
+        honest="program",
+    ),
+    Attack(
+        "reward-writer-daemon",
+        "program",
+        _py_write(
+            "/app/fib.py",
+            "import subprocess\nsubprocess.Popen(['sh', '-c', 'while :; do echo 1 > /logs/verifier/.r && "
+            "mv -f /logs/verifier/.r /logs/verifier/reward.txt; done'], start_new_session=True,\n"
+            "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)",
+        ),
+        "reward_file",
+        honest="program",
+    ),
     # Rewrites the reward once the tests wrote theirs, then kills the verifier's supervisor (pid 2)
     # before test.sh exits, so no snapshot at exit exists to compare with.
-    Attack("kill-the-supervisor", "cleanup",
-           _py_write("/app/fib.py", "import subprocess\nsubprocess.Popen(['sh', '-c', 'while ! grep -qx 0 /logs/verifier/reward.txt; "
-                     "do sleep 0.01; done 2>/dev/null; echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r "
-                     "/logs/verifier/reward.txt; kill -9 2'], start_new_session=True,\n"
-                     "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)"),
-           "supervisor", honest="program"),
-    Attack("pinned-reward", "program",
-           _py_write("/app/fib.py", "import os\nos.makedirs('/logs/verifier', exist_ok=True)\n"
-                     "open('/logs/verifier/reward.txt', 'w').write('1\\n')\nos.chmod('/logs/verifier/reward.txt', 0o444)\n"
-                     "print(0)"), "reward_file", honest="program"),
+    Attack(
+        "kill-the-supervisor",
+        "cleanup",
+        _py_write(
+            "/app/fib.py",
+            "import subprocess\nsubprocess.Popen(['sh', '-c', 'while ! grep -qx 0 /logs/verifier/reward.txt; "
+            "do sleep 0.01; done 2>/dev/null; echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r "
+            "/logs/verifier/reward.txt; kill -9 2'], start_new_session=True,\n"
+            "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(0)",
+        ),
+        "supervisor",
+        honest="program",
+    ),
+    Attack(
+        "pinned-reward",
+        "program",
+        _py_write(
+            "/app/fib.py",
+            "import os\nos.makedirs('/logs/verifier', exist_ok=True)\n"
+            "open('/logs/verifier/reward.txt', 'w').write('1\\n')\nos.chmod('/logs/verifier/reward.txt', 0o444)\n"
+            "print(0)",
+        ),
+        "reward_file",
+        honest="program",
+    ),
     Attack("fifo-answer", "script", "mkfifo /app/answer.txt", "special_file"),
 ]
 
@@ -189,8 +295,15 @@ def _task(tmp_path, attack: Attack):
     from agentmill.tasks import TaskConfig
 
     cfg = TaskConfig.model_validate({"verifier": {"timeout_sec": 60}})
-    root = write_task(tmp_path / attack.name, instruction=INSTRUCTION, test_sh=STYLES[attack.style],
-                      test_files=TEST_FILES, dockerfile=attack.dockerfile, solve_sh=HONEST[attack.honest] + "\n", config=cfg)
+    root = write_task(
+        tmp_path / attack.name,
+        instruction=INSTRUCTION,
+        test_sh=STYLES[attack.style],
+        test_files=TEST_FILES,
+        dockerfile=attack.dockerfile,
+        solve_sh=HONEST[attack.honest] + "\n",
+        config=cfg,
+    )
     return load_task(root)
 
 
@@ -201,8 +314,10 @@ def run(tmp_path, attack: Attack, script: str):
 
 
 def _explain(r) -> str:
-    return (f"outcome={r.outcome} reward={r.reward} exc={r.exception}\ntamper={getattr(r, 'tamper', None)}\n"
-            f"stdout={r.verifier_stdout[-1500:]}\nstderr={r.verifier_stderr[-1500:]}")
+    return (
+        f"outcome={r.outcome} reward={r.reward} exc={r.exception}\ntamper={getattr(r, 'tamper', None)}\n"
+        f"stdout={r.verifier_stdout[-1500:]}\nstderr={r.verifier_stderr[-1500:]}"
+    )
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
@@ -227,9 +342,23 @@ def test_attacks_are_distinct_and_enough():
 # Defence in depth: with the pre-verification pass switched off, the verifier's own environment
 # (fresh HOME, no user site, PATH order, pinned pytest, fresh /logs, host-side reward reads) still
 # defeats these attacks on its own.
-ISOLATION_ALONE = ["root-conftest", "root-pytest-ini", "pyproject-section", "tox-ini-section", "ini-loaded-plugin",
-                   "uv-env-file-addopts", "bashrc-function", "local-bin-fake-python", "usercustomize", "pth-file",
-                   "shadow-pytest", "prepared-reward", "logs-symlink", "fake-bash-via-bin", "pinned-reward"]
+ISOLATION_ALONE = [
+    "root-conftest",
+    "root-pytest-ini",
+    "pyproject-section",
+    "tox-ini-section",
+    "ini-loaded-plugin",
+    "uv-env-file-addopts",
+    "bashrc-function",
+    "local-bin-fake-python",
+    "usercustomize",
+    "pth-file",
+    "shadow-pytest",
+    "prepared-reward",
+    "logs-symlink",
+    "fake-bash-via-bin",
+    "pinned-reward",
+]
 
 
 @pytest.mark.parametrize("name", ISOLATION_ALONE)
@@ -276,8 +405,11 @@ def test_tamper_evidence_reaches_telemetry_and_the_export_filter(tmp_path):
     records = []
     for i, r in enumerate((hacked, honest)):
         result = r.model_dump(mode="json")
-        traj = Trajectory(session_id=f"t{i}", agent=AgentInfo(name="shell", version="1"),
-                          steps=[Step(step_id=1, source="user", message=INSTRUCTION)])
+        traj = Trajectory(
+            session_id=f"t{i}",
+            agent=AgentInfo(name="shell", version="1"),
+            steps=[Step(step_id=1, source="user", message=INSTRUCTION)],
+        )
         records.append(TraceRecord({"trial_id": f"t{i}"}, result, traj, compute_telemetry(traj, result)))
     assert records[0].telemetry.tamper >= 1 and "protected_link" in records[0].telemetry.tamper_kinds
     assert records[1].telemetry.tamper == 0 and aggregate([r.telemetry for r in records])["tampered"] == 1
@@ -297,17 +429,29 @@ def test_honest_state_under_root_and_the_images_own_config_still_pass(tmp_path):
     """HOME is the verifier's own, yet tests that read /root by absolute path still see the agent's
     files; and files the image itself ships (a conftest.py and pytest.ini at / and in /app, a
     ~/.bashrc, which the verifier's HOME starts with) are the task's, not evidence."""
-    dockerfile = ("FROM debian:bookworm-slim\nWORKDIR /app\n"
-                  "RUN printf '[pytest]\\n' > /pytest.ini && printf 'import os\\n' > /app/conftest.py && "
-                  "printf 'export PATH=/opt/bin:$PATH\\n' > /root/.bashrc\n")
-    test_sh = ("#!/bin/bash\ncd /app\ngrep -qx 'note: 55' /root/notes.txt && test \"$HOME\" != /root && "
-               "grep -q /opt/bin ~/.bashrc && "
-               "uvx pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD)
-    root = write_task(tmp_path / "root-notes", instruction=INSTRUCTION + " Also note it as 'note: 55' in ~/notes.txt.",
-                      test_sh=test_sh, test_files=TEST_FILES, dockerfile=dockerfile, solve_sh="true\n")
+    dockerfile = (
+        "FROM debian:bookworm-slim\nWORKDIR /app\n"
+        "RUN printf '[pytest]\\n' > /pytest.ini && printf 'import os\\n' > /app/conftest.py && "
+        "printf 'export PATH=/opt/bin:$PATH\\n' > /root/.bashrc\n"
+    )
+    test_sh = (
+        "#!/bin/bash\ncd /app\ngrep -qx 'note: 55' /root/notes.txt && test \"$HOME\" != /root && "
+        "grep -q /opt/bin ~/.bashrc && "
+        "uvx pytest /tests/test_outputs.py -rA\nrc=$?\n" + REWARD
+    )
+    root = write_task(
+        tmp_path / "root-notes",
+        instruction=INSTRUCTION + " Also note it as 'note: 55' in ~/notes.txt.",
+        test_sh=test_sh,
+        test_files=TEST_FILES,
+        dockerfile=dockerfile,
+        solve_sh="true\n",
+    )
     task = load_task(root)
     builder = ImageBuilder(cache=scratch_cache(tmp_path))
-    honest = asyncio.run(run_trial(task, ShellAgent("echo 55 > /app/answer.txt && echo 'note: 55' > ~/notes.txt"), builder))
+    honest = asyncio.run(
+        run_trial(task, ShellAgent("echo 55 > /app/answer.txt && echo 'note: 55' > ~/notes.txt"), builder)
+    )
     assert honest.outcome is Outcome.PASSED and honest.tamper == [], _explain(honest)
     lazy = asyncio.run(run_trial(task, ShellAgent("echo 55 > /app/answer.txt"), builder))
     assert lazy.outcome is Outcome.FAILED and lazy.tamper == [], _explain(lazy)
@@ -330,8 +474,22 @@ def test_export_cli_drops_tampered_trials_unless_kept(tmp_path):
 
     def export(*flags):
         out = tmp_path / f"o{len(flags)}.jsonl"
-        r = subprocess.run([sys.executable, "-m", "agentmill.cli", "export", str(run_dir), "--format", "trl", "--out", str(out),
-                            *flags], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentmill.cli",
+                "export",
+                str(run_dir),
+                "--format",
+                "trl",
+                "--out",
+                str(out),
+                *flags,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
         return [json.loads(line) for line in out.read_text().splitlines()], r.stdout + r.stderr
 

@@ -20,15 +20,23 @@ def scan(text: str, test_dirs: list[Path] | None = None) -> Requests:
 
 
 def test_the_install_forms_of_public_test_scripts():
-    tb = scan("uv venv .tbench-testing\nsource .tbench-testing/bin/activate\n"
-              "uv pip install pytest==8.4.1 rdflib==7.1.4\nuv run pytest $TEST_DIR/test_outputs.py -rA\n")
+    tb = scan(
+        "uv venv .tbench-testing\nsource .tbench-testing/bin/activate\n"
+        "uv pip install pytest==8.4.1 rdflib==7.1.4\nuv run pytest $TEST_DIR/test_outputs.py -rA\n"
+    )
     assert tb.packages == ["pytest==8.4.1", "rdflib==7.1.4"]
-    assert scan("python -m pip install \\\n    pytest==8.2.0 \\\n    numpy==1.26.4\\\n    scipy==1.16.3\n").packages == \
-        ["pytest==8.2.0", "numpy==1.26.4", "scipy==1.16.3"]
-    assert scan("uvx -p 3.13 -w pytest==8.4.1 -w pytest-json-ctrf==0.3.5 pytest --ctrf /logs/x.json /tests/t.py").packages == \
-        ["pytest==8.4.1", "pytest-json-ctrf==0.3.5"]
-    assert scan("uv add requests 'httpx[http2]==0.27' && uv run --with=pandas,numpy pytest").packages == \
-        ["requests", "httpx[http2]==0.27", "pandas", "numpy"]
+    assert scan(
+        "python -m pip install \\\n    pytest==8.2.0 \\\n    numpy==1.26.4\\\n    scipy==1.16.3\n"
+    ).packages == ["pytest==8.2.0", "numpy==1.26.4", "scipy==1.16.3"]
+    assert scan(
+        "uvx -p 3.13 -w pytest==8.4.1 -w pytest-json-ctrf==0.3.5 pytest --ctrf /logs/x.json /tests/t.py"
+    ).packages == ["pytest==8.4.1", "pytest-json-ctrf==0.3.5"]
+    assert scan("uv add requests 'httpx[http2]==0.27' && uv run --with=pandas,numpy pytest").packages == [
+        "requests",
+        "httpx[http2]==0.27",
+        "pandas",
+        "numpy",
+    ]
     assert scan("VAR=1 sudo pip3 install -q --no-cache-dir six  # comment pip install nope\n").packages == ["six"]
     odd = scan("if true; then pip install $EXTRA -e . 'numpy>=1.2,<2'; fi\n# pip install commented\n")
     assert odd.packages == ["numpy>=1.2,<2"] and odd.skipped == ["$EXTRA", "-e ."]
@@ -36,22 +44,28 @@ def test_the_install_forms_of_public_test_scripts():
 
 
 def test_requirements_files_are_read_from_the_tasks_tests(tmp_path):
-    root = write_task(tmp_path / "t", instruction="x", test_sh="pip install -r /tests/requirements.txt\npytest /tests\n",
-                      test_files={"requirements.txt": "tomli-w==1.0.0  # pinned\n-i https://x\niniconfig\n"})
+    root = write_task(
+        tmp_path / "t",
+        instruction="x",
+        test_sh="pip install -r /tests/requirements.txt\npytest /tests\n",
+        test_files={"requirements.txt": "tomli-w==1.0.0  # pinned\n-i https://x\niniconfig\n"},
+    )
     assert requested(load_task(root)).packages == ["tomli-w==1.0.0", "iniconfig"]
 
 
 def test_resolution_honours_versions_and_says_what_it_could_not(tmp_path):
     python = Path(sys.executable)  # a Python with pip, as the toolkit's venv is
-    deps = ensure_test_deps(["tomli-w==1.0.0", "six==99.0.0", "agentmill-no-such-package-31"], python,
-                            root=tmp_path / "layers")
+    deps = ensure_test_deps(
+        ["tomli-w==1.0.0", "six==99.0.0", "agentmill-no-such-package-31"], python, root=tmp_path / "layers"
+    )
     assert deps.installed == ["tomli-w==1.0.0", "six"]
     assert (deps.path / "site/tomli_w-1.0.0.dist-info").is_dir()
     assert any("six==99.0.0" in n and "newest" in n for n in deps.notes)
     assert list(deps.unresolved) == ["agentmill-no-such-package-31"]
     assert (deps.path / "unresolved").read_text().startswith("agentmill-no-such-package-31\t")
-    again = ensure_test_deps(["six==99.0.0", "agentmill-no-such-package-31", "tomli-w==1.0.0"], python,
-                             root=tmp_path / "layers")
+    again = ensure_test_deps(
+        ["six==99.0.0", "agentmill-no-such-package-31", "tomli-w==1.0.0"], python, root=tmp_path / "layers"
+    )
     assert again.path == deps.path  # keyed by what was asked, in any order: built once
     assert json.loads((deps.path / "result.json").read_text())["installed"] == deps.installed
 

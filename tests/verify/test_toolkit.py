@@ -41,14 +41,23 @@ def test_answer_written():
 
 
 def test_container_era_task_runs_offline(tmp_path):
-    root = write_task(tmp_path / "legacy-style", instruction="Write 42 to /app/answer.txt.", dockerfile=DOCKERFILE,
-                      test_sh=TEST_SH, test_files={"test_outputs.py": TEST_OUTPUTS},
-                      solve_sh="echo 42 > /app/answer.txt\n")
+    root = write_task(
+        tmp_path / "legacy-style",
+        instruction="Write 42 to /app/answer.txt.",
+        dockerfile=DOCKERFILE,
+        test_sh=TEST_SH,
+        test_files={"test_outputs.py": TEST_OUTPUTS},
+        solve_sh="echo 42 > /app/answer.txt\n",
+    )
     task = load_task(root)
     builder = ImageBuilder(cache=scratch_cache(tmp_path))
     oracle = asyncio.run(run_trial(task, OracleAgent(), builder))
     nop = asyncio.run(run_trial(task, NopAgent(), builder))
-    assert oracle.outcome is Outcome.PASSED, (oracle.exception, oracle.verifier_stdout[-2000:], oracle.verifier_stderr[-2000:])
+    assert oracle.outcome is Outcome.PASSED, (
+        oracle.exception,
+        oracle.verifier_stdout[-2000:],
+        oracle.verifier_stderr[-2000:],
+    )
     assert "2 passed" in oracle.verifier_stdout
     assert nop.outcome is Outcome.FAILED and "1 failed" in nop.verifier_stdout
     assert any("3.13" in n for n in oracle.notes)  # the Python version gap is reported, not hidden
@@ -75,18 +84,30 @@ def test_image_pytest_is_pinned_too(tmp_path, monkeypatch):
     import agentmill.verify.test_script as ts
     from tests.verify.test_reward_hacks import ShellAgent
 
-    root = write_task(tmp_path / "image-pytest", instruction="Write 42 to /app/answer.txt.", dockerfile=IMAGE_PYTEST_DOCKERFILE,
-                      test_sh=IMAGE_PYTEST_TEST_SH, test_files={"test_outputs.py": TEST_OUTPUTS.split("def test_six")[0]
-                                                                 + "def test_answer_written():\n    assert Path('/app/answer.txt').read_text().strip() == '42'\n"},
-                      solve_sh="echo 42 > /app/answer.txt\n")
+    root = write_task(
+        tmp_path / "image-pytest",
+        instruction="Write 42 to /app/answer.txt.",
+        dockerfile=IMAGE_PYTEST_DOCKERFILE,
+        test_sh=IMAGE_PYTEST_TEST_SH,
+        test_files={
+            "test_outputs.py": TEST_OUTPUTS.split("def test_six")[0]
+            + "def test_answer_written():\n    assert Path('/app/answer.txt').read_text().strip() == '42'\n"
+        },
+        solve_sh="echo 42 > /app/answer.txt\n",
+    )
     task = load_task(root)
     builder = ImageBuilder(cache=scratch_cache(tmp_path))
     honest = asyncio.run(run_trial(task, OracleAgent(), builder))
-    assert honest.outcome is Outcome.PASSED and honest.tamper == [], (honest.verifier_stdout[-2000:], honest.verifier_stderr[-2000:])
+    assert honest.outcome is Outcome.PASSED and honest.tamper == [], (
+        honest.verifier_stdout[-2000:],
+        honest.verifier_stderr[-2000:],
+    )
     assert "pytest-8.3.4" in honest.verifier_stdout  # the image's pytest, not the toolkit's
 
-    attack = ("printf '[pytest]\\n' > /pytest.ini && cat > /conftest.py <<'EOF'\n" + FORCE_PASS + "EOF\n"
-              "mkdir -p /app/evil && cat > /app/evil/__init__.py <<'EOF'\n" + FORCE_PASS + "EOF\n")
+    attack = (
+        "printf '[pytest]\\n' > /pytest.ini && cat > /conftest.py <<'EOF'\n" + FORCE_PASS + "EOF\n"
+        "mkdir -p /app/evil && cat > /app/evil/__init__.py <<'EOF'\n" + FORCE_PASS + "EOF\n"
+    )
     hacked = asyncio.run(run_trial(task, ShellAgent(attack), builder))
     assert hacked.outcome is Outcome.FAILED and {t.kind.value for t in hacked.tamper} == {"runner_config"}
     monkeypatch.setattr(ts, "harden", lambda *a, **k: [])

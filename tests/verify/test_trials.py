@@ -2,8 +2,6 @@
 
 import asyncio
 
-import pytest
-
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
@@ -99,7 +97,9 @@ def test_a_sandbox_that_fails_before_the_agent_acts_is_infra(tmp_path):
             raise SandboxError("tmux new-session failed (-9)")  # as under heavy oversubscription
 
     r = trial(tmp_path, Unlucky())
-    assert r.outcome is Outcome.SANDBOX_ERROR and r.outcome.is_infra and "sandbox failed during the agent" in r.exception
+    assert (
+        r.outcome is Outcome.SANDBOX_ERROR and r.outcome.is_infra and "sandbox failed during the agent" in r.exception
+    )
 
 
 def test_needs_container_is_sandbox_error_with_reason(tmp_path):
@@ -118,7 +118,9 @@ def test_agent_never_sees_tests_or_solution(tmp_path):
         name, version, needs_solution = "snoop", "0", False
 
         async def run(self, task, sandbox, result):
-            r = await sandbox.exec("ls /tests /solution 2>&1; find / -name test.sh -o -name solve.sh 2>/dev/null | grep -v ^/proc")
+            r = await sandbox.exec(
+                "ls /tests /solution 2>&1; find / -name test.sh -o -name solve.sh 2>/dev/null | grep -v ^/proc"
+            )
             result.metadata["seen"] = r.stdout
 
     result = AgentResult()
@@ -132,8 +134,10 @@ def test_agent_cannot_forge_the_reward(tmp_path):
         name, version, needs_solution = "forger", "0", False
 
         async def run(self, task, sandbox, result):
-            await sandbox.exec("mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt; "
-                               "(while :; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done) &")
+            await sandbox.exec(
+                "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt; "
+                "(while :; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done) &"
+            )
 
     test_sh = "sleep 0.5; " + REWARD_IF.format(cond="grep -qx hello /app/out.txt").split("\n", 1)[1]
     task = load_task(simple_task(tmp_path, test_sh=test_sh))
@@ -147,7 +151,9 @@ def test_legacy_exit_status_verdict(tmp_path):
     (root / "task.yaml").write_text("instruction: Create /app/done.\n")
     (root / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /app\n")
     (root / "solution.sh").write_text("touch /app/done\n")
-    (root / "run-tests.sh").write_text('test -f /app/done && test "$TEST_DIR" = /tests && test -f $TEST_DIR/check.txt\n')
+    (root / "run-tests.sh").write_text(
+        'test -f /app/done && test "$TEST_DIR" = /tests && test -f $TEST_DIR/check.txt\n'
+    )
     (root / "tests" / "check.txt").write_text("x")
     task = load_task(root)
     builder = ImageBuilder(cache=scratch_cache(tmp_path))

@@ -32,11 +32,30 @@ class Browser:
             os.dup2(to_child_r, 3)
             os.dup2(from_child_w, 4)
 
-        cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-               "--disable-extensions", "--mute-audio", "--hide-scrollbars", f"--user-data-dir={profile}", "about:blank"]
-        self.proc = subprocess.Popen(cmd, preexec_fn=wire, close_fds=False, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--remote-debugging-pipe",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-extensions",
+            "--mute-audio",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            preexec_fn=wire,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._next = 0
@@ -87,13 +106,16 @@ class Browser:
             raise CdpError(f"{method}: {reply['error']}")
         return reply.get("result", {})
 
-    def new_page(self, width: int = 1280, height: int = 900) -> "Page":
+    def new_page(self, width: int = 1280, height: int = 900) -> Page:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session, target)
         for domain in ("Page", "Runtime", "Log", "Network"):
             page.send(f"{domain}.enable")
-        page.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        page.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         return page
 
     def close(self) -> None:
@@ -141,7 +163,9 @@ class Page:
     def eval(self, expression: str):
         r = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in r:
-            raise CdpError(f"{expression!r}: {r['exceptionDetails'].get('exception', {}).get('description') or r['exceptionDetails']}")
+            raise CdpError(
+                f"{expression!r}: {r['exceptionDetails'].get('exception', {}).get('description') or r['exceptionDetails']}"
+            )
         return r["result"].get("value")
 
     def wait(self, expression: str, timeout: float = 15):
@@ -161,7 +185,9 @@ class Page:
             el.scrollIntoView({{block: "center"}}); const r = el.getBoundingClientRect();
             return r.width && r.height ? [r.left + r.width / 2, r.top + r.height / 2] : null; }})()""")
         for kind in ("mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1})
+            self.send(
+                "Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1}
+            )
 
     def type(self, selector: str, value: str) -> None:
         """Focus a field, select what it holds, and type `value` over it (real key input)."""
@@ -178,8 +204,10 @@ class Page:
         params = {"format": "png"}
         if full:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1},
+            )
         path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params)["data"]))
         return path
 
@@ -189,7 +217,10 @@ class Page:
         for e in self._events():
             p = e.get("params", {})
             if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
-                out.append(f"console.{p['type']}: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+                out.append(
+                    f"console.{p['type']}: "
+                    + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+                )
             elif e["method"] == "Runtime.exceptionThrown":
                 d = p.get("exceptionDetails", {})
                 out.append("exception: " + str(d.get("exception", {}).get("description") or d.get("text")))

@@ -17,13 +17,19 @@ from tests.view.cdp import CHROMIUM, Browser
 
 SAMPLE_TASKS = ("csv-revenue-by-region", "dedupe-photos")
 # What an agent could print: markup that would run or inject elements if the page ever parsed it.
-XSS = ('<script>window.__pwned = 1</script><img src=x id=pwned-img onerror="window.__pwned = 2">'
-       '<b id=pwned-bold>bold</b></pre><iframe id=pwned-frame src="javascript:window.__pwned=3"></iframe>')
+XSS = (
+    '<script>window.__pwned = 1</script><img src=x id=pwned-img onerror="window.__pwned = 2">'
+    '<b id=pwned-bold>bold</b></pre><iframe id=pwned-frame src="javascript:window.__pwned=3"></iframe>'
+)
 
 
 def rollout(dataset: Path, out: Path, *args: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "rollout", str(dataset), "--out", str(out), *args],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "rollout", str(dataset), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
 
 
@@ -33,15 +39,25 @@ def hostile_dataset(root: Path) -> Path:
     for name in SAMPLE_TASKS:
         shutil.copytree(sample_dataset_path() / name, root / name)
     check = REWARD_IF.format(cond="grep -qx hello /app/out.txt")
-    write_task(root / "wrong-answer", instruction="Write the word hello into /app/out.txt.", test_sh=check,
-               solve_sh="echo goodbye > /app/out.txt\n")
-    write_task(root / "hostile-output", instruction=f"Print this, then write hello into /app/out.txt: {XSS}",
-               test_sh=f"#!/bin/bash\ncat <<'EOF'\n{XSS}\nEOF\n" + check.split("\n", 1)[1],
-               solve_sh=f"cat <<'EOF'\n{XSS}\nEOF\necho hello > /app/out.txt\n")
-    write_task(root / "plants-conftest", instruction="Write the word hello into /app/out.txt.",
-               test_sh="#!/bin/bash\ncd /app\n" + check.split("\n", 1)[1],
-               solve_sh="echo 'import os' > /app/conftest.py\nprintf '[pytest]\\naddopts = -p no:x\\n' > /app/pytest.ini\n"
-                        "echo hello > /app/out.txt\n")
+    write_task(
+        root / "wrong-answer",
+        instruction="Write the word hello into /app/out.txt.",
+        test_sh=check,
+        solve_sh="echo goodbye > /app/out.txt\n",
+    )
+    write_task(
+        root / "hostile-output",
+        instruction=f"Print this, then write hello into /app/out.txt: {XSS}",
+        test_sh=f"#!/bin/bash\ncat <<'EOF'\n{XSS}\nEOF\n" + check.split("\n", 1)[1],
+        solve_sh=f"cat <<'EOF'\n{XSS}\nEOF\necho hello > /app/out.txt\n",
+    )
+    write_task(
+        root / "plants-conftest",
+        instruction="Write the word hello into /app/out.txt.",
+        test_sh="#!/bin/bash\ncd /app\n" + check.split("\n", 1)[1],
+        solve_sh="echo 'import os' > /app/conftest.py\nprintf '[pytest]\\naddopts = -p no:x\\n' > /app/pytest.ini\n"
+        "echo hello > /app/out.txt\n",
+    )
     return root
 
 
@@ -85,7 +101,23 @@ def tools_run(tmp_path_factory) -> Path:
     if not needs_sandbox():
         pytest.skip("bubblewrap not installed")
     out = tmp_path_factory.mktemp("view-tools") / "run"
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "rollout", "--sample-tools", "--agent", "oracle",
-                        "--task", "itsm-hold-for-vendor", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentmill.cli",
+            "rollout",
+            "--sample-tools",
+            "--agent",
+            "oracle",
+            "--task",
+            "itsm-hold-for-vendor",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out

@@ -10,8 +10,13 @@ from pathlib import Path
 from agentmill.synth.store import SynthStore
 
 GATES = ("lint", "semantic", "positive", "negative", "ballot")
-FAIL_CODES = {"lint": "missing_entity", "semantic": "unrealistic", "positive": "reference_error",
-              "negative": "mutant_survived", "ballot": "too_easy"}
+FAIL_CODES = {
+    "lint": "missing_entity",
+    "semantic": "unrealistic",
+    "positive": "reference_error",
+    "negative": "mutant_survived",
+    "ballot": "too_easy",
+}
 
 
 def big_synth_store(out: Path, cards: int = 200, per_card: int = 100) -> dict[str, int]:
@@ -46,9 +51,15 @@ def big_synth_store(out: Path, cards: int = 200, per_card: int = 100) -> dict[st
                     acc.append((cand_id, cid, kind, parent, attempt_id))
     db.execute("BEGIN")
     db.executemany("INSERT INTO cards (card_id, source_task, card, target_count) VALUES (?, ?, ?, ?)", card_rows)
-    db.executemany("INSERT INTO candidates (candidate_id, card_id, kind, parent_id, state, started) VALUES (?, ?, ?, ?, ?, 0)", cand)
+    db.executemany(
+        "INSERT INTO candidates (candidate_id, card_id, kind, parent_id, state, started) VALUES (?, ?, ?, ?, ?, 0)",
+        cand,
+    )
     db.executemany("INSERT INTO attempts (attempt_id, candidate_id, n, origin, started) VALUES (?, ?, ?, ?, 0)", att)
-    db.executemany("INSERT INTO gate_results (attempt_id, gate, passed, code, fault, seconds) VALUES (?, ?, ?, ?, 'candidate', 0)", gates)
+    db.executemany(
+        "INSERT INTO gate_results (attempt_id, gate, passed, code, fault, seconds) VALUES (?, ?, ?, ?, 'candidate', 0)",
+        gates,
+    )
     db.executemany("INSERT INTO acceptances VALUES (?, ?, ?, ?, ?, '{}', 0)", acc)
     db.execute("COMMIT")
     store.close()

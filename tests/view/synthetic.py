@@ -22,11 +22,28 @@ def synthetic_ledger(run: Path, n: int, *, tasks: int = 1000, seed: int = 0) -> 
         outcome = OUTCOMES[rng.randrange(len(OUTCOMES))]
         counts[outcome] += 1
         task = f"task-{i % tasks:05d}"
-        rows.append((f"t{i:07d}", task, f"h{i % tasks}", i // tasks, "done", outcome, float(outcome == "passed"),
-                     rng.randint(100, 90_000), rng.randint(10, 9_000), rng.random() * 100, 1000.0 + i, 1000.5 + i))
+        rows.append(
+            (
+                f"t{i:07d}",
+                task,
+                f"h{i % tasks}",
+                i // tasks,
+                "done",
+                outcome,
+                float(outcome == "passed"),
+                rng.randint(100, 90_000),
+                rng.randint(10, 9_000),
+                rng.random() * 100,
+                1000.0 + i,
+                1000.5 + i,
+            )
+        )
     with ledger.db:
         ledger.db.execute("BEGIN")
-        ledger.db.executemany("INSERT INTO trials (trial_id, task, task_hash, attempt, state, outcome, reward, prompt_tokens, "
-                              "completion_tokens, seconds, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        ledger.db.executemany(
+            "INSERT INTO trials (trial_id, task, task_hash, attempt, state, outcome, reward, prompt_tokens, "
+            "completion_tokens, seconds, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
     ledger.close()
     return counts

@@ -47,8 +47,10 @@ class Viewer:
         return self.page.eval("document.querySelector('#pager-top .count').textContent")
 
     def wait_count(self, text: str) -> None:
-        self.page.wait(f"document.querySelector('#pager-top .count') && "
-                       f"document.querySelector('#pager-top .count').textContent === {json.dumps(text)}")
+        self.page.wait(
+            f"document.querySelector('#pager-top .count') && "
+            f"document.querySelector('#pager-top .count').textContent === {json.dumps(text)}"
+        )
         self.no_stray_values()
 
     def no_stray_values(self) -> None:
@@ -66,8 +68,10 @@ def viewer(browser, real_run, tmp_path):
     v.close()
 
 
-INJECTED = ("document.querySelectorAll('#pwned-img, #pwned-bold, #pwned-frame, main script, main img, main iframe').length"
-            " + (window.__pwned === undefined ? 0 : 100)")
+INJECTED = (
+    "document.querySelectorAll('#pwned-img, #pwned-bold, #pwned-frame, main script, main img, main iframe').length"
+    " + (window.__pwned === undefined ? 0 : 100)"
+)
 
 
 def test_problem_detector_sees_console_errors_exceptions_and_csp_refusals(browser, real_run, tmp_path):
@@ -75,8 +79,9 @@ def test_problem_detector_sees_console_errors_exceptions_and_csp_refusals(browse
     assets = tmp_path / "assets"
     shutil.copytree(ASSETS, assets)
     (assets / "app.js").write_text('console.error("planted error"); nope();\n')
-    (assets / "index.html").write_text((ASSETS / "index.html").read_text().replace(
-        "</body>", "<script>window.inline = 1</script></body>"))
+    (assets / "index.html").write_text(
+        (ASSETS / "index.html").read_text().replace("</body>", "<script>window.inline = 1</script></body>")
+    )
     v = Viewer(browser, real_run, tmp_path / "i.sqlite", assets=assets)
     try:
         v.open()
@@ -92,9 +97,16 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     page = viewer.page
     viewer.open()
     viewer.wait_count("1–10 of 10")
-    assert {r["task"] for r in viewer.rows()} == {"csv-revenue-by-region", "dedupe-photos", "wrong-answer",
-                                                  "hostile-output", "plants-conftest"}
-    assert page.eval("document.querySelector('#run').textContent").startswith("run · agent oracle · 10 trials · 5 tasks")
+    assert {r["task"] for r in viewer.rows()} == {
+        "csv-revenue-by-region",
+        "dedupe-photos",
+        "wrong-answer",
+        "hostile-output",
+        "plants-conftest",
+    }
+    assert page.eval("document.querySelector('#run').textContent").startswith(
+        "run · agent oracle · 10 trials · 5 tasks"
+    )
 
     # filter by outcome (the select lists the outcomes with counts), then search by text
     page.choose("#filters select[name=outcome]", "failed")
@@ -122,10 +134,14 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     page.click("#apply")
     viewer.wait_count("1–8 of 8")
     assert [r["task"] for r in viewer.rows()][:2] == ["wrong-answer", "wrong-answer"]
-    assert page.eval("document.querySelector('#trials tbody tr .tag.dropped').title").startswith("dropped; fails min_turns: >= 5")
+    assert page.eval("document.querySelector('#trials tbody tr .tag.dropped').title").startswith(
+        "dropped; fails min_turns: >= 5"
+    )
     page.type("#filters input[name=reward_min]", "lots")  # a bad number: the page says which parameter
     page.click("#apply")
-    page.wait("document.querySelector('.error') && document.querySelector('.error').textContent.includes(\"'reward_min'\")")
+    page.wait(
+        "document.querySelector('.error') && document.querySelector('.error').textContent.includes(\"'reward_min'\")"
+    )
     viewer.open("#/?task=csv-revenue-by-region")
     viewer.wait_count("1–2 of 2")
 
@@ -134,7 +150,9 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
     page.wait("document.querySelectorAll('.step').length === 2")
     steps = page.eval("[...document.querySelectorAll('.step')].map(s => s.textContent)")
     assert steps[0].startswith("#1 user") and "quantity * unit_price" in steps[0]
-    assert "#2 agent" in steps[1] and "csv.DictReader(fh)" in steps[1] and "observation (as the model saw it)" in steps[1]
+    assert (
+        "#2 agent" in steps[1] and "csv.DictReader(fh)" in steps[1] and "observation (as the model saw it)" in steps[1]
+    )
     assert page.eval("document.querySelector('.summary').textContent").count("passed") == 1
     viewer.no_stray_values()
     page.click("#tab-verifier")
@@ -149,11 +167,15 @@ def test_navigate_filter_open_a_trajectory_and_compare_attempts(viewer, tmp_path
 
     # the other attempt, then both side by side
     page.click("#attempts a.attempt")
-    page.wait("document.querySelector('#attempts .cur') && document.querySelector('#attempts .cur').textContent.startsWith('attempt 1')")
+    page.wait(
+        "document.querySelector('#attempts .cur') && document.querySelector('#attempts .cur').textContent.startsWith('attempt 1')"
+    )
     page.click("#attempts a.compare-link")
     page.wait("document.querySelectorAll('#compare .col.left .step').length === 2")
     assert page.eval("document.querySelectorAll('#compare .col.right .step').length") == 2
-    assert page.eval("[...document.querySelectorAll('#compare .summary')].map(s => s.textContent.match(/attempt: (\\d)/)[1])") == ["1", "0"]
+    assert page.eval(
+        "[...document.querySelectorAll('#compare .summary')].map(s => s.textContent.match(/attempt: (\\d)/)[1])"
+    ) == ["1", "0"]
     assert page.screenshot(tmp_path / "compare.png").stat().st_size > 5000
 
     # back to the list as it was left (its filter kept), and compare any two trials picked in the list
@@ -199,7 +221,9 @@ def test_a_page_that_parsed_agent_text_as_markup_is_caught(browser, real_run, tm
     js = (assets / "app.js").read_text()
     safe = 'return document.createTextNode(s === null || s === undefined ? "" : String(s));'
     assert safe in js
-    (assets / "app.js").write_text(js.replace(safe, 'const t = document.createElement("span"); t.innerHTML = String(s ?? ""); return t;'))
+    (assets / "app.js").write_text(
+        js.replace(safe, 'const t = document.createElement("span"); t.innerHTML = String(s ?? ""); return t;')
+    )
     v = Viewer(browser, real_run, tmp_path / "i.sqlite", assets=assets)
     try:
         v.open("#/?task=hostile-output")
@@ -231,17 +255,23 @@ def test_a_hundred_thousand_trials_page_in_the_browser(browser, tmp_path):
         page.choose("#filters select[name=desc]", "1")
         page.click("#apply")
         v.wait_count(f"1–50 of {counts['agent_timeout']:,}")
-        tokens = page.eval("[...document.querySelectorAll('#trials tbody tr')].map(tr => +tr.cells[6].textContent.replace(/,/g, ''))")
+        tokens = page.eval(
+            "[...document.querySelectorAll('#trials tbody tr')].map(tr => +tr.cells[6].textContent.replace(/,/g, ''))"
+        )
         assert tokens == sorted(tokens, reverse=True) and len(tokens) == 50
         page.click("#trials tbody tr:first-child a.open")  # a ledger row without a folder still opens
-        page.wait("document.querySelector('#tab-body') && document.querySelector('#tab-body').textContent.includes('no folder')")
+        page.wait(
+            "document.querySelector('#tab-body') && document.querySelector('#tab-body').textContent.includes('no folder')"
+        )
         assert page.problems() == []
     finally:
         v.close()
 
 
-@pytest.mark.skipif(not (os.environ.get("AGENTMILL_UPDATE_SCREENSHOT") and os.environ.get("AGENTMILL_VIEW_RUN")),
-                    reason="set AGENTMILL_UPDATE_SCREENSHOT=1 and AGENTMILL_VIEW_RUN=<run folder> to rewrite docs/view.png")
+@pytest.mark.skipif(
+    not (os.environ.get("AGENTMILL_UPDATE_SCREENSHOT") and os.environ.get("AGENTMILL_VIEW_RUN")),
+    reason="set AGENTMILL_UPDATE_SCREENSHOT=1 and AGENTMILL_VIEW_RUN=<run folder> to rewrite docs/view.png",
+)
 def test_screenshot_of_a_real_run(browser, tmp_path):
     run = Path(os.environ["AGENTMILL_VIEW_RUN"])
     v = Viewer(browser, run, tmp_path / "i.sqlite")

@@ -24,7 +24,7 @@ def page(source, **params) -> dict:
 
 def test_real_run_facts_match_the_ledger_and_the_export_funnel(real_run, tmp_path):
     filters = tmp_path / "filters.toml"
-    filters.write_text("[filters]\nmin_turns = 0\nreward = \"success\"\n")
+    filters.write_text('[filters]\nmin_turns = 0\nreward = "success"\n')
     source = open_source(real_run, filters=filters)
     s = source.summary({})
     assert s["facets"]["trials"] == 10 and s["facets"]["tasks"] == 5
@@ -39,8 +39,13 @@ def test_real_run_facts_match_the_ledger_and_the_export_funnel(real_run, tmp_pat
     assert page(source, kept="kept")["total"] == report.rows == 6
     tampered = page(source, tamper="yes")["trials"]
     assert {t["task"] for t in tampered} == {"plants-conftest"}
-    assert all(t["tamper"] == 2 and t["tamper_kinds"] == "runner_config" and t["filter_reason"] == "tamper"
-               and t["filters_failed"] == "tamper,reward" for t in tampered)
+    assert all(
+        t["tamper"] == 2
+        and t["tamper_kinds"] == "runner_config"
+        and t["filter_reason"] == "tamper"
+        and t["filters_failed"] == "tamper,reward"
+        for t in tampered
+    )
 
     # the defaults (no --filters): oracle trials have one assistant turn, so min_turns drops the rest
     default = open_source(real_run, index=tmp_path / "default.sqlite")
@@ -68,8 +73,13 @@ def test_list_filters_search_sort_and_paging(real_run, tmp_path):
     trial = source.trial({"id": [rest[0]["trial_id"]]})
     assert [a["attempt"] for a in trial["attempts"]] == [0, 1] and trial["row"]["task"] == "csv-revenue-by-region"
     assert "quantity * unit_price" in trial["task"]["instruction"] and trial["task"]["exists"]
-    for bad, name in ({"sort": "reward; DROP TABLE trials"}, "sort"), ({"limit": "9999"}, "limit"), \
-                     ({"turns_min": "many"}, "turns_min"), ({"tamper": "maybe"}, "tamper"), ({"offset": "-1"}, "offset"):
+    for bad, name in (
+        ({"sort": "reward; DROP TABLE trials"}, "sort"),
+        ({"limit": "9999"}, "limit"),
+        ({"turns_min": "many"}, "turns_min"),
+        ({"tamper": "maybe"}, "tamper"),
+        ({"offset": "-1"}, "offset"),
+    ):
         with pytest.raises(BadQuery, match=f"'{name}'"):
             TrialQuery.from_params({k: [v] for k, v in bad.items()})
 
@@ -94,11 +104,22 @@ def test_a_hundred_thousand_trials_page_by_indexed_queries(tmp_path):
     def plan(params: dict) -> str:
         query = q(**params)
         where, args = query.where()
-        return " | ".join(r[-1] for r in db.execute(f"EXPLAIN QUERY PLAN SELECT trial_id FROM trials{where} "
-                                                     f"{query.order()} LIMIT 50 OFFSET 5000", args))
+        return " | ".join(
+            r[-1]
+            for r in db.execute(
+                f"EXPLAIN QUERY PLAN SELECT trial_id FROM trials{where} {query.order()} LIMIT 50 OFFSET 5000", args
+            )
+        )
 
-    presorted = ({}, {"outcome": "failed"}, {"sort": "reward", "desc": "1"}, {"sort": "tokens"}, {"task": "task-00042"},
-                 {"sort": "turns"}, {"sort": "finished", "desc": "1"})
+    presorted = (
+        {},
+        {"outcome": "failed"},
+        {"sort": "reward", "desc": "1"},
+        {"sort": "tokens"},
+        {"task": "task-00042"},
+        {"sort": "turns"},
+        {"sort": "finished", "desc": "1"},
+    )
     for params in presorted:
         assert "INDEX" in plan(params) and "TEMP B-TREE" not in plan(params), (params, plan(params))
     for params in ({"kept": "dropped"}, {"tamper": "yes"}, {"kept": "min_turns"}):
@@ -146,7 +167,10 @@ def test_an_unreadable_trial_folder_is_reported_and_the_rest_still_show(real_run
     (folders[1] / "telemetry.json").unlink()  # computed from the trajectory instead
     source = open_source(run)
     rows = {t["trial_id"]: t for t in page(source, limit=100)["trials"]}
-    assert rows[folders[0].name]["facts_error"].startswith("JSONDecodeError") and rows[folders[0].name]["filter_kept"] is None
+    assert (
+        rows[folders[0].name]["facts_error"].startswith("JSONDecodeError")
+        and rows[folders[0].name]["filter_kept"] is None
+    )
     assert rows[folders[1].name]["facts_error"] is None and rows[folders[1].name]["turns"] == 1
     assert sum(r["facts_error"] is None for r in rows.values()) == 9
     shown = source.trial({"id": [folders[0].name]})  # the broken trial still opens: what can be read is shown
@@ -160,8 +184,9 @@ def test_a_recipe_run_folder_opens_through_its_rollout_with_the_recipes_filters(
     recipe_run.mkdir()
     (recipe_run / "rollout").symlink_to(real_run)
     smoke = (__import__("pathlib").Path(__file__).resolve().parents[2] / "recipes" / "smoke.toml").read_text()
-    (recipe_run / "recipe.toml").write_text(smoke + "\n[trace_filters]\nmin_turns = 1\ntamper = \"keep\"\n"
-                                            if "[trace_filters]" not in smoke else smoke)
+    (recipe_run / "recipe.toml").write_text(
+        smoke + '\n[trace_filters]\nmin_turns = 1\ntamper = "keep"\n' if "[trace_filters]" not in smoke else smoke
+    )
     judge = judge_for(recipe_run, real_run)
     assert judge.source.endswith("recipe.toml [trace_filters]")
     source = open_source(recipe_run, index=tmp_path / "i.sqlite")
@@ -171,6 +196,7 @@ def test_a_recipe_run_folder_opens_through_its_rollout_with_the_recipes_filters(
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "funnel.json").write_text("[]")
     from agentmill.errors import AgentmillError
+
     with pytest.raises(AgentmillError, match="without a finished rollout stage"):
         open_source(tmp_path / "half")
     with pytest.raises(AgentmillError, match="nothing the viewer can open"):

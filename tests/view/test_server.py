@@ -44,7 +44,10 @@ def test_loopback_only_host_checked_and_csp_everywhere(served):
     assert served.server_address[0] == "127.0.0.1"
     for path in ("/", "/assets/app.js", "/api/summary", "/api/nothing", "/nowhere"):
         status, headers, _ = get(served, path)
-        assert "script-src 'self'" in headers["Content-Security-Policy"] and "'unsafe-inline'" not in headers["Content-Security-Policy"]
+        assert (
+            "script-src 'self'" in headers["Content-Security-Policy"]
+            and "'unsafe-inline'" not in headers["Content-Security-Policy"]
+        )
         assert headers["X-Content-Type-Options"] == "nosniff"
     assert get(served, "/")[0] == 200 and get(served, "/", host=f"localhost:{served.port}")[0] == 200
     # DNS rebinding: a page on another name that resolves to 127.0.0.1 must not read the run
@@ -54,7 +57,7 @@ def test_loopback_only_host_checked_and_csp_everywhere(served):
     status, headers, body = get(served, "/assets/app.js")
     assert status == 200 and headers["Content-Type"].startswith("text/javascript") and b"createTextNode" in body
     page = get(served, "/")[2].decode()
-    assert "<script src=\"/assets/app.js\"" in page and not re.search(r"<script>|https?://|\son\w+=", page)
+    assert '<script src="/assets/app.js"' in page and not re.search(r"<script>|https?://|\son\w+=", page)
 
 
 def test_file_reads_stay_inside_the_task_folder(served, real_run):
@@ -65,8 +68,15 @@ def test_file_reads_stay_inside_the_task_folder(served, real_run):
     (task_dir / "escape").symlink_to("/etc/passwd")
     (task_dir / "up").symlink_to(task_dir.parent)
     try:
-        for rel in ("../hostile-output/instruction.md", "/etc/passwd", "escape", "up/hostile-output/task.toml", "", ".",
-                    "environment/../../dedupe-photos/task.toml"):
+        for rel in (
+            "../hostile-output/instruction.md",
+            "/etc/passwd",
+            "escape",
+            "up/hostile-output/task.toml",
+            "",
+            ".",
+            "environment/../../dedupe-photos/task.toml",
+        ):
             status, _, body = get(served, f"/api/task-file?id={trial}&path={rel}")
             assert status in (400, 404) and b"root:" not in body, rel
     finally:
@@ -98,8 +108,12 @@ def test_bad_parameters_are_named_and_hostile_json_stays_valid(served, real_run)
 
 
 def test_view_command_serves_until_interrupted(nop_run, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "agentmill.cli", "view", str(nop_run), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentmill.cli", "view", str(nop_run), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         m = re.match(r"agentmill view: http://127\.0\.0\.1:(\d+)/", line)
@@ -112,16 +126,26 @@ def test_view_command_serves_until_interrupted(nop_run, tmp_path):
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     assert proc.returncode == 0
-    r = subprocess.run([sys.executable, "-m", "agentmill.cli", "view", str(tmp_path / "nowhere")], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "view", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'}: no such folder"]
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "agentmill.cli", "view", str(nop_run), "--port", str(port)],
-                           capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and r.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+        r = subprocess.run(
+            [sys.executable, "-m", "agentmill.cli", "view", str(nop_run), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
 
 
 def test_a_registered_source_is_opened_and_served(tmp_path, real_run):
@@ -135,8 +159,10 @@ def test_a_registered_source_is_opened_and_served(tmp_path, real_run):
             self.path = path
 
         def routes(self):
-            return {"summary": lambda p: {"kind": self.kind, "title": self.title},
-                    "candidates": lambda p: {"candidates": [p.get("gate", ["any"])[-1]]}}
+            return {
+                "summary": lambda p: {"kind": self.kind, "title": self.title},
+                "candidates": lambda p: {"candidates": [p.get("gate", ["any"])[-1]]},
+            }
 
         def close(self):
             pass
@@ -144,11 +170,15 @@ def test_a_registered_source_is_opened_and_served(tmp_path, real_run):
     store = tmp_path / "store"
     store.mkdir()
     (store / "fake-store.txt").write_text("x")
-    registry.register_source("fake-store", lambda path, **o: FakeStore(path) if (path / "fake-store.txt").is_file() else None)
+    registry.register_source(
+        "fake-store", lambda path, **o: FakeStore(path) if (path / "fake-store.txt").is_file() else None
+    )
     try:
         opened = open_source(store)
         assert isinstance(opened, FakeStore)
-        assert open_source(real_run, index=tmp_path / "i.sqlite").kind == "rollout"  # other folders still open as before
+        assert (
+            open_source(real_run, index=tmp_path / "i.sqlite").kind == "rollout"
+        )  # other folders still open as before
         with pytest.raises(Exception, match="known kinds: fake-store, .*rollout"):
             open_source(tmp_path)
         server = ViewServer(opened, 0)

@@ -42,7 +42,10 @@ def T(store) -> dict[str, str]:
     """case -> its target candidate's id (slot numbers follow the scheduler, so they are looked up)."""
     db = sqlite3.connect(store / "synth.sqlite")
     try:
-        return {card[len("card-"):]: cid for cid, card in db.execute("SELECT candidate_id, card_id FROM candidates WHERE kind = 'target'")}
+        return {
+            card[len("card-") :]: cid
+            for cid, card in db.execute("SELECT candidate_id, card_id FROM candidates WHERE kind = 'target'")
+        }
     finally:
         db.close()
 
@@ -68,14 +71,26 @@ def get(server, path: str) -> tuple[int, dict]:
 def hostile_store(out: Path) -> Path:
     """A store written through SynthStore's own methods whose model-written fields are hostile markup."""
     s = SynthStore(out)
-    card = CapabilityCard(card_id="card-x", source_task="eval-x", capability=f"case:x {XSS}", tools=["get_ticket"],
-                          workflow=["look"], target_failure="t", teacher_success="s", end_state_properties=["p"],
-                          variable_dimensions=["d"])
+    card = CapabilityCard(
+        card_id="card-x",
+        source_task="eval-x",
+        capability=f"case:x {XSS}",
+        tools=["get_ticket"],
+        workflow=["look"],
+        target_failure="t",
+        teacher_success="s",
+        end_state_properties=["p"],
+        variable_dimensions=["d"],
+    )
     s.add_card(card, 1)
     s.start_candidate("card-x-s0000", "card-x", "target", None, 0)
     a = s.add_attempt("card-x-s0000", 0, "generate", None, XSS, f"unparseable: {XSS}")
-    s.add_gate(a, GateResult(gate="parse", passed=False, code="unparseable", fault="candidate", message=XSS,
-                             details={"reply": XSS}))
+    s.add_gate(
+        a,
+        GateResult(
+            gate="parse", passed=False, code="unparseable", fault="candidate", message=XSS, details={"reply": XSS}
+        ),
+    )
     s.add_diagnosis(a, Diagnosis(category="bad_task_composition", components=["prompt"], explanation=XSS, by="critic"))
     s.add_repair(a, ["prompt"], False, XSS)
     s.reject("card-x-s0000", f"parse: {XSS}")
@@ -87,8 +102,10 @@ def hostile_store(out: Path) -> Path:
 
 
 def test_the_viewer_finds_the_synth_source_by_entry_point_without_importing_synth(tmp_path):
-    code = ("import sys; import agentmill.view, agentmill.view.command; "
-            "print(sorted(m for m in sys.modules if m.startswith('agentmill.synth')))")
+    code = (
+        "import sys; import agentmill.view, agentmill.view.command; "
+        "print(sorted(m for m in sys.modules if m.startswith('agentmill.synth')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     opened = open_source(hostile_store(tmp_path / "out"))
@@ -103,8 +120,10 @@ def test_a_broken_plug_in_source_is_skipped_with_a_warning(tmp_path, monkeypatch
     from agentmill.registry import Registry
     from agentmill.view import source as registry
 
-    plugins = Registry("viewer source", builtins={"broken": "agentmill.no_such_module:opener",
-                                                  "synth": "agentmill.synth.view_source:open_synth_store"})
+    plugins = Registry(
+        "viewer source",
+        builtins={"broken": "agentmill.no_such_module:opener", "synth": "agentmill.synth.view_source:open_synth_store"},
+    )
     monkeypatch.setattr(registry, "VIEW_SOURCES", plugins)
     assert open_source(hostile_store(tmp_path / "out")).kind == "synth"
     err = capsys.readouterr().err
@@ -113,8 +132,12 @@ def test_a_broken_plug_in_source_is_skipped_with_a_warning(tmp_path, monkeypatch
 
 def test_agentmill_view_serves_a_synth_store(tmp_path):
     out = hostile_store(tmp_path / "out")
-    proc = subprocess.Popen([sys.executable, "-m", "agentmill.cli", "view", str(out), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentmill.cli", "view", str(out), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         m = re.match(r"agentmill view: (http://127\.0\.0\.1:\d+/)", line)
@@ -150,12 +173,23 @@ def test_summary_has_the_reports_funnel_and_the_counts(server, store):
         rw.close()
     f = {row["gate"]: row for row in s["funnel"]}
     assert f["negative"]["failed"] == {"mutant_survived": 1} and f["lint"]["failed"] == {"missing_entity": 1}
-    assert f["ballot"]["failed"] == {"too_easy": 2} and f["parse"] == {"gate": "parse", "entered": 1, "passed": 0,
-                                                                      "failed": {"unparseable": 1}}
+    assert f["ballot"]["failed"] == {"too_easy": 2} and f["parse"] == {
+        "gate": "parse",
+        "entered": 1,
+        "passed": 0,
+        "failed": {"unparseable": 1},
+    }
     assert f["accepted"] == {"gate": "accepted", "entered": 7, "passed": 6, "failed": {"rejected": 1}}
-    assert s["counts"]["states"] == {"accepted": 6, "rejected": 1} and s["counts"]["kinds"] == {"target": 4, "multiply": 3}
+    assert s["counts"]["states"] == {"accepted": 6, "rejected": 1} and s["counts"]["kinds"] == {
+        "target": 4,
+        "multiply": 3,
+    }
     assert {(f["gate"], f["code"]) for f in s["failures"]} == {
-        ("parse", "unparseable"), ("lint", "missing_entity"), ("negative", "mutant_survived"), ("ballot", "too_easy")}
+        ("parse", "unparseable"),
+        ("lint", "missing_entity"),
+        ("negative", "mutant_survived"),
+        ("ballot", "too_easy"),
+    }
     assert s["cards"] == ["card-easy", "card-garbage", "card-ghost", "card-weak"]
 
 
@@ -184,8 +218,17 @@ def test_candidates_filter_by_gate_code_card_status_kind_and_page(server, T):
     assert row[T["weak"] + "-m0"]["parent_id"] == T["weak"]
 
 
-@pytest.mark.parametrize("query, names", [("state=done", "'state'"), ("kind=both", "'kind'"), ("limit=0", "'limit'"),
-                                          ("limit=501", "'limit'"), ("offset=-1", "'offset'"), ("offset=x", "'offset'")])
+@pytest.mark.parametrize(
+    "query, names",
+    [
+        ("state=done", "'state'"),
+        ("kind=both", "'kind'"),
+        ("limit=0", "'limit'"),
+        ("limit=501", "'limit'"),
+        ("offset=-1", "'offset'"),
+        ("offset=x", "'offset'"),
+    ],
+)
 def test_a_bad_parameter_is_a_400_naming_it(server, query, names):
     status, body = get(server, "/api/candidates?" + query)
     assert status == 400 and names in body["error"]
@@ -197,11 +240,17 @@ def test_one_candidate_has_its_attempts_gates_diagnosis_repair_and_acceptance(se
     assert [a["n"] for a in d["attempts"]] == [0, 1] and [a["origin"] for a in d["attempts"]] == ["generate", "repair"]
     first, second = d["attempts"]
     assert [(g["gate"], g["passed"], g["code"]) for g in first["gates"]][-1] == ("negative", False, "mutant_survived")
-    assert [(x["category"], x["components"], x["by"]) for x in first["diagnoses"]] == [("weak_verifier", ["verifiers"], "critic")]
+    assert [(x["category"], x["components"], x["by"]) for x in first["diagnoses"]] == [
+        ("weak_verifier", ["verifiers"], "critic")
+    ]
     assert [(r["components"], r["ok"]) for r in first["repairs"]] == [(["verifiers"], True)]
     assert (second["gates"][-1]["gate"], second["gates"][-1]["passed"]) == ("ballot", True)
-    assert first["body"]["verifiers"] != second["body"]["verifiers"] and first["body"]["calls"] == second["body"]["calls"]
-    assert d["acceptance"]["attempt_id"] == second["attempt_id"] and d["acceptance"]["body"]["candidate_id"] == T["weak"]
+    assert (
+        first["body"]["verifiers"] != second["body"]["verifiers"] and first["body"]["calls"] == second["body"]["calls"]
+    )
+    assert (
+        d["acceptance"]["attempt_id"] == second["attempt_id"] and d["acceptance"]["body"]["candidate_id"] == T["weak"]
+    )
     assert d["variants"] == [{"candidate_id": T["weak"] + "-m0", "state": "accepted"}]
     assert d["card"]["source_task"] == "eval-weak"
     garbage = get(server, "/api/candidate?id=" + T["garbage"])[1]["attempts"][0]
@@ -219,11 +268,15 @@ def test_lineage_card_to_targets_to_variants(server, T):
     assert (weak["targets"], weak["variants"], weak["target_count"]) == (1, 1, 1)
     status, d = get(server, "/api/lineage?card=card-weak")
     assert [(t["candidate_id"], [v["candidate_id"] for v in t["variants"]]) for t in d["targets"]] == [
-        (T["weak"], [T["weak"] + "-m0"])]
+        (T["weak"], [T["weak"] + "-m0"])
+    ]
     assert d["card"]["card"]["capability"].startswith("case:weak")
     assert get(server, "/api/lineage?card=card-easy")[1]["targets"][0]["variants"] == []
     assert get(server, "/api/lineage?card=nope")[0] == 404
-    assert [c["card_id"] for c in get(server, "/api/lineage?limit=2&offset=2")[1]["cards"]] == ["card-ghost", "card-weak"]
+    assert [c["card_id"] for c in get(server, "/api/lineage?limit=2&offset=2")[1]["cards"]] == [
+        "card-ghost",
+        "card-weak",
+    ]
 
 
 def test_the_source_reads_without_writing(store, server, T):
@@ -248,8 +301,12 @@ def test_the_summary_follows_a_store_that_is_still_being_written(tmp_path):
     try:
         writer.start_candidate("card-x-s0001", "card-x", "target", None, 1)
         assert summary({})["counts"]["candidates"] == 2
-        assert summary({})["funnel"][-1] == {"gate": "accepted", "entered": 2, "passed": 0,
-                                             "failed": {"open": 1, "rejected": 1}}
+        assert summary({})["funnel"][-1] == {
+            "gate": "accepted",
+            "entered": 2,
+            "passed": 0,
+            "failed": {"open": 1, "rejected": 1},
+        }
     finally:
         writer.close()
 
@@ -275,11 +332,15 @@ class SynthPage:
         self.page.goto(self.server.url + fragment)
 
     def wait_count(self, text: str) -> None:
-        self.page.wait(f"document.querySelector('#pager-top .count') && "
-                       f"document.querySelector('#pager-top .count').textContent === {json.dumps(text)}")
+        self.page.wait(
+            f"document.querySelector('#pager-top .count') && "
+            f"document.querySelector('#pager-top .count').textContent === {json.dumps(text)}"
+        )
 
     def rows(self) -> list[str]:
-        return self.page.eval("[...document.querySelectorAll('#candidates tbody tr')].map(tr => tr.cells[0].textContent)")
+        return self.page.eval(
+            "[...document.querySelectorAll('#candidates tbody tr')].map(tr => tr.cells[0].textContent)"
+        )
 
     def close(self) -> None:
         self.page.close()
@@ -294,7 +355,10 @@ def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, 
     try:
         v.open()
         v.wait_count("1–7 of 7")
-        assert page.eval("document.querySelector('#run').textContent") == "out · synthesis store · 4 cards · 7 candidates · 6 accepted"
+        assert (
+            page.eval("document.querySelector('#run').textContent")
+            == "out · synthesis store · 4 cards · 7 candidates · 6 accepted"
+        )
         funnel_rows = page.eval("[...document.querySelectorAll('#funnel tbody tr')].map(tr => tr.dataset.gate)")
         assert funnel_rows[0] == "parse" and funnel_rows[-1] == "accepted" and "negative" in funnel_rows
 
@@ -321,14 +385,26 @@ def test_browse_a_synth_store_filter_open_a_history_and_follow_lineage(browser, 
         heads = page.eval("[...document.querySelectorAll('#history section.attempt h2')].map(x => x.textContent)")
         assert heads[0].startswith("Attempt 0 · generate") and heads[1].startswith("Attempt 1 · repair")
         first = page.eval("document.querySelector('#history section.attempt').textContent")
-        assert "✗ failed" in first and "mutant_survived" in first and "weak_verifier" in first and "✓ repaired verifiers" in first
-        assert page.eval("document.querySelectorAll('#history section.attempt')[0].querySelector('tr.gate-fail').dataset.gate") == "negative"
+        assert (
+            "✗ failed" in first
+            and "mutant_survived" in first
+            and "weak_verifier" in first
+            and "✓ repaired verifiers" in first
+        )
+        assert (
+            page.eval(
+                "document.querySelectorAll('#history section.attempt')[0].querySelector('tr.gate-fail').dataset.gate"
+            )
+            == "negative"
+        )
         assert page.eval("document.querySelector('#acceptance h2').textContent") == "Accepted"
         assert page.eval("document.querySelector('#accepted-from').textContent").startswith("from attempt 1 at ")
 
         # lineage: to the variant, back to its parent, then the card's tree
         page.click("#variants a.variant-link")
-        page.wait(f"document.querySelector('.summary') && document.querySelector('.summary').textContent.includes('{T['weak']}-m0')")
+        page.wait(
+            f"document.querySelector('.summary') && document.querySelector('.summary').textContent.includes('{T['weak']}-m0')"
+        )
         page.click(".summary a.parent-link")
         page.wait("document.querySelectorAll('#history section.attempt').length === 2")
         page.click(".summary a.card-link")
@@ -363,7 +439,9 @@ def test_hostile_store_text_is_shown_as_text_in_every_place(browser, tmp_path):
         v.open("#/lineage/card-x")
         page.wait("document.querySelector('#lineage')")
         page.eval("document.querySelectorAll('details').forEach(d => d.open = true), 0")
-        assert json.dumps(XSS)[1:-1] in page.eval("document.querySelector('pre.card').textContent")  # inside the card's JSON
+        assert json.dumps(XSS)[1:-1] in page.eval(
+            "document.querySelector('pre.card').textContent"
+        )  # inside the card's JSON
         assert page.eval(INJECTED) == 0
         assert page.problems() == []
     finally:
@@ -378,7 +456,9 @@ def test_a_synth_panel_that_parsed_store_text_as_markup_is_caught(browser, tmp_p
     js = (assets / "app.js").read_text()
     safe = 'return document.createTextNode(s === null || s === undefined ? "" : String(s));'
     assert safe in js
-    (assets / "app.js").write_text(js.replace(safe, 'const t = document.createElement("span"); t.innerHTML = String(s ?? ""); return t;'))
+    (assets / "app.js").write_text(
+        js.replace(safe, 'const t = document.createElement("span"); t.innerHTML = String(s ?? ""); return t;')
+    )
     v = SynthPage(browser, hostile_store(tmp_path / "out"), assets=assets)
     try:
         v.open("#/candidate/card-x-s0000")
@@ -391,10 +471,16 @@ def test_a_synth_panel_that_parsed_store_text_as_markup_is_caught(browser, tmp_p
 
 # -- scale: a large store, paged through indexes ----------------------------------------------------------
 
-ROUTE_CALLS = [("candidates", {}), ("candidates", {"state": ["rejected"], "offset": ["5000"]}),
-               ("candidates", {"card": ["card-0100"]}), ("candidates", {"kind": ["multiply"], "offset": ["9000"]}),
-               ("candidates", {"gate": ["negative"]}), ("candidate", {"id": ["card-0100-s0050"]}),
-               ("lineage", {}), ("lineage", {"card": ["card-0100"]})]
+ROUTE_CALLS = [
+    ("candidates", {}),
+    ("candidates", {"state": ["rejected"], "offset": ["5000"]}),
+    ("candidates", {"card": ["card-0100"]}),
+    ("candidates", {"kind": ["multiply"], "offset": ["9000"]}),
+    ("candidates", {"gate": ["negative"]}),
+    ("candidate", {"id": ["card-0100-s0050"]}),
+    ("lineage", {}),
+    ("lineage", {"card": ["card-0100"]}),
+]
 
 
 def traced_plans(out: Path) -> tuple[dict, list[str]]:
@@ -413,8 +499,12 @@ def traced_plans(out: Path) -> tuple[dict, list[str]]:
     answers = {(name, json.dumps(p)): source.routes()[name](p) for name, p in ROUTE_CALLS}
     db = sqlite3.connect(out / "synth.sqlite")
     try:
-        steps = [row[3] for sql in dict.fromkeys(seen) if sql.startswith("SELECT")
-                 for row in db.execute("EXPLAIN QUERY PLAN " + sql)]
+        steps = [
+            row[3]
+            for sql in dict.fromkeys(seen)
+            if sql.startswith("SELECT")
+            for row in db.execute("EXPLAIN QUERY PLAN " + sql)
+        ]
     finally:
         db.close()
     return answers, steps
@@ -422,8 +512,12 @@ def traced_plans(out: Path) -> tuple[dict, list[str]]:
 
 def full_scans(steps: list[str]) -> list[str]:
     # a scan of a big table that no index serves (a covering-index scan of a count is fine)
-    return [s for s in steps if re.match(r"SCAN (gate_results|diagnoses|repairs|acceptances|attempts|candidates|[agcd])\b", s)
-            and "INDEX" not in s]
+    return [
+        s
+        for s in steps
+        if re.match(r"SCAN (gate_results|diagnoses|repairs|acceptances|attempts|candidates|[agcd])\b", s)
+        and "INDEX" not in s
+    ]
 
 
 def test_a_large_store_pages_through_indexes(tmp_path):
@@ -439,7 +533,9 @@ def test_a_large_store_pages_through_indexes(tmp_path):
     assert full_scans(steps) == [], full_scans(steps)
     # the planted defect: without the store's indexes the same routes scan whole tables
     db = sqlite3.connect(tmp_path / "out" / "synth.sqlite")
-    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'").fetchall():
+    for (name,) in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall():
         db.execute(f"DROP INDEX {name}")
     db.commit()
     db.close()

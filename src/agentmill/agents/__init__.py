@@ -15,5 +15,15 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["Agent", "AgentResult", "NopAgent", "OracleAgent", "agent_class", "agent_names", "make_agent",
-           "model_agent_names", "register", "supports"]
+__all__ = [
+    "Agent",
+    "AgentResult",
+    "NopAgent",
+    "OracleAgent",
+    "agent_class",
+    "agent_names",
+    "make_agent",
+    "model_agent_names",
+    "register",
+    "supports",
+]

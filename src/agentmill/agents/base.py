@@ -105,8 +105,13 @@ class ModelAgentBase:
         return self.client.model
 
     def identity(self) -> dict[str, Any]:
-        ident = {"agent": self.name, "agent_version": self.version, "max_turns": self.max_turns,
-                 "model": self.client.model, "sampling": self.client.sampling.model_dump()}
+        ident = {
+            "agent": self.name,
+            "agent_version": self.version,
+            "max_turns": self.max_turns,
+            "model": self.client.model,
+            "sampling": self.client.sampling.model_dump(),
+        }
         if self.max_context is not None:
             ident["max_context"] = self.max_context
         return ident

@@ -50,8 +50,15 @@ class Turn:
 
 
 class Conversation:
-    def __init__(self, client: ModelClient, result: AgentResult, stats: dict[str, Any], *,
-                 max_context: int | None = None, tools: list[dict] | None = None):
+    def __init__(
+        self,
+        client: ModelClient,
+        result: AgentResult,
+        stats: dict[str, Any],
+        *,
+        max_context: int | None = None,
+        tools: list[dict] | None = None,
+    ):
         self.client, self.result, self.stats = client, result, stats
         self.max_context = max_context
         self.tools = tools or None
@@ -81,7 +88,7 @@ class Conversation:
         reply = await self.client.chat(self.messages, json_schema=json_schema, tools=self.tools)
         return self._record(reply)
 
-    def ask_ahead(self, role: str, text: str, *, json_schema: dict | None = None) -> "Ahead":
+    def ask_ahead(self, role: str, text: str, *, json_schema: dict | None = None) -> Ahead:
         """Send the conversation plus one more message *before* that message is known to be right
         (a first turn asked while the sandbox still starts). Nothing is recorded: `Ahead.commit()`
         records the message and the reply exactly as `say` then `ask` would have, once the caller
@@ -101,24 +108,43 @@ class Conversation:
 
     def _record(self, reply: ChatReply) -> Turn:
         content = self.scrub(reply.content)
-        step = Step(step_id=self.result.next_id(), source="agent", model_name=self.client.model, message=content,
-                    reasoning_content=self.scrub(reply.reasoning) or None,
-                    metrics=Metrics(prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
-                                    cached_tokens=reply.usage.cached_tokens or None, cost_usd=reply.cost_usd,
-                                    extra={"latency_s": round(reply.latency, 3), "attempts": reply.attempts,
-                                           "finish_reason": reply.finish_reason}))
+        step = Step(
+            step_id=self.result.next_id(),
+            source="agent",
+            model_name=self.client.model,
+            message=content,
+            reasoning_content=self.scrub(reply.reasoning) or None,
+            metrics=Metrics(
+                prompt_tokens=reply.usage.prompt_tokens,
+                completion_tokens=reply.usage.completion_tokens,
+                cached_tokens=reply.usage.cached_tokens or None,
+                cost_usd=reply.cost_usd,
+                extra={
+                    "latency_s": round(reply.latency, 3),
+                    "attempts": reply.attempts,
+                    "finish_reason": reply.finish_reason,
+                },
+            ),
+        )
         message: dict[str, Any] = {"role": "assistant", "content": content}
         calls = self._calls(reply, step)
         if calls:
             step.tool_calls = [c.record for c in calls]
-            message["tool_calls"] = [{"id": c.id, "type": "function",
-                                      "function": {"name": c.name, "arguments": c.record.extra["arguments_text"]}}
-                                     for c in calls]
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.record.extra["arguments_text"]},
+                }
+                for c in calls
+            ]
         self.result.steps.append(step)
         self.messages.append(message)
         if reply.usage.prompt_tokens:  # the endpoint's own count; reasoning is not sent back
             self._counted = len(self.messages)
-            self._counted_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens - reply.usage.reasoning_tokens
+            self._counted_tokens = (
+                reply.usage.prompt_tokens + reply.usage.completion_tokens - reply.usage.reasoning_tokens
+            )
         return Turn(reply, step, calls)
 
     def tell(self, step: Step, text: str, *, call_id: str | None = None) -> str:
@@ -146,21 +172,25 @@ class Conversation:
             seen.add(call_id)
             real = clean_text(c.arguments)  # executed as written; only the record and the history are redacted
             sent = self.scrub(c.arguments)
-            record = ToolCall(tool_call_id=call_id, function_name=self.scrub(c.name), arguments=_object(sent),
-                              extra={"arguments_text": sent})
+            record = ToolCall(
+                tool_call_id=call_id,
+                function_name=self.scrub(c.name),
+                arguments=_object(sent),
+                extra={"arguments_text": sent},
+            )
             calls.append(Call(call_id, record.function_name, real, record))
         return calls
 
     def needed_tokens(self, messages: list[dict[str, Any]] | None = None) -> int:
         """About how many tokens sending `messages` (default: the conversation) takes."""
         messages = self.messages if messages is None else messages
-        added = messages[self._counted:]
+        added = messages[self._counted :]
         tokens = self._counted_tokens + (self._estimate.count(added) if added else 0)
         if not self._counted and self.tools:  # nothing counted by the endpoint yet: the tool list is in the prompt too
             tokens += int(len(json.dumps(self.tools)) / CHARS_PER_TOKEN)
         return tokens
 
-    def fork(self, result: AgentResult, stats: dict[str, Any]) -> "Conversation":
+    def fork(self, result: AgentResult, stats: dict[str, Any]) -> Conversation:
         """The same messages (and token count) recording into another result: a side request."""
         other = Conversation(self.client, result, stats, max_context=self.max_context, tools=self.tools)
         other.messages = list(self.messages)
@@ -178,7 +208,9 @@ class Conversation:
         tokens = self.needed_tokens(messages)
         if tokens > self.max_context:
             self.stats["context_tokens"] = tokens
-            raise ContextExceededError(f"the next request needs about {tokens} tokens, over --max-context {self.max_context}")
+            raise ContextExceededError(
+                f"the next request needs about {tokens} tokens, over --max-context {self.max_context}"
+            )
 
 
 class Ahead:

@@ -27,8 +27,9 @@ class OracleAgent(ScriptedAgentBase):
         # could have typed (agents never see /solution).
         script = _solution_text(task)
         call = ToolCall(tool_call_id="call_1", function_name="bash", arguments={"command": script})
-        step = Step(step_id=result.next_id(), source="agent", message="", tool_calls=[call],
-                    extra={"executed_as": command})
+        step = Step(
+            step_id=result.next_id(), source="agent", message="", tool_calls=[call], extra={"executed_as": command}
+        )
         result.steps.append(step)
         run = await sandbox.exec(command, timeout=task.config.agent.timeout_sec, env=task.config.solution.env)
         output = truncate_middle(scrub(run.stdout + run.stderr)[0])  # stored redacted, cut after redaction

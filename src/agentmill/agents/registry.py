@@ -34,7 +34,9 @@ UnknownAgentError = UnknownNameError  # the registries' one error for a name nob
 def _checked(name: str, cls: type) -> None:
     _validate(cls)
     if cls.name != name:
-        raise AgentmillError(f"{cls.__module__}.{cls.__qualname__}: registered as '{name}' but its class says name = {cls.name!r}")
+        raise AgentmillError(
+            f"{cls.__module__}.{cls.__qualname__}: registered as '{name}' but its class says name = {cls.name!r}"
+        )
 
 
 AGENTS: Registry[type] = Registry("agent", group=ENTRY_POINT_GROUP, builtins=BUILTIN, check=_checked)
@@ -82,8 +84,10 @@ def split_by_support(name: str, tasks: list) -> tuple[list, list[str]]:
             continue
         kind = task_kind(task)
         others = [n for n in agent_names() if kind in agent_class(n).task_kinds]
-        skipped.append(f"{getattr(task, 'path', task)}: a '{kind}' task; the {name} agent works on "
-                       f"{', '.join(sorted(agent_class(name).task_kinds))} tasks (for '{kind}' tasks: {', '.join(others) or 'none'})")
+        skipped.append(
+            f"{getattr(task, 'path', task)}: a '{kind}' task; the {name} agent works on "
+            f"{', '.join(sorted(agent_class(name).task_kinds))} tasks (for '{kind}' tasks: {', '.join(others) or 'none'})"
+        )
     return kept, skipped
 
 

@@ -25,12 +25,22 @@ async def replay_reference(task: Task, session: ToolSession, result: AgentResult
     opening = [("system", task.system.strip())] if task.system and task.system.strip() else []
     opening.append(("user", task.instruction.strip()))
     for i, (source, text) in enumerate(opening):
-        result.steps.append(Step(step_id=result.next_id(), source=source, message=text,
-                                 extra={"tools": session.tools} if i == 0 and session.tools else None))
+        result.steps.append(
+            Step(
+                step_id=result.next_id(),
+                source=source,
+                message=text,
+                extra={"tools": session.tools} if i == 0 and session.tools else None,
+            )
+        )
     for i, call in enumerate(spec.calls):
         call_id = f"call_{i + 1}"
-        step = Step(step_id=result.next_id(), source="agent", message="",
-                    tool_calls=[ToolCall(tool_call_id=call_id, function_name=call.tool, arguments=dict(call.arguments))])
+        step = Step(
+            step_id=result.next_id(),
+            source="agent",
+            message="",
+            tool_calls=[ToolCall(tool_call_id=call_id, function_name=call.tool, arguments=dict(call.arguments))],
+        )
         result.steps.append(step)
         out = await session.call(call.tool, dict(call.arguments))
         step.observation = Observation(results=[ObservationResult(source_call_id=call_id, content=out.content)])

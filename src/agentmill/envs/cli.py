@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -12,7 +11,9 @@ from rich.console import Console
 from agentmill.errors import AgentmillError
 
 env_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Stateful tool environments (gyms).")
-import_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Import tasks (eog) and runs (harbor) from other formats.")
+import_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Import tasks (eog) and runs (harbor) from other formats."
+)
 console = Console(stderr=True, soft_wrap=True)
 
 
@@ -24,15 +25,22 @@ def _fail(message: str) -> None:
 @env_app.command("serve")
 def serve(
     target: str = typer.Argument(..., help="A bundled gym's name or a tool-task folder."),
-    port: int = typer.Option(..., "--port", "-p", min=1, max=65535, help="Loopback port for MCP (streamable HTTP at /mcp)."),
-    db: Optional[Path] = typer.Option(None, "--db", help="SQLite file of the first gym: loaded if it exists, kept up to date."),
+    port: int = typer.Option(
+        ..., "--port", "-p", min=1, max=65535, help="Loopback port for MCP (streamable HTTP at /mcp)."
+    ),
+    db: Path | None = typer.Option(
+        None, "--db", help="SQLite file of the first gym: loaded if it exists, kept up to date."
+    ),
 ) -> None:
     """Serve a gym's tools over MCP on 127.0.0.1; every call runs inside a sandbox."""
     from agentmill.envs.mcp_server import serve as run_server
 
     def ready(task, session) -> None:
-        console.print(f"serving {len(session.tools)} tools of {', '.join(g.name for g in task.tool_spec.gyms)} "
-                      f"at http://127.0.0.1:{port}/mcp", highlight=False)
+        console.print(
+            f"serving {len(session.tools)} tools of {', '.join(g.name for g in task.tool_spec.gyms)} "
+            f"at http://127.0.0.1:{port}/mcp",
+            highlight=False,
+        )
 
     try:
         asyncio.run(run_server(target, port=port, db=db.resolve() if db else None, ready=ready))

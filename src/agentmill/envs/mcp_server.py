@@ -14,8 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from agentmill.envs.session import ToolSession, open_tool_session
 from agentmill.envs.sandboxed import task_sandbox
+from agentmill.envs.session import ToolSession, open_tool_session
 from agentmill.envs.state import gym_db, prepare_tool_state, require_spec
 from agentmill.errors import AgentmillError
 from agentmill.tasks import load_task
@@ -29,7 +29,9 @@ def task_for(target: str, workdir: Path) -> Task:
     if path.is_dir():
         return load_task(path)
     if target not in bundled_gym_names():
-        raise AgentmillError(f"{target}: not a task folder nor a bundled gym ({', '.join(bundled_gym_names()) or 'none'})")
+        raise AgentmillError(
+            f"{target}: not a task folder nor a bundled gym ({', '.join(bundled_gym_names()) or 'none'})"
+        )
     root = workdir / target
     (root / "tests").mkdir(parents=True, exist_ok=True)
     (root / "instruction.md").write_text(f"Serve the {target} gym.\n")
@@ -47,7 +49,9 @@ def build_app(session: ToolSession, *, on_write=None):
     from starlette.routing import Mount
 
     server: Server = Server("agentmill-tools")
-    tools = [types.Tool(name=s["name"], description=s["description"], inputSchema=s["parameters"]) for s in session.schemas]
+    tools = [
+        types.Tool(name=s["name"], description=s["description"], inputSchema=s["parameters"]) for s in session.schemas
+    ]
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
@@ -59,7 +63,9 @@ def build_app(session: ToolSession, *, on_write=None):
         result = await session.call(name, arguments or {})
         if result.changes and on_write is not None:
             await on_write()
-        return types.CallToolResult(content=[types.TextContent(type="text", text=result.content)], isError=result.is_error)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.content)], isError=result.is_error
+        )
 
     manager = StreamableHTTPSessionManager(app=server, stateless=False)
 
@@ -74,8 +80,7 @@ def build_app(session: ToolSession, *, on_write=None):
     return Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
 
 
-async def serve(target: str, *, port: int, host: str = "127.0.0.1", db: Path | None = None,
-                ready=None) -> None:
+async def serve(target: str, *, port: int, host: str = "127.0.0.1", db: Path | None = None, ready=None) -> None:
     import uvicorn
 
     with tempfile.TemporaryDirectory(prefix="agentmill-serve-") as tmp:

@@ -25,8 +25,13 @@ def task_limits(task: Task) -> Limits:
 
 
 @contextlib.asynccontextmanager
-async def task_sandbox(task: Task, *, builder: ImageBuilder | None = None, rootfs: Path | None = None,
-                       ro_mounts: dict[str, Path] | None = None) -> AsyncIterator[Sandbox]:
+async def task_sandbox(
+    task: Task,
+    *,
+    builder: ImageBuilder | None = None,
+    rootfs: Path | None = None,
+    ro_mounts: dict[str, Path] | None = None,
+) -> AsyncIterator[Sandbox]:
     """A started sandbox over a fresh copy of the task's image (or over `rootfs` when given and existing)."""
     builder = builder or ImageBuilder()
     image = await builder.get(task)

@@ -23,8 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import (HOST_SCRIPT, PYTHON, SPEC_PATH, TOOLS_ROOT, ToolEnvError, guest_json,
-                                  prepare_tool_state, require_spec, tool_host_of, tool_schemas)
+from agentmill.envs.state import (
+    HOST_SCRIPT,
+    PYTHON,
+    SPEC_PATH,
+    TOOLS_ROOT,
+    ToolEnvError,
+    guest_json,
+    prepare_tool_state,
+    require_spec,
+    tool_host_of,
+    tool_schemas,
+)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Capability, Sandbox
 from agentmill.sandbox.sockets import pin_socket, pinned_path
@@ -45,8 +55,10 @@ class ToolResult:
 
 
 def openai_tool(schema: dict) -> dict:
-    return {"type": "function", "function": {"name": schema["name"], "description": schema["description"],
-                                             "parameters": schema["parameters"]}}
+    return {
+        "type": "function",
+        "function": {"name": schema["name"], "description": schema["description"], "parameters": schema["parameters"]},
+    }
 
 
 class ToolSession:
@@ -93,7 +105,9 @@ class ToolSession:
         deadline = time.monotonic() + _START_TIMEOUT
         while not path.exists():
             if failed.exists():  # tools.py broke the contract, or does not import
-                raise ToolEnvError(f"{self.task.path}: loading the tools failed: {failed.read_text(errors='replace')[:1000]}")
+                raise ToolEnvError(
+                    f"{self.task.path}: loading the tools failed: {failed.read_text(errors='replace')[:1000]}"
+                )
             if time.monotonic() > deadline:
                 tail = (await self.sandbox.exec(["tail", "-c", "2000", log], timeout=10)).stdout
                 raise ToolEnvError(f"{self.task.path}: the tool host did not start: {tail.strip()}")
@@ -133,7 +147,9 @@ class ToolSession:
         if result.is_error:
             self.errors += 1
         if len(result.content) > MAX_CONTENT:
-            result.content = result.content[:MAX_CONTENT] + f"\n[... {len(result.content) - MAX_CONTENT} characters cut]"
+            result.content = (
+                result.content[:MAX_CONTENT] + f"\n[... {len(result.content) - MAX_CONTENT} characters cut]"
+            )
         return result
 
     async def _call(self, name: str, arguments: Any) -> ToolResult:
@@ -150,7 +166,7 @@ class ToolSession:
         async with self._lock:
             try:
                 reply = await self._request(request, self.timeout + _GRACE)
-            except (SandboxError, ToolEnvError, OSError, asyncio.TimeoutError) as e:
+            except (TimeoutError, SandboxError, ToolEnvError, OSError) as e:
                 return ToolResult(f"tool '{name}' failed: the tool host did not answer ({e})", True)
         content = reply.get("content")
         if not isinstance(content, str):
@@ -161,14 +177,19 @@ class ToolSession:
         if self._socket is not None:
             try:
                 return await self._socket_request(request, timeout)
-            except (OSError, asyncio.TimeoutError):
+            except (TimeoutError, OSError):
                 # The host died or hung (a tool killed it?): this call fails, never re-run (it may
                 # have written), and the next call gets a fresh host.
                 await self.close()
                 await self.start()
                 raise
-        return await guest_json(self.sandbox, [*PYTHON, HOST_SCRIPT, "once", SPEC_PATH], stdin=request,
-                                timeout=timeout, what="the tool host")
+        return await guest_json(
+            self.sandbox,
+            [*PYTHON, HOST_SCRIPT, "once", SPEC_PATH],
+            stdin=request,
+            timeout=timeout,
+            what="the tool host",
+        )
 
     async def _socket_request(self, request: dict, timeout: float) -> dict:
         reader, writer = await asyncio.open_unix_connection(str(self._socket), limit=8 << 20)

@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 
 from agentmill.errors import AgentmillError, SandboxError
+from agentmill.runtime.paths import cache_dir
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
-from agentmill.runtime.paths import cache_dir
 from agentmill.tasks.tool_spec import GymRef, ToolSpec
 
 TOOLS_ROOT = "/var/lib/agentmill/tools"
@@ -49,8 +49,15 @@ def gym_db(name: str) -> str:
 def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
     """The JSON the tool host reads: gyms (inside paths), seeds, the per-call timeout."""
     return {
-        "gyms": [{"name": g.name, "dir": f"{root}/gyms/{g.name}", "db": f"{root}/db/{g.name}.sqlite",
-                  "base": f"{root}/base/{g.name}.sqlite"} for g in spec.gyms],
+        "gyms": [
+            {
+                "name": g.name,
+                "dir": f"{root}/gyms/{g.name}",
+                "db": f"{root}/db/{g.name}.sqlite",
+                "base": f"{root}/base/{g.name}.sqlite",
+            }
+            for g in spec.gyms
+        ],
         "seeds": [f"{root}/seeds/{i}.sql" for i, _ in enumerate(spec.seeds)],
         "labels": {f"{root}/seeds/{i}.sql": f"{p.parent.name}/{p.name}" for i, p in enumerate(spec.seeds)},
         "timeout": spec.tool_timeout_sec,
@@ -62,8 +69,10 @@ def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
 
 def _files(spec: ToolSpec, prebuilt: set[str] = frozenset(), *, root: str = TOOLS_ROOT) -> dict[str, bytes]:
     """Everything the sandbox needs; a gym whose base database is cached needs no schema or seed SQL."""
-    out = {f"{root}/runtime/toolhost.py": toolhost_source(),
-           f"{root}/spec.json": json.dumps(sandbox_spec(spec, root=root), indent=1).encode()}
+    out = {
+        f"{root}/runtime/toolhost.py": toolhost_source(),
+        f"{root}/spec.json": json.dumps(sandbox_spec(spec, root=root), indent=1).encode(),
+    }
     for gym in spec.gyms:
         for path in sorted(gym.path.rglob("*")):
             rel = path.relative_to(gym.path)
@@ -78,12 +87,13 @@ def _files(spec: ToolSpec, prebuilt: set[str] = frozenset(), *, root: str = TOOL
 
 def require_spec(task: Task) -> ToolSpec:
     if task.tool_spec is None:
-        raise ToolEnvError(f"{task.path}: not a tools task (task.toml needs [environment] kind = \"tools\")")
+        raise ToolEnvError(f'{task.path}: not a tools task (task.toml needs [environment] kind = "tools")')
     return task.tool_spec
 
 
-async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = False,
-                             root: str = TOOLS_ROOT) -> list[str] | None:
+async def prepare_tool_state(
+    task: Task, sandbox: Sandbox, *, force: bool = False, root: str = TOOLS_ROOT
+) -> list[str] | None:
     """Stage the gyms and build the databases in the sandbox (under `root`). Idempotent unless `force`.
 
     Returns the gyms whose database was built from SQL (the rest came from the base cache), or None
@@ -109,9 +119,20 @@ async def prepare_tool_state(task: Task, sandbox: Sandbox, *, force: bool = Fals
     await sandbox.write_file(host_script, files[host_script])
     await sandbox.write_file(f"{root}/bundle.json", json.dumps(bundle).encode())
     try:
-        reply = await guest_json(sandbox, [*PYTHON, host_script, "prepare", f"{root}/bundle.json", f"{root}/spec.json",
-                                           ready, *(["--force"] if force else [])], timeout=_INIT_TIMEOUT,
-                                 what="building the gym databases")
+        reply = await guest_json(
+            sandbox,
+            [
+                *PYTHON,
+                host_script,
+                "prepare",
+                f"{root}/bundle.json",
+                f"{root}/spec.json",
+                ready,
+                *(["--force"] if force else []),
+            ],
+            timeout=_INIT_TIMEOUT,
+            what="building the gym databases",
+        )
     except ToolEnvError as e:
         raise ToolEnvError(f"{task.path}: {e}") from None
     for gym in spec.gyms:
@@ -155,19 +176,23 @@ async def tool_schemas(task: Task, sandbox: Sandbox) -> list[dict]:
     """Every tool of the task's gyms, introspected inside the sandbox (MCP-style: name, description, parameters)."""
     sandbox = tool_host_of(sandbox)
     try:
-        reply = await guest_json(sandbox, [*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60, what="loading the tools")
+        reply = await guest_json(
+            sandbox, [*PYTHON, HOST_SCRIPT, "schema", SPEC_PATH], timeout=60, what="loading the tools"
+        )
     except ToolEnvError as e:
         raise ToolEnvError(f"{task.path}: {e}") from None
     return reply["tools"]
 
 
-async def guest_json(sandbox: Sandbox, argv: list[str], *, stdin: dict | None = None, timeout: float,
-                     what: str) -> dict:
+async def guest_json(
+    sandbox: Sandbox, argv: list[str], *, stdin: dict | None = None, timeout: float, what: str
+) -> dict:
     """Run a guest script that writes its JSON reply to a file, and read that file back through the guest
     (a reply on stdout could be cut short when the guest stops waiting for the pipes)."""
     out = f"{REPLIES}/reply-{uuid.uuid4().hex[:8]}.json"
-    run = await sandbox.exec([*argv, "--out", out], timeout=timeout,
-                             stdin=json.dumps(stdin).encode() if stdin is not None else None)
+    run = await sandbox.exec(
+        [*argv, "--out", out], timeout=timeout, stdin=json.dumps(stdin).encode() if stdin is not None else None
+    )
     if run.timed_out:
         raise ToolEnvError(f"{what} exceeded {timeout:g}s")
     try:

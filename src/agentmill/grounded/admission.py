@@ -46,13 +46,21 @@ class Admission(BaseModel):
 
 def trace_record(run: TeacherRun) -> TraceRecord:
     result = json.loads(run.result.model_dump_json())
-    trial = json.loads((run.folder / "trial.json").read_text()) if (run.folder / "trial.json").exists() else {"trial_id": run.folder.name}
+    trial = (
+        json.loads((run.folder / "trial.json").read_text())
+        if (run.folder / "trial.json").exists()
+        else {"trial_id": run.folder.name}
+    )
     return TraceRecord(trial, result, run.trajectory, compute_telemetry(run.trajectory, result))
 
 
 def degenerate(record: TraceRecord, policy: AdmissionPolicy) -> str | None:
-    spec = FilterSpec(min_turns=None, max_repeated_commands=policy.max_repeated_commands,
-                      max_error_rate=policy.max_error_rate, max_truncated=policy.max_truncated)
+    spec = FilterSpec(
+        min_turns=None,
+        max_repeated_commands=policy.max_repeated_commands,
+        max_error_rate=policy.max_error_rate,
+        max_truncated=policy.max_truncated,
+    )
     active = [r for r in rules(spec) if r[0] != "outcome"]  # outcomes are judged by the trial gate
     kept, funnel = apply_filters([record], active)
     if not kept:
@@ -72,20 +80,34 @@ def checks_passed(result) -> bool:
     return result.reward == 1.0 or (result.reward is None and NOT_JUDGED in result.verifier_stdout)
 
 
-async def admit(run: TeacherRun, spec: Spec, graph: Graph, ws_dir: Path, judge_client: ModelClient, *,
-                policy: AdmissionPolicy | None = None, prompts_dir: Path | None = None) -> Admission:
+async def admit(
+    run: TeacherRun,
+    spec: Spec,
+    graph: Graph,
+    ws_dir: Path,
+    judge_client: ModelClient,
+    *,
+    policy: AdmissionPolicy | None = None,
+    prompts_dir: Path | None = None,
+) -> Admission:
     policy = policy or AdmissionPolicy()
     outcome = run.result.outcome.value
     if outcome not in ATTEMPTED:
-        return Admission(admitted=False, gate="trial", reason=f"trial ended as {outcome}: {run.result.exception or ''}".strip())
+        return Admission(
+            admitted=False, gate="trial", reason=f"trial ended as {outcome}: {run.result.exception or ''}".strip()
+        )
     why = degenerate(trace_record(run), policy)
     if why:
         return Admission(admitted=False, gate="degenerate", reason=why)
     if not checks_passed(run.result):
         failed = [ln[5:] for ln in run.result.verifier_stdout.splitlines() if ln.startswith("FAIL ")]
-        return Admission(admitted=False, gate="checks", reason="artifact checks failed: " + ("; ".join(failed) or "no report"))
+        return Admission(
+            admitted=False, gate="checks", reason="artifact checks failed: " + ("; ".join(failed) or "no report")
+        )
     verdict = await judge(spec, graph, ws_dir, run.deliverables, judge_client, mode="anchored", prompts_dir=prompts_dir)
     q = quality(spec, verdict)
     if q < policy.threshold:
-        return Admission(admitted=False, gate="judge", reason=f"quality {q:.3f} < {policy.threshold:.2f}", quality=q, verdict=verdict)
+        return Admission(
+            admitted=False, gate="judge", reason=f"quality {q:.3f} < {policy.threshold:.2f}", quality=q, verdict=verdict
+        )
     return Admission(admitted=True, gate="admitted", reason=f"quality {q:.3f}", quality=q, verdict=verdict)

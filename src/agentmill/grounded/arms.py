@@ -22,9 +22,18 @@ from agentmill.grounded.teacher import run_teacher
 from agentmill.images import ImageBuilder
 
 
-async def run_arms(store: Path, roles: Roles, *, k: int = 4, threshold: float = 0.95, seed: int = 0, max_turns: int = 50,
-                   builder: ImageBuilder | None = None, prompts_dir: Path | None = None,
-                   per_pattern: int | None = None) -> dict:
+async def run_arms(
+    store: Path,
+    roles: Roles,
+    *,
+    k: int = 4,
+    threshold: float = 0.95,
+    seed: int = 0,
+    max_turns: int = 50,
+    builder: ImageBuilder | None = None,
+    prompts_dir: Path | None = None,
+    per_pattern: int | None = None,
+) -> dict:
     """`per_pattern`: at most that many queries of each execution pattern (selection.balance_queries)."""
     builder = builder or ImageBuilder()
     tasks = load_grounded_tasks(store)
@@ -47,7 +56,9 @@ async def run_arms(store: Path, roles: Roles, *, k: int = 4, threshold: float = 
                     if not checks_passed(run.result):  # failed artifact checks: not admissible under any arm's judge
                         scores[mode] = 0.0
                         continue
-                    v = await judge(spec, graph, ws_dir, run.deliverables, judge_client, mode=mode, prompts_dir=prompts_dir)
+                    v = await judge(
+                        spec, graph, ws_dir, run.deliverables, judge_client, mode=mode, prompts_dir=prompts_dir
+                    )
                     scores[mode] = quality(spec, v)
                 cands.append(Candidate(run=str(run.folder), **scores))
             pool[task_dir.name] = cands
@@ -62,8 +73,14 @@ async def run_arms(store: Path, roles: Roles, *, k: int = 4, threshold: float = 
         trials.mkdir(parents=True)
         for query, run in picks.items():
             shutil.copytree(run, trials / f"{query}-{Path(run).name}")
-    summary = {"k": k, "threshold": threshold, "seed": seed, "per_pattern": per_pattern,
-               "queries_by_pattern": dict(Counter(task_pattern(t) for t in tasks)),
-               "pool": {q: [c.model_dump() for c in cs] for q, cs in pool.items()}, "arms": arms}
+    summary = {
+        "k": k,
+        "threshold": threshold,
+        "seed": seed,
+        "per_pattern": per_pattern,
+        "queries_by_pattern": dict(Counter(task_pattern(t) for t in tasks)),
+        "pool": {q: [c.model_dump() for c in cs] for q, cs in pool.items()},
+        "arms": arms,
+    }
     (root / "arms.json").write_text(json.dumps(summary, indent=1))
     return summary

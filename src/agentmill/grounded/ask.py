@@ -43,8 +43,16 @@ def parse_strict_json(text: str) -> Any:
     return obj
 
 
-async def ask_json(client: ModelClient, messages: list[dict], model: type[T], *, role: str, repairs: int = 2,
-                   check=None, strict: bool = False) -> T:
+async def ask_json(
+    client: ModelClient,
+    messages: list[dict],
+    model: type[T],
+    *,
+    role: str,
+    repairs: int = 2,
+    check=None,
+    strict: bool = False,
+) -> T:
     """`check(record)` may raise ValueError with a message for the model (a semantic problem).
     `strict` (judges): the reply must be the JSON object alone (`parse_strict_json`)."""
     parse = parse_strict_json if strict else parse_json
@@ -59,8 +67,13 @@ async def ask_json(client: ModelClient, messages: list[dict], model: type[T], *,
             return record
         except (ValueError, ValidationError) as e:
             last = str(e).splitlines()[0][:300] if not isinstance(e, ValidationError) else _brief(e)
-            messages += [{"role": "assistant", "content": reply.content},
-                         {"role": "user", "content": f"That reply could not be used: {last}\nAnswer again with one JSON object."}]
+            messages += [
+                {"role": "assistant", "content": reply.content},
+                {
+                    "role": "user",
+                    "content": f"That reply could not be used: {last}\nAnswer again with one JSON object.",
+                },
+            ]
     raise ModelReplyError(f"{role}: no usable reply after {repairs + 1} tries: {last}")
 
 

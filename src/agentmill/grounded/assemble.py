@@ -43,13 +43,22 @@ class Sources(FileIndex):
 
 
 def seed_brief(seed: Seed) -> str:
-    return (f"occupation: {seed.occupation} ({seed.sector})\ntask type: {seed.task_type}\n"
-            f"work requirement: {seed.requirement}\nexecution pattern: {seed.pattern}\n"
-            f"expected input files: {seed.file_family}")
+    return (
+        f"occupation: {seed.occupation} ({seed.sector})\ntask type: {seed.task_type}\n"
+        f"work requirement: {seed.requirement}\nexecution pattern: {seed.pattern}\n"
+        f"expected input files: {seed.file_family}"
+    )
 
 
-async def assemble(seed: Seed, sources: Sources, client: ModelClient, dest: Path, *, max_steps: int = 8,
-                   prompts_dir: Path | None = None) -> Workspace:
+async def assemble(
+    seed: Seed,
+    sources: Sources,
+    client: ModelClient,
+    dest: Path,
+    *,
+    max_steps: int = 8,
+    prompts_dir: Path | None = None,
+) -> Workspace:
     system = prompts.render("assemble", prompts_dir, seed=seed_brief(seed))
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "Begin: search for a case."}]
     seen: set[str] = set()
@@ -92,8 +101,11 @@ def _materialise(seed: Seed, action: Action, sources: Sources, dest: Path) -> Wo
         out = ws_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, out)
-        files.append(WorkspaceFile(path=rel, source=pick.path, role=pick.role,
-                                   sha256=hashlib.sha256(out.read_bytes()).hexdigest()))
+        files.append(
+            WorkspaceFile(
+                path=rel, source=pick.path, role=pick.role, sha256=hashlib.sha256(out.read_bytes()).hexdigest()
+            )
+        )
     ws = Workspace(seed=seed, case=action.case, files=files)
     (dest / "workspace.json").write_text(ws.model_dump_json(indent=1))
     return ws

@@ -20,8 +20,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.grounded.records import Seed, Spec, Workspace
+from agentmill.runtime.atomic import write_text_atomic
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -14,8 +13,11 @@ from rich.table import Table
 
 from agentmill.errors import AgentmillError
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                  help="Grounded synthesis (GraphForge): tasks built on real files, judged admission.")
+app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Grounded synthesis (GraphForge): tasks built on real files, judged admission.",
+)
 err = Console(stderr=True, soft_wrap=True)
 out = Console()
 
@@ -26,9 +28,11 @@ def _fail(message: str) -> None:
 
 
 @app.command("seeds")
-def seeds_cmd(k: int = typer.Option(20, "--k", help="Seeds to select (greedy by coverage gain)."),
-              pattern: Optional[list[str]] = typer.Option(None, "--pattern", help="Only this execution pattern (repeatable)."),
-              json_out: Optional[Path] = typer.Option(None, "--json", help="Write the selected seeds as JSON lines.")) -> None:
+def seeds_cmd(
+    k: int = typer.Option(20, "--k", help="Seeds to select (greedy by coverage gain)."),
+    pattern: list[str] | None = typer.Option(None, "--pattern", help="Only this execution pattern (repeatable)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the selected seeds as JSON lines."),
+) -> None:
     """Select seeds from the bundled O*NET 30.0 tables and print them."""
     from agentmill.grounded.patterns import PATTERN_NAMES
     from agentmill.grounded.seeds import candidate_seeds, select_seeds
@@ -43,18 +47,27 @@ def seeds_cmd(k: int = typer.Option(20, "--k", help="Seeds to select (greedy by 
     for s in chosen:
         table.add_row(s.seed_id, s.occupation, s.task_type, s.pattern, s.file_family)
     out.print(table)
-    err.print(f"O*NET rows {stats['rows']}: not digital {stats['not_digital']}, no pattern {stats['no_pattern']}, "
-              f"unsupported {stats['unsupported']}; candidates {len(pool)}; selected {len(chosen)}", highlight=False)
+    err.print(
+        f"O*NET rows {stats['rows']}: not digital {stats['not_digital']}, no pattern {stats['no_pattern']}, "
+        f"unsupported {stats['unsupported']}; candidates {len(pool)}; selected {len(chosen)}",
+        highlight=False,
+    )
     if json_out:
         json_out.write_text("".join(s.model_dump_json() + "\n" for s in chosen))
 
 
 @app.command("corpus")
-def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder (default: the agentmill cache)."),
-               stats: bool = typer.Option(False, "--stats", help="Print files per family, sources, licences, seed "
-                                          "coverage and a retrieval hit rate (built corpus only; nothing rebuilt)."),
-               sample: int = typer.Option(100, "--sample", min=1, help="--stats: seeds sampled for the hit rate."),
-               json_out: Optional[Path] = typer.Option(None, "--json", help="--stats: also write them as JSON.")) -> None:
+def corpus_cmd(
+    out_dir: Path | None = typer.Option(None, "--out", help="Folder (default: the agentmill cache)."),
+    stats: bool = typer.Option(
+        False,
+        "--stats",
+        help="Print files per family, sources, licences, seed "
+        "coverage and a retrieval hit rate (built corpus only; nothing rebuilt).",
+    ),
+    sample: int = typer.Option(100, "--sample", min=1, help="--stats: seeds sampled for the hit rate."),
+    json_out: Path | None = typer.Option(None, "--json", help="--stats: also write them as JSON."),
+) -> None:
     """Build the offline corpus of real public files from the installed data packages."""
     from agentmill.grounded.corpus import STATS_NAME, build_corpus, default_corpus_dir
 
@@ -75,8 +88,11 @@ def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folde
         for lic, n in report["by_licence"].items():
             out.print(f"  {n:5d}  {lic}", highlight=False)
         r = report["retrieval"]
-        out.print(f"retrieval over {r['sample']} sampled seeds (top {r['k']}): family hit rate {r['family_hit_rate']:.1%}, "
-                  f"topical hit rate {r['topical_hit_rate']:.1%}", highlight=False)
+        out.print(
+            f"retrieval over {r['sample']} sampled seeds (top {r['k']}): family hit rate {r['family_hit_rate']:.1%}, "
+            f"topical hit rate {r['topical_hit_rate']:.1%}",
+            highlight=False,
+        )
         if json_out:
             json_out.write_text(json.dumps(report, indent=1))
         return
@@ -89,14 +105,18 @@ def corpus_cmd(out_dir: Optional[Path] = typer.Option(None, "--out", help="Folde
 
 
 @app.command("run")
-def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endpoints, seeds, [settings]."),
-            store: Path = typer.Option(..., "--out", help="Store folder (resumable)."),
-            files: Optional[list[Path]] = typer.Option(None, "--files", help="A folder of your own real files (repeatable)."),
-            seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
-            seeds_file: Optional[Path] = typer.Option(None, "--seeds-file",
-                                                      help="Your own seeds: `ground seeds --json` output, edited."),
-            no_preflight: bool = typer.Option(False, "--no-preflight", help="Skip the one-token request per role's "
-                                              "endpoint that checks them before any work.")) -> None:
+def run_cmd(
+    config: Path = typer.Argument(..., help="ground TOML: [roles.*] endpoints, seeds, [settings]."),
+    store: Path = typer.Option(..., "--out", help="Store folder (resumable)."),
+    files: list[Path] | None = typer.Option(None, "--files", help="A folder of your own real files (repeatable)."),
+    seeds: int | None = typer.Option(None, "--seeds", help="Override the number of seeds."),
+    seeds_file: Path | None = typer.Option(
+        None, "--seeds-file", help="Your own seeds: `ground seeds --json` output, edited."
+    ),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight", help="Skip the one-token request per role's endpoint that checks them before any work."
+    ),
+) -> None:
     """seeds -> workspaces -> evidence graphs -> specs -> teacher runs -> revision -> admission."""
     from agentmill.exit_codes import INFRA
     from agentmill.grounded.report import write_report
@@ -123,12 +143,18 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
 
         from agentmill.progress import TrialProgress
 
-        with TrialProgress(len(chosen), what="seeds (ok = admitted)", console=err) as bar, sigterm_as_interrupt() as stop:
+        with (
+            TrialProgress(len(chosen), what="seeds (ok = admitted)", console=err) as bar,
+            sigterm_as_interrupt() as stop,
+        ):
+
             def stage(seed_id, what):
                 err.print(f"seed {seed_id}: {what}", highlight=False)
 
             def done(o):
-                status = f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
+                status = (
+                    f"admitted -> {o.task}" if o.task else (o.error or ", ".join(a.admission.gate for a in o.attempts))
+                )
                 err.print(f"seed {o.seed_id}: {o.stage}: {status}", highlight=False)
                 bar.advance(o.task is not None)
 
@@ -136,8 +162,11 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
                 outcomes = asyncio.run(run_ground(cfg, store, seeds=chosen, on_done=done, on_stage=stage))
             except KeyboardInterrupt:
                 finished = len(list((store / "results").glob("*.json"))) if (store / "results").is_dir() else 0
-                err.print(f"{stop.how}: {finished} seeds finished and kept; seeds in flight run again.\n"
-                          f"resume with: {resume_command()}", highlight=False)
+                err.print(
+                    f"{stop.how}: {finished} seeds finished and kept; seeds in flight run again.\n"
+                    f"resume with: {resume_command()}",
+                    highlight=False,
+                )
                 raise typer.Exit(stop.exit_code) from None
     except AgentmillError as e:
         _fail(str(e))
@@ -149,8 +178,11 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
     out.print(f"{admitted} of {len(outcomes)} seeds admitted; report: {report}")
     failed = [o for o in outcomes if infra_failed(o)]
     if failed:
-        err.print(f"{len(failed)} seeds stopped by endpoint or harness failures (not kept: the same command runs them "
-                  "again):", highlight=False)
+        err.print(
+            f"{len(failed)} seeds stopped by endpoint or harness failures (not kept: the same command runs them "
+            "again):",
+            highlight=False,
+        )
         for line in outage_lines(o.error for o in failed):
             err.print(f"  {line}", highlight=False)
         if admitted == 0:
@@ -158,7 +190,10 @@ def run_cmd(config: Path = typer.Argument(..., help="ground TOML: [roles.*] endp
 
 
 @app.command("report")
-def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typer.Option(None, "--out", help="HTML file (default: STORE/report.html).")) -> None:
+def report_cmd(
+    store: Path = typer.Argument(...),
+    out_file: Path | None = typer.Option(None, "--out", help="HTML file (default: STORE/report.html)."),
+) -> None:
     """Write the store's HTML report (coverage, admission funnel, score distribution)."""
     from agentmill.grounded.report import write_report
 
@@ -171,10 +206,12 @@ def report_cmd(store: Path = typer.Argument(...), out_file: Optional[Path] = typ
 
 
 @app.command("ratings")
-def ratings_cmd(comparisons: Path = typer.Argument(..., help="JSON lines {a, b, winner: A|B|tie}."),
-                anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
-                anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
-                bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% intervals.")) -> None:
+def ratings_cmd(
+    comparisons: Path = typer.Argument(..., help="JSON lines {a, b, winner: A|B|tie}."),
+    anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
+    anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for the 95% intervals."),
+) -> None:
     """Bradley-Terry ratings on the Elo scale with bootstrap 95% intervals."""
     from agentmill.grounded.pairwise import ratings
 
@@ -197,14 +234,18 @@ def ratings_cmd(comparisons: Path = typer.Argument(..., help="JSON lines {a, b, 
 
 
 @app.command("decontaminate")
-def decontaminate_cmd(store: Path = typer.Argument(...),
-                      benchmark: list[Path] = typer.Option(..., "--benchmark", help="Benchmark dataset folder (repeatable)."),
-                      rank: int = typer.Option(0, "--rank", min=0, help="Also list the N most similar pairs by 13-grams (paper: 20)."),
-                      comparisons: Optional[Path] = typer.Option(None, "--comparisons",
-                                                                 help="`ground compare --out` file over the benchmark's tasks."),
-                      system: Optional[str] = typer.Option(None, "--system", help="With --comparisons: the system whose win rate "
-                                                           "is split by occupation coverage."),
-                      json_out: Optional[Path] = typer.Option(None, "--json", help="Write the analyses as JSON.")) -> None:
+def decontaminate_cmd(
+    store: Path = typer.Argument(...),
+    benchmark: list[Path] = typer.Option(..., "--benchmark", help="Benchmark dataset folder (repeatable)."),
+    rank: int = typer.Option(0, "--rank", min=0, help="Also list the N most similar pairs by 13-grams (paper: 20)."),
+    comparisons: Path | None = typer.Option(
+        None, "--comparisons", help="`ground compare --out` file over the benchmark's tasks."
+    ),
+    system: str | None = typer.Option(
+        None, "--system", help="With --comparisons: the system whose win rate is split by occupation coverage."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the analyses as JSON."),
+) -> None:
     """File-hash and 13-gram checks of admitted tasks (workspaces included) against benchmarks;
     optionally the closest pairs, occupation overlap and win rate by coverage."""
     from agentmill.grounded.contamination import check
@@ -239,8 +280,11 @@ def decontaminate_cmd(store: Path = typer.Argument(...),
         out.print(table)
         o = analyses["occupations"]
         share = "-" if o["covered_share"] is None else f"{o['covered_share']:.1%}"
-        out.print(f"occupations: {len(o['covered'])} of {o['with_occupation']} benchmark tasks with a known occupation "
-                  f"are covered by the generated tasks ({share})", highlight=False)
+        out.print(
+            f"occupations: {len(o['covered'])} of {o['with_occupation']} benchmark tasks with a known occupation "
+            f"are covered by the generated tasks ({share})",
+            highlight=False,
+        )
     if "win_rate_by_coverage" in analyses:
         for group, r in analyses["win_rate_by_coverage"].items():
             rate = "-" if r["win_rate"] is None else f"{r['win_rate']:.1%}"
@@ -251,37 +295,53 @@ def decontaminate_cmd(store: Path = typer.Argument(...),
 
 
 @app.command("arms")
-def arms_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.student] or the teacher, [roles.judge])."),
-             store: Path = typer.Option(..., "--store", help="A ground store with admitted tasks."),
-             k: int = typer.Option(4, "--k", min=1, help="Student rollouts per query."),
-             threshold: float = typer.Option(0.95, "--threshold", help="The anchored arm keeps a query above this score."),
-             seed: int = typer.Option(0, "--seed", help="The random arm's seed."),
-             per_pattern: Optional[int] = typer.Option(None, "--per-pattern", min=1,
-                                                       help="At most N queries per execution pattern (GraphForge: 125).")) -> None:
+def arms_cmd(
+    config: Path = typer.Argument(..., help="ground TOML ([roles.student] or the teacher, [roles.judge])."),
+    store: Path = typer.Option(..., "--store", help="A ground store with admitted tasks."),
+    k: int = typer.Option(4, "--k", min=1, help="Student rollouts per query."),
+    threshold: float = typer.Option(0.95, "--threshold", help="The anchored arm keeps a query above this score."),
+    seed: int = typer.Option(0, "--seed", help="The random arm's seed."),
+    per_pattern: int | None = typer.Option(
+        None, "--per-pattern", min=1, help="At most N queries per execution pattern (GraphForge: 125)."
+    ),
+) -> None:
     """Selection arms for rejection sampling: anchored, unanchored and random picks among k rollouts."""
     from agentmill.grounded.arms import run_arms
     from agentmill.grounded.run import GroundConfig
 
     try:
         cfg = GroundConfig.load(config)
-        summary = asyncio.run(run_arms(store, cfg.roles, k=k, threshold=threshold, seed=seed,
-                                       max_turns=cfg.settings.max_turns, per_pattern=per_pattern,
-                                       prompts_dir=Path(cfg.settings.prompts_dir) if cfg.settings.prompts_dir else None))
+        summary = asyncio.run(
+            run_arms(
+                store,
+                cfg.roles,
+                k=k,
+                threshold=threshold,
+                seed=seed,
+                max_turns=cfg.settings.max_turns,
+                per_pattern=per_pattern,
+                prompts_dir=Path(cfg.settings.prompts_dir) if cfg.settings.prompts_dir else None,
+            )
+        )
     except AgentmillError as e:
         _fail(str(e))
-    out.print("queries per pattern: " + ", ".join(f"{p} {n}" for p, n in sorted(summary["queries_by_pattern"].items())),
-              highlight=False)
+    out.print(
+        "queries per pattern: " + ", ".join(f"{p} {n}" for p, n in sorted(summary["queries_by_pattern"].items())),
+        highlight=False,
+    )
     for arm, picks in summary["arms"].items():
         out.print(f"{arm}: {len(picks)} of {len(summary['pool'])} queries -> {store / 'arms' / arm}")
 
 
 @app.command("compare")
-def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pairwise] or [roles.judge])."),
-                store: Path = typer.Option(..., "--store", help="The ground store whose tasks were run."),
-                system: list[str] = typer.Option(..., "--system", help="NAME=FOLDER of runs (trials/*/deliverables), repeatable."),
-                anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
-                anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
-                out_file: Optional[Path] = typer.Option(None, "--out", help="Write the comparisons as JSON lines.")) -> None:
+def compare_cmd(
+    config: Path = typer.Argument(..., help="ground TOML ([roles.pairwise] or [roles.judge])."),
+    store: Path = typer.Option(..., "--store", help="The ground store whose tasks were run."),
+    system: list[str] = typer.Option(..., "--system", help="NAME=FOLDER of runs (trials/*/deliverables), repeatable."),
+    anchor: str = typer.Option(..., "--anchor", help="The system held fixed."),
+    anchor_rating: float = typer.Option(1667.0, "--anchor-rating", help="The anchor's fixed rating (Elo scale)."),
+    out_file: Path | None = typer.Option(None, "--out", help="Write the comparisons as JSON lines."),
+) -> None:
     """Pairwise judge over systems' deliverables, then Bradley-Terry ratings (Elo scale, bootstrap CIs)."""
     from agentmill.grounded.pairwise import compare_systems, ratings
     from agentmill.grounded.run import GroundConfig
@@ -314,22 +374,30 @@ def compare_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.pai
     if not outcomes:
         _fail("no task was run by two systems: nothing to compare")
     if out_file:
-        out_file.write_text("".join(json.dumps({"a": a, "b": b, "winner": w, "task": t}) + "\n"
-                                    for (a, b, w), t in zip(outcomes, compared)))
+        out_file.write_text(
+            "".join(
+                json.dumps({"a": a, "b": b, "winner": w, "task": t}) + "\n" for (a, b, w), t in zip(outcomes, compared)
+            )
+        )
     table = Table("system", "rating", "95% CI", "comparisons")
-    for r in sorted(ratings(outcomes, sorted(systems), anchor=anchor, anchor_rating=anchor_rating), key=lambda r: -r.rating):
+    for r in sorted(
+        ratings(outcomes, sorted(systems), anchor=anchor, anchor_rating=anchor_rating), key=lambda r: -r.rating
+    ):
         table.add_row(r.system, f"{r.rating:.1f}", f"[{r.low:.1f}, {r.high:.1f}]", str(r.comparisons))
     out.print(table)
 
 
 @app.command("sensitivity")
-def sensitivity_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles.judge])."),
-                    task: Path = typer.Option(..., "--task", help="A grounded task folder (e.g. STORE/tasks/NAME)."),
-                    deliverables: Path = typer.Option(..., "--deliverables", help="A run's deliverables folder."),
-                    target: list[str] = typer.Option(..., "--target", help="A cited file, or FILE#SHEET (repeatable)."),
-                    kind: Optional[list[str]] = typer.Option(None, "--kind",
-                                                             help="remove, numbers, rows, citations (repeatable; default all)."),
-                    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the reports as JSON.")) -> None:
+def sensitivity_cmd(
+    config: Path = typer.Argument(..., help="ground TOML ([roles.judge])."),
+    task: Path = typer.Option(..., "--task", help="A grounded task folder (e.g. STORE/tasks/NAME)."),
+    deliverables: Path = typer.Option(..., "--deliverables", help="A run's deliverables folder."),
+    target: list[str] = typer.Option(..., "--target", help="A cited file, or FILE#SHEET (repeatable)."),
+    kind: list[str] | None = typer.Option(
+        None, "--kind", help="remove, numbers, rows, citations (repeatable; default all)."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the reports as JSON."),
+) -> None:
     """Judge sensitivity: re-score with a cited file removed or its numbers, rows or citations corrupted."""
     from agentmill.grounded.corruption import KINDS
     from agentmill.grounded.run import GroundConfig
@@ -355,8 +423,19 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles
     async def go():
         client = cfg.roles.client("judge")
         try:
-            return [await sensitivity(spec, graph, task / "environment" / "workspace", deliverables, client, t,
-                                      kind=None if k == "remove" else k) for t in target for k in kinds]
+            return [
+                await sensitivity(
+                    spec,
+                    graph,
+                    task / "environment" / "workspace",
+                    deliverables,
+                    client,
+                    t,
+                    kind=None if k == "remove" else k,
+                )
+                for t in target
+                for k in kinds
+            ]
         finally:
             await client.close()
 
@@ -366,9 +445,12 @@ def sensitivity_cmd(config: Path = typer.Argument(..., help="ground TOML ([roles
         _fail(str(e))
     table = Table("change", "cited criteria", "mean drop (cited)", "mean |change| (others)")
     for r in reports:
-        table.add_row(r.removed if ":" in r.removed else f"remove:{r.removed}", ", ".join(r.cited) or "-",
-                      "-" if r.mean_drop_cited is None else f"{r.mean_drop_cited:.3f}",
-                      "-" if r.mean_abs_change_others is None else f"{r.mean_abs_change_others:.3f}")
+        table.add_row(
+            r.removed if ":" in r.removed else f"remove:{r.removed}",
+            ", ".join(r.cited) or "-",
+            "-" if r.mean_drop_cited is None else f"{r.mean_drop_cited:.3f}",
+            "-" if r.mean_abs_change_others is None else f"{r.mean_abs_change_others:.3f}",
+        )
     out.print(table)
     if json_out:
         json_out.write_text(json.dumps([r.model_dump() for r in reports], indent=1))

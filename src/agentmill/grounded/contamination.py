@@ -29,8 +29,13 @@ def check(task_dirs: list[Path], benchmarks: list[str], *, ngram: int = 13) -> d
     found: dict[str, str] = {}
     for d in task_dirs:
         task = load_task(d)
-        entry = TaskEntry(name=task.name, path=str(task.path), source="grounded", content_hash=task.content_hash,
-                          instruction=task.instruction)
+        entry = TaskEntry(
+            name=task.name,
+            path=str(task.path),
+            source="grounded",
+            content_hash=task.content_hash,
+            instruction=task.instruction,
+        )
         reason, _ = verdict(entry, params, index)
         if reason is None:
             reason = _workspace_ngrams(task.path / "environment" / "workspace", params, index)

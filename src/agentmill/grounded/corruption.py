@@ -64,8 +64,11 @@ def corrupt(kind: Kind, graph: Graph, ws_dir: Path, target: str, dest: Path) -> 
             value = extract(ws / n.file, moved.locator)
             nodes.append(moved.model_copy(update={"value": value if value is not None else "(no value there)"}))
     for (file, sheet), rows in doomed.items():
-        _table_edit(ws / file, sheet, lambda table, rows=rows: [table.pop(r - 1) for r in sorted(rows, reverse=True)
-                                                                  if r <= len(table)])
+        _table_edit(
+            ws / file,
+            sheet,
+            lambda table, rows=rows: [table.pop(r - 1) for r in sorted(rows, reverse=True) if r <= len(table)],
+        )
     return Graph(nodes=nodes, edges=graph.edges, dropped=graph.dropped), ws
 
 

@@ -92,6 +92,9 @@ def dockerfile_text(env: EnvironmentConfig | None) -> str:
     text = f"FROM {env.base}\n"
     packages = env.all_packages()
     if packages:
-        text += ("RUN apt-get update && apt-get install -y --no-install-recommends "
-                 + " ".join(packages) + " && rm -rf /var/lib/apt/lists/*\n")
+        text += (
+            "RUN apt-get update && apt-get install -y --no-install-recommends "
+            + " ".join(packages)
+            + " && rm -rf /var/lib/apt/lists/*\n"
+        )
     return text + _TAIL

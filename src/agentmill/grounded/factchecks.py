@@ -48,6 +48,7 @@ def _node_number(value: str) -> float | None:
 
 def basis(value: float, tol: float, anchors: list[float]) -> str:
     """How `value` follows from the anchored numbers, or 'stated'."""
+
     def near(x: float) -> bool:
         return abs(x - value) <= tol
 
@@ -82,20 +83,42 @@ def criterion_checks(c: Criterion, graph: Graph, files: list[str]) -> list[dict]
     parsed = parse_number(c.expected)
     if parsed:
         value, decimals, percent = parsed
-        tol = 0.5 * 10 ** -decimals
+        tol = 0.5 * 10**-decimals
         anchored = [x for n in nodes if (x := _node_number(n.value)) is not None]
-        checks.append({"id": f"{c.id}:number", "criterion": c.id, "kind": "number", "value": value, "tol": tol,
-                       "percent": percent, "expected": c.expected, "basis": basis(value, tol, anchored),
-                       "anchors": list(c.anchors)})
+        checks.append(
+            {
+                "id": f"{c.id}:number",
+                "criterion": c.id,
+                "kind": "number",
+                "value": value,
+                "tol": tol,
+                "percent": percent,
+                "expected": c.expected,
+                "basis": basis(value, tol, anchored),
+                "anchors": list(c.anchors),
+            }
+        )
         return checks
     want = " ".join(c.expected.split())
     if want and len(want) <= MAX_TEXT and any(" ".join(n.value.split()).casefold() == want.casefold() for n in nodes):
-        checks.append({"id": f"{c.id}:text", "criterion": c.id, "kind": "text", "value": want, "anchors": list(c.anchors)})
+        checks.append(
+            {"id": f"{c.id}:text", "criterion": c.id, "kind": "text", "value": want, "anchors": list(c.anchors)}
+        )
     names = {f.rsplit("/", 1)[-1] for f in files}
     for name in sorted(names):
         if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", c.expected):
-            checks.append({"id": f"{c.id}:cite:{name}", "criterion": c.id, "kind": "cite", "value": name, "anchors": list(c.anchors)})
+            checks.append(
+                {
+                    "id": f"{c.id}:cite:{name}",
+                    "criterion": c.id,
+                    "kind": "cite",
+                    "value": name,
+                    "anchors": list(c.anchors),
+                }
+            )
     for sheet, col, row in _CELL.findall(c.expected):
         ref = f"{sheet.strip()}!{col}{row}"
-        checks.append({"id": f"{c.id}:cite:{ref}", "criterion": c.id, "kind": "cite", "value": ref, "anchors": list(c.anchors)})
+        checks.append(
+            {"id": f"{c.id}:cite:{ref}", "criterion": c.id, "kind": "cite", "value": ref, "anchors": list(c.anchors)}
+        )
     return checks

@@ -56,16 +56,24 @@ def check_facts(ws: Workspace, ws_dir: Path, draft: GraphDraft) -> Graph:
             continue
         got = extract(ws_dir / n.file, n.locator)
         if not same_value(got, n.value):
-            dropped.append({"id": n.id, "reason": f"not recoverable: {n.locator.kind} gives {got!r}, claimed {n.value!r}"})
+            dropped.append(
+                {"id": n.id, "reason": f"not recoverable: {n.locator.kind} gives {got!r}, claimed {n.value!r}"}
+            )
             continue
         ids.add(n.id)
-        nodes.append(FactNode(id=n.id, file=n.file, field=n.field, value=n.value, locator=n.locator, role=roles[n.file]))
+        nodes.append(
+            FactNode(id=n.id, file=n.file, field=n.field, value=n.value, locator=n.locator, role=roles[n.file])
+        )
     edges = [e for e in draft.edges if e.src in ids and e.dst in ids]
-    dropped += [{"edge": f"{e.src}->{e.dst}", "reason": "endpoint dropped or unknown"} for e in draft.edges if e not in edges]
+    dropped += [
+        {"edge": f"{e.src}->{e.dst}", "reason": "endpoint dropped or unknown"} for e in draft.edges if e not in edges
+    ]
     return Graph(nodes=nodes, edges=edges, dropped=dropped)
 
 
 async def build_graph(ws: Workspace, ws_dir: Path, client: ModelClient, *, prompts_dir: Path | None = None) -> Graph:
-    text = prompts.render("graph", prompts_dir, seed=seed_brief(ws.seed), case=ws.case, files=workspace_view(ws, ws_dir))
+    text = prompts.render(
+        "graph", prompts_dir, seed=seed_brief(ws.seed), case=ws.case, files=workspace_view(ws, ws_dir)
+    )
     draft = await ask_json(client, [{"role": "user", "content": text}], GraphDraft, role="grapher")
     return check_facts(ws, ws_dir, draft)

@@ -18,7 +18,9 @@ Mode = Literal["anchored", "unanchored"]
 
 
 def deliverables_view(spec: Spec, deliverables: Path) -> str:
-    return format_deliverables(spec, artifacts.render_deliverables([d.model_dump() for d in spec.deliverables], str(deliverables)))
+    return format_deliverables(
+        spec, artifacts.render_deliverables([d.model_dump() for d in spec.deliverables], str(deliverables))
+    )
 
 
 def format_deliverables(spec: Spec, texts: dict[str, str]) -> str:
@@ -55,12 +57,23 @@ def evidence_view(spec: Spec, graph: Graph, ws_dir: Path, removed: frozenset[str
 
 def rubric_view(spec: Spec, mode: Mode) -> str:
     if mode == "anchored":
-        return json.dumps({"criteria": [c.model_dump() for c in spec.criteria],
-                           "negatives": [n.model_dump() for n in spec.negatives]}, indent=1)
-    return json.dumps({"criteria": [{"id": c.id, "artifact": c.artifact, "requirement": c.requirement, "weight": c.weight}
-                                    for c in spec.criteria],
-                       "negatives": [{"id": n.id, "artifact": n.artifact, "forbidden": n.forbidden} for n in spec.negatives]},
-                      indent=1)
+        return json.dumps(
+            {
+                "criteria": [c.model_dump() for c in spec.criteria],
+                "negatives": [n.model_dump() for n in spec.negatives],
+            },
+            indent=1,
+        )
+    return json.dumps(
+        {
+            "criteria": [
+                {"id": c.id, "artifact": c.artifact, "requirement": c.requirement, "weight": c.weight}
+                for c in spec.criteria
+            ],
+            "negatives": [{"id": n.id, "artifact": n.artifact, "forbidden": n.forbidden} for n in spec.negatives],
+        },
+        indent=1,
+    )
 
 
 def _check(spec: Spec):
@@ -74,23 +87,62 @@ def _check(spec: Spec):
         bad = [x.id for x in v.violations if x.id not in negatives]
         if bad:
             raise ValueError(f"violations must name negative criteria {sorted(negatives)} (got {bad})")
+
     return check
 
 
-async def judge(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path, client: ModelClient, *,
-                mode: Mode = "anchored", removed: frozenset[str] = frozenset(), prompts_dir: Path | None = None) -> JudgeVerdict:
-    return await judge_view(spec, graph, ws_dir, deliverables_view(spec, deliverables), client, mode=mode,
-                            removed=removed, prompts_dir=prompts_dir)
+async def judge(
+    spec: Spec,
+    graph: Graph,
+    ws_dir: Path,
+    deliverables: Path,
+    client: ModelClient,
+    *,
+    mode: Mode = "anchored",
+    removed: frozenset[str] = frozenset(),
+    prompts_dir: Path | None = None,
+) -> JudgeVerdict:
+    return await judge_view(
+        spec,
+        graph,
+        ws_dir,
+        deliverables_view(spec, deliverables),
+        client,
+        mode=mode,
+        removed=removed,
+        prompts_dir=prompts_dir,
+    )
 
 
-async def judge_view(spec: Spec, graph: Graph, ws_dir: Path, deliverables: str, client: ModelClient, *,
-                     mode: Mode = "anchored", removed: frozenset[str] = frozenset(), prompts_dir: Path | None = None) -> JudgeVerdict:
+async def judge_view(
+    spec: Spec,
+    graph: Graph,
+    ws_dir: Path,
+    deliverables: str,
+    client: ModelClient,
+    *,
+    mode: Mode = "anchored",
+    removed: frozenset[str] = frozenset(),
+    prompts_dir: Path | None = None,
+) -> JudgeVerdict:
     """The judge over deliverables already rendered as text (`format_deliverables`)."""
     evidence = evidence_view(spec, graph, ws_dir, removed) if mode == "anchored" else "(not provided)"
-    text = prompts.render(f"judge_{mode}", prompts_dir, statement=spec.statement, rubric=rubric_view(spec, mode),
-                          evidence=evidence, deliverables=deliverables)
-    return await ask_json(client, [{"role": "user", "content": text}], JudgeVerdict, role=f"judge ({mode})", check=_check(spec),
-                          strict=True)
+    text = prompts.render(
+        f"judge_{mode}",
+        prompts_dir,
+        statement=spec.statement,
+        rubric=rubric_view(spec, mode),
+        evidence=evidence,
+        deliverables=deliverables,
+    )
+    return await ask_json(
+        client,
+        [{"role": "user", "content": text}],
+        JudgeVerdict,
+        role=f"judge ({mode})",
+        check=_check(spec),
+        strict=True,
+    )
 
 
 def quality(spec: Spec, verdict: JudgeVerdict) -> float:

@@ -12,15 +12,29 @@ DATA = Path(__file__).parent / "data" / "onet"
 
 # SOC 2018 major groups: the sector of an occupation is its code's first two digits.
 SECTORS = {
-    "11": "Management", "13": "Business and Financial Operations", "15": "Computer and Mathematical",
-    "17": "Architecture and Engineering", "19": "Life, Physical, and Social Science",
-    "21": "Community and Social Service", "23": "Legal", "25": "Educational Instruction and Library",
-    "27": "Arts, Design, Entertainment, Sports, and Media", "29": "Healthcare Practitioners and Technical",
-    "31": "Healthcare Support", "33": "Protective Service", "35": "Food Preparation and Serving Related",
-    "37": "Building and Grounds Cleaning and Maintenance", "39": "Personal Care and Service",
-    "41": "Sales and Related", "43": "Office and Administrative Support", "45": "Farming, Fishing, and Forestry",
-    "47": "Construction and Extraction", "49": "Installation, Maintenance, and Repair", "51": "Production",
-    "53": "Transportation and Material Moving", "55": "Military Specific",
+    "11": "Management",
+    "13": "Business and Financial Operations",
+    "15": "Computer and Mathematical",
+    "17": "Architecture and Engineering",
+    "19": "Life, Physical, and Social Science",
+    "21": "Community and Social Service",
+    "23": "Legal",
+    "25": "Educational Instruction and Library",
+    "27": "Arts, Design, Entertainment, Sports, and Media",
+    "29": "Healthcare Practitioners and Technical",
+    "31": "Healthcare Support",
+    "33": "Protective Service",
+    "35": "Food Preparation and Serving Related",
+    "37": "Building and Grounds Cleaning and Maintenance",
+    "39": "Personal Care and Service",
+    "41": "Sales and Related",
+    "43": "Office and Administrative Support",
+    "45": "Farming, Fishing, and Forestry",
+    "47": "Construction and Extraction",
+    "49": "Installation, Maintenance, and Repair",
+    "51": "Production",
+    "53": "Transportation and Material Moving",
+    "55": "Military Specific",
 }
 
 

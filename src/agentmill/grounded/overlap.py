@@ -33,7 +33,9 @@ def _generated_grams(task_dir: Path, n: int) -> set:
     task = load_task(task_dir)
     grams = set(ngrams(task.instruction, n))
     ws = Path(task_dir) / "environment" / "workspace"
-    for f in sorted(p for p in ws.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix.lower() in readers.READABLE):
+    for f in sorted(
+        p for p in ws.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix.lower() in readers.READABLE
+    ):
         try:
             grams |= ngrams(readers.plain_text(f), n)
         except readers.UnreadableFile:
@@ -53,11 +55,13 @@ def rank_similar(task_dirs: list[Path], benchmarks: list[str], *, n: int = 13, t
     rows = []
     for d in task_dirs:
         mine = _generated_grams(d, n)
-        for name, path, grams in bench:
+        for name, _path, grams in bench:
             if not grams:
                 continue
             shared = len(grams & mine)
-            rows.append({"task": Path(d).name, "benchmark": name, "shared": shared, "similarity": round(shared / len(grams), 4)})
+            rows.append(
+                {"task": Path(d).name, "benchmark": name, "shared": shared, "similarity": round(shared / len(grams), 4)}
+            )
     rows.sort(key=lambda r: (-r["similarity"], -r["shared"], r["task"], r["benchmark"]))
     return rows[:top]
 
@@ -67,9 +71,13 @@ def occupation_overlap(task_dirs: list[Path], benchmarks: list[str]) -> dict:
     bench = {t.name: _occupation(t.path) for t in benchmark_tasks(benchmarks)}
     known = {name: o for name, o in bench.items() if o}
     covered = sorted(name for name, o in known.items() if o in ours)
-    return {"benchmark_tasks": len(bench), "with_occupation": len(known), "covered": covered,
-            "covered_share": round(len(covered) / len(known), 4) if known else None,
-            "generated_occupations": len(ours)}
+    return {
+        "benchmark_tasks": len(bench),
+        "with_occupation": len(known),
+        "covered": covered,
+        "covered_share": round(len(covered) / len(known), 4) if known else None,
+        "generated_occupations": len(ours),
+    }
 
 
 def win_rate_by_coverage(comparisons: list[dict], system: str, covered: set[str]) -> dict:

@@ -54,8 +54,14 @@ def _pairs(outcomes: list[tuple[str, str, str]], index: dict[str, int]) -> list[
     return data
 
 
-def fit(outcomes: list[tuple[str, str, str]], systems: list[str], *, anchor: str, anchor_rating: float = 1667.0,
-        alpha: float = 0.0) -> dict[str, float]:
+def fit(
+    outcomes: list[tuple[str, str, str]],
+    systems: list[str],
+    *,
+    anchor: str,
+    anchor_rating: float = 1667.0,
+    alpha: float = 0.0,
+) -> dict[str, float]:
     """Elo-scale Bradley-Terry ratings. alpha > 0 adds choix's L2 regularisation (needed when a
     system never loses or never wins: the maximum-likelihood estimate then does not exist)."""
     import choix
@@ -63,14 +69,26 @@ def fit(outcomes: list[tuple[str, str, str]], systems: list[str], *, anchor: str
 
     index = {s: i for i, s in enumerate(systems)}
     data = _pairs(outcomes, index)
-    theta = np.asarray(choix.opt_pairwise(len(systems), data, alpha=alpha) if alpha > 0
-                       else choix.ilsr_pairwise(len(systems), data, alpha=0.0))
+    theta = np.asarray(
+        choix.opt_pairwise(len(systems), data, alpha=alpha)
+        if alpha > 0
+        else choix.ilsr_pairwise(len(systems), data, alpha=0.0)
+    )
     base = theta[index[anchor]]
     return {s: float(anchor_rating + ELO * (theta[i] - base)) for s, i in index.items()}
 
 
-def ratings(outcomes: list[tuple[str, str, str]], systems: list[str], *, anchor: str, anchor_rating: float = 1667.0,
-            bootstrap: int = 1000, seed: int = 0, alpha: float = 0.01, level: float = 0.95) -> list[Rating]:
+def ratings(
+    outcomes: list[tuple[str, str, str]],
+    systems: list[str],
+    *,
+    anchor: str,
+    anchor_rating: float = 1667.0,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.01,
+    level: float = 0.95,
+) -> list[Rating]:
     point = fit(outcomes, systems, anchor=anchor, anchor_rating=anchor_rating, alpha=alpha)
     rng = random.Random(seed)
     samples: dict[str, list[float]] = {s: [] for s in systems}
@@ -90,8 +108,9 @@ def ratings(outcomes: list[tuple[str, str, str]], systems: list[str], *, anchor:
 
 async def compare(spec: Spec, a: Path, b: Path, client: ModelClient, *, prompts_dir: Path | None = None) -> str:
     """'A', 'B' or 'tie' for two deliverable folders of the same task."""
-    text = prompts.render("pairwise", prompts_dir, statement=spec.statement,
-                          a=deliverables_view(spec, a), b=deliverables_view(spec, b))
+    text = prompts.render(
+        "pairwise", prompts_dir, statement=spec.statement, a=deliverables_view(spec, a), b=deliverables_view(spec, b)
+    )
     verdict = await ask_json(client, [{"role": "user", "content": text}], PairVerdict, role="pairwise judge")
     return verdict.winner
 
@@ -112,8 +131,14 @@ def runs_by_task(folder: Path) -> dict[str, Path]:
     return out
 
 
-async def compare_systems(tasks: dict[str, Spec], systems: dict[str, Path], client: ModelClient, *,
-                          prompts_dir: Path | None = None, tasks_out: list | None = None) -> list[tuple[str, str, str]]:
+async def compare_systems(
+    tasks: dict[str, Spec],
+    systems: dict[str, Path],
+    client: ModelClient,
+    *,
+    prompts_dir: Path | None = None,
+    tasks_out: list | None = None,
+) -> list[tuple[str, str, str]]:
     """Every pair of systems on every task both have a run for; the order shown to the judge
     alternates, so neither system is always 'A'. `tasks_out` receives each comparison's task."""
     runs = {name: runs_by_task(folder) for name, folder in systems.items()}
@@ -121,7 +146,7 @@ async def compare_systems(tasks: dict[str, Spec], systems: dict[str, Path], clie
     outcomes, flip = [], False
     for task, spec in sorted(tasks.items()):
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 if task not in runs[a] or task not in runs[b]:
                     continue
                 first, second = (b, a) if flip else (a, b)

@@ -21,28 +21,51 @@ class Pattern:
 
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("data analysis and reporting", ("analy", "statistic", "data", "trend"), "spreadsheet"),
-    Pattern("research and source synthesis", ("research", "literature", "investigat", "gather information"), "document"),
-    Pattern("financial modeling and budgeting", ("budget", "financ", "cost", "price", "pricing", "revenue"), "spreadsheet"),
+    Pattern(
+        "research and source synthesis", ("research", "literature", "investigat", "gather information"), "document"
+    ),
+    Pattern(
+        "financial modeling and budgeting", ("budget", "financ", "cost", "price", "pricing", "revenue"), "spreadsheet"
+    ),
     Pattern("forecasting and planning", ("forecast", "project future", "estimat", "plan"), "spreadsheet"),
     Pattern("compliance and policy review", ("complian", "regulat", "policy", "policies", "legal", "law"), "document"),
     Pattern("audit and reconciliation", ("audit", "reconcil", "verify", "discrepanc", "inspect record"), "tabular"),
     Pattern("scheduling and resource allocation", ("schedul", "allocat", "assign", "staffing"), "tabular"),
     Pattern("inventory and logistics tracking", ("inventor", "shipment", "logistic", "supplies", "stock"), "tabular"),
     Pattern("record keeping and data entry", ("record", "maintain files", "log ", "database", "enter data"), "tabular"),
-    Pattern("document drafting and editing", ("write", "writing", "draft", "edit", "prepare report", "prepare documentation"), "document"),
+    Pattern(
+        "document drafting and editing",
+        ("write", "writing", "draft", "edit", "prepare report", "prepare documentation"),
+        "document",
+    ),
     Pattern("communication and correspondence", ("correspond", "communicat", "notify", "email", "letter"), "document"),
     Pattern("evaluation and comparison", ("evaluat", "compar", "assess", "review"), "mixed"),
     Pattern("quality and performance monitoring", ("monitor", "quality", "performance", "measur"), "tabular"),
     Pattern("presentation and visualization", ("present", "chart", "graph", "visual", "map"), "spreadsheet"),
-    Pattern("procurement and vendor management", ("purchas", "procure", "vendor", "supplier", "contract", "bid"), "mixed"),
-    Pattern("technical specification and configuration", ("specification", "configur", "design", "program", "software", "code"), "structured"),
+    Pattern(
+        "procurement and vendor management", ("purchas", "procure", "vendor", "supplier", "contract", "bid"), "mixed"
+    ),
+    Pattern(
+        "technical specification and configuration",
+        ("specification", "configur", "design", "program", "software", "code"),
+        "structured",
+    ),
 )
 PATTERN_NAMES: tuple[str, ...] = tuple(p.name for p in PATTERNS)
 FILE_FAMILIES: tuple[str, ...] = ("spreadsheet", "tabular", "document", "mixed", "structured")
 
 # Real file formats -> family (used when a seed's real input files are known).
-FORMAT_FAMILY = {"xlsx": "spreadsheet", "xls": "spreadsheet", "csv": "tabular", "tsv": "tabular",
-                 "json": "structured", "docx": "document", "pdf": "document", "md": "document", "txt": "document"}
+FORMAT_FAMILY = {
+    "xlsx": "spreadsheet",
+    "xls": "spreadsheet",
+    "csv": "tabular",
+    "tsv": "tabular",
+    "json": "structured",
+    "docx": "document",
+    "pdf": "document",
+    "md": "document",
+    "txt": "document",
+}
 
 
 def _cue_re(cue: str) -> re.Pattern:

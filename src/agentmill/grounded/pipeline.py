@@ -69,9 +69,18 @@ def task_name(seed: Seed) -> str:
     return f"{slug}-{seed.seed_id}"
 
 
-async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, builder: ImageBuilder,
-                      settings: GroundSettings, clients: dict | None = None, *,
-                      environment: EnvironmentConfig | None = None, on_stage=None) -> SeedOutcome:
+async def ground_seed(
+    seed: Seed,
+    sources: Sources,
+    roles: Roles,
+    store: Path,
+    builder: ImageBuilder,
+    settings: GroundSettings,
+    clients: dict | None = None,
+    *,
+    environment: EnvironmentConfig | None = None,
+    on_stage=None,
+) -> SeedOutcome:
     """One seed through every stage. A stage finished by an earlier, interrupted run of the same
     store is taken from its checkpoint under work/<seed>/ (checkpoint.py), so a resumed seed goes
     on from its last finished step; `on_stage(stage)` reports each step as it starts."""
@@ -116,22 +125,38 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
         reached("teacher", "first run")
         role = "teacher"
         teacher = TerminusAgent(client("teacher"), max_turns=settings.max_turns)
-        task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
-                                       environment=environment)
+        task_dir = write_grounded_task(
+            work / "task",
+            ws,
+            ws_dir,
+            graph,
+            spec,
+            judge_threshold=settings.admission.threshold,
+            environment=environment,
+        )
         run = await run_teacher(task_dir, teacher, builder, work / "runs" / f"{statement_hash(spec)[:16]}-a0")
         if settings.revise:
             role = "reviser"
             revision = resume.load("revision.json", Revision)
             reached("revise", "resumed" if revision else "")
             if revision is None:
-                revised, changed, notes = await revise(ws, ws_dir, graph, spec, run, client("reviser"), prompts_dir=pdir)
+                revised, changed, notes = await revise(
+                    ws, ws_dir, graph, spec, run, client("reviser"), prompts_dir=pdir
+                )
                 revision = Revision(changed=changed, notes=notes, spec=revised)
                 resume.save("revision.json", revision)
             out.revised = revision.changed
             out.statement_changed = statement_hash(revision.spec) != statement_hash(spec)
             spec = revision.spec
-            task_dir = write_grounded_task(work / "task", ws, ws_dir, graph, spec, judge_threshold=settings.admission.threshold,
-                                           environment=environment)
+            task_dir = write_grounded_task(
+                work / "task",
+                ws,
+                ws_dir,
+                graph,
+                spec,
+                judge_threshold=settings.admission.threshold,
+                environment=environment,
+            )
         (work / "spec.json").write_text(spec.model_dump_json(indent=1))
         h = statement_hash(spec)[:16]
         for attempt in range(settings.attempts):
@@ -146,8 +171,15 @@ async def ground_seed(seed: Seed, sources: Sources, roles: Roles, store: Path, b
             run = await run_teacher(task_dir, teacher, builder, work / "runs" / name)
             role = "judge"
             reached("admission", f"attempt {attempt + 1}/{settings.attempts}: judge")
-            decision = await admit(run, spec, graph, task_dir / "environment" / "workspace", client("judge"),
-                                   policy=settings.admission, prompts_dir=pdir)
+            decision = await admit(
+                run,
+                spec,
+                graph,
+                task_dir / "environment" / "workspace",
+                client("judge"),
+                policy=settings.admission,
+                prompts_dir=pdir,
+            )
             attempt_out = AttemptOutcome(attempt=attempt, run=str(run.folder), reused=run.reused, admission=decision)
             resume.save(f"attempts/{name}.json", attempt_out)
             out.attempts.append(attempt_out)

@@ -21,11 +21,73 @@ from agentmill.grounded.records import Spec
 
 MIN_TRACE = 0.5
 _WORD = re.compile(r"[a-z][a-z]{2,}")
-_STOP = {"the", "and", "for", "with", "from", "that", "this", "such", "other", "into", "their", "them", "they", "have",
-         "been", "when", "which", "about", "through", "using", "used", "these", "those", "also", "each", "more", "must",
-         "should", "shows", "show", "gives", "give", "states", "state", "includes", "include", "contains", "contain",
-         "correct", "correctly", "value", "values", "data", "file", "files", "csv", "xlsx", "docx", "json", "txt", "all",
-         "any", "one", "its", "are", "has", "not", "per", "than", "then", "there", "where", "what", "who", "how"}
+_STOP = {
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "such",
+    "other",
+    "into",
+    "their",
+    "them",
+    "they",
+    "have",
+    "been",
+    "when",
+    "which",
+    "about",
+    "through",
+    "using",
+    "used",
+    "these",
+    "those",
+    "also",
+    "each",
+    "more",
+    "must",
+    "should",
+    "shows",
+    "show",
+    "gives",
+    "give",
+    "states",
+    "state",
+    "includes",
+    "include",
+    "contains",
+    "contain",
+    "correct",
+    "correctly",
+    "value",
+    "values",
+    "data",
+    "file",
+    "files",
+    "csv",
+    "xlsx",
+    "docx",
+    "json",
+    "txt",
+    "all",
+    "any",
+    "one",
+    "its",
+    "are",
+    "has",
+    "not",
+    "per",
+    "than",
+    "then",
+    "there",
+    "where",
+    "what",
+    "who",
+    "how",
+}
 _GROUP = {"spreadsheet": "table", "tabular": "table", "structured": "structured", "document": "document"}
 
 
@@ -52,15 +114,40 @@ def untraceable(spec: Spec, instruction_text: str) -> list[str]:
         found = len(words & asked) / len(words)
         if found < MIN_TRACE:
             missing = sorted(words - asked)
-            problems.append(f"criterion {c.id} asks for something the statement never requests "
-                            f"({found:.0%} of its requirement's words are in the instruction; not there: {', '.join(missing)}): "
-                            "ask for it in the statement or drop the criterion")
+            problems.append(
+                f"criterion {c.id} asks for something the statement never requests "
+                f"({found:.0%} of its requirement's words are in the instruction; not there: {', '.join(missing)}): "
+                "ask for it in the statement or drop the criterion"
+            )
     return problems
 
 
 # Words any table or note may have: sharing them is no shared subject.
-_GENERIC = {stem(w) for w in ("year", "date", "month", "day", "time", "name", "type", "min", "max", "total", "count",
-                              "number", "first", "last", "code", "description", "notes", "source", "index", "unnamed")}
+_GENERIC = {
+    stem(w)
+    for w in (
+        "year",
+        "date",
+        "month",
+        "day",
+        "time",
+        "name",
+        "type",
+        "min",
+        "max",
+        "total",
+        "count",
+        "number",
+        "first",
+        "last",
+        "code",
+        "description",
+        "notes",
+        "source",
+        "index",
+        "unnamed",
+    )
+}
 
 
 def family(path: str) -> str:
@@ -90,11 +177,15 @@ def confuser_problems(picks: list[tuple[str, str, Path]]) -> list[str]:
             continue
         same = [c for c, _ in cores if family(c) == family(name)]
         if not same:
-            problems.append(f"confuser {name} is a {family(name)} file, but the core files are {sorted({family(c) for c, _ in cores})}: "
-                            "a confuser must be of a core file's family")
+            problems.append(
+                f"confuser {name} is a {family(name)} file, but the core files are {sorted({family(c) for c, _ in cores})}: "
+                "a confuser must be of a core file's family"
+            )
             continue
         mine = subject(path, name)
         if not any(mine & subject(p, c) for c, p in cores if family(c) == family(name)):
-            problems.append(f"confuser {name} shares no subject with the core files (no word of its name or opening "
-                            "in theirs): a reader would not mistake it for them")
+            problems.append(
+                f"confuser {name} shares no subject with the core files (no word of its name or opening "
+                "in theirs): a reader would not mistake it for them"
+            )
     return problems

@@ -39,8 +39,12 @@ class Seed(_Record):
     evidence: Evidence
 
     def coverage_keys(self) -> dict[str, str]:
-        return {"occupation": self.occupation_code, "task_type": self.evidence.dwa_id,
-                "pattern": self.pattern, "file_family": self.file_family}
+        return {
+            "occupation": self.occupation_code,
+            "task_type": self.evidence.dwa_id,
+            "pattern": self.pattern,
+            "file_family": self.file_family,
+        }
 
 
 class WorkspaceFile(_Record):

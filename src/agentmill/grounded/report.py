@@ -29,10 +29,15 @@ def render(store: Path) -> str:
     sectors = sorted({s.sector for s in seeds})
     head = "".join(f"<th title='{html.escape(p)}'>{i + 1}</th>" for i, p in enumerate(PATTERN_NAMES))
     rows = "".join(
-        f"<tr><th>{html.escape(sec)}</th>" + "".join(
+        f"<tr><th>{html.escape(sec)}</th>"
+        + "".join(
             f"<td class='{'hit' if cells[(sec, p)] else ('plan' if planned[(sec, p)] else '')}'>"
-            f"{cells[(sec, p)] or (planned[(sec, p)] and '·') or ''}</td>" for p in PATTERN_NAMES) + "</tr>"
-        for sec in sectors)
+            f"{cells[(sec, p)] or (planned[(sec, p)] and '·') or ''}</td>"
+            for p in PATTERN_NAMES
+        )
+        + "</tr>"
+        for sec in sectors
+    )
     legend = "".join(f"<li>{html.escape(p)}</li>" for p in PATTERN_NAMES)
     stages = Counter(o.stage if o.error is None else f"failed at {o.stage} ({o.fault})" for o in outcomes)
     gates = Counter(a.admission.gate for o in outcomes for a in o.attempts)
@@ -41,8 +46,11 @@ def render(store: Path) -> str:
     scores = [a.admission.quality for o in outcomes for a in o.attempts if a.admission.quality is not None]
     bins = Counter(min(9, int(q * 10)) for q in scores)
     top = max(bins.values(), default=1)
-    hist = "".join(f"<div class='bar'><span style='height:{100 * bins[b] / top:.0f}px'></span>"
-                   f"<small>{b / 10:.1f}</small><small>{bins[b]}</small></div>" for b in range(10))
+    hist = "".join(
+        f"<div class='bar'><span style='height:{100 * bins[b] / top:.0f}px'></span>"
+        f"<small>{b / 10:.1f}</small><small>{bins[b]}</small></div>"
+        for b in range(10)
+    )
     facts = sum(o.nodes_kept for o in outcomes), sum(o.nodes_dropped for o in outcomes)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>agentmill ground: {html.escape(store.name)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:12px}}

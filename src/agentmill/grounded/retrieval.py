@@ -76,7 +76,11 @@ class FileIndex:
             return []
         scores = self._bm25.get_scores(tokens(query))
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], self.paths[i]))[:k]
-        return [Hit(self.paths[i], float(scores[i]), re.sub(r"\s+", " ", self.texts[i][:240])) for i in order if scores[i] > 0]
+        return [
+            Hit(self.paths[i], float(scores[i]), re.sub(r"\s+", " ", self.texts[i][:240]))
+            for i in order
+            if scores[i] > 0
+        ]
 
     def resolve(self, path: str) -> Path | None:
         """The file behind an indexed path; None for anything not indexed."""

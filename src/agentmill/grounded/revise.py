@@ -43,16 +43,36 @@ def merge(spec: Spec, changes: Changes) -> tuple[Spec, list[str]]:
 
 
 def run_view(run: TeacherRun, spec: Spec) -> str:
-    steps = [f"[{s.source}] {truncate_middle(s.message or '', 1500)}" for s in run.trajectory.steps if s.source != "system"]
-    return (f"outcome: {run.result.outcome.value}, artifact checks reward: {run.result.reward}\n"
-            f"checks:\n{run.result.verifier_stdout.strip()}\n\ntrajectory:\n" + "\n".join(steps[-30:]) +
-            "\n\ndeliverables:\n" + deliverables_view(spec, run.deliverables))
+    steps = [
+        f"[{s.source}] {truncate_middle(s.message or '', 1500)}" for s in run.trajectory.steps if s.source != "system"
+    ]
+    return (
+        f"outcome: {run.result.outcome.value}, artifact checks reward: {run.result.reward}\n"
+        f"checks:\n{run.result.verifier_stdout.strip()}\n\ntrajectory:\n"
+        + "\n".join(steps[-30:])
+        + "\n\ndeliverables:\n"
+        + deliverables_view(spec, run.deliverables)
+    )
 
 
-async def revise(ws: Workspace, ws_dir: Path, graph: Graph, spec: Spec, run: TeacherRun, client: ModelClient, *,
-                 prompts_dir: Path | None = None) -> tuple[Spec, list[str], str]:
-    text = prompts.render("revise", prompts_dir, files=workspace_view(ws, ws_dir), graph=graph_view(graph),
-                          spec=spec.model_dump_json(indent=1), run=run_view(run, spec))
+async def revise(
+    ws: Workspace,
+    ws_dir: Path,
+    graph: Graph,
+    spec: Spec,
+    run: TeacherRun,
+    client: ModelClient,
+    *,
+    prompts_dir: Path | None = None,
+) -> tuple[Spec, list[str], str]:
+    text = prompts.render(
+        "revise",
+        prompts_dir,
+        files=workspace_view(ws, ws_dir),
+        graph=graph_view(graph),
+        spec=spec.model_dump_json(indent=1),
+        run=run_view(run, spec),
+    )
 
     def check(r: Revision) -> None:
         merged, _ = merge(spec, r.changes)

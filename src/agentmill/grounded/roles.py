@@ -1,10 +1,10 @@
 """Model roles. Each role is its own OpenAI-compatible endpoint, configured in the ground TOML:
 
-    [roles.teacher]
-    base_url = "http://127.0.0.1:8000/v1"
-    model = "glm-5.2"
-    api_key_env = "TEACHER_KEY"   # optional
-    temperature = 0.7
+[roles.teacher]
+base_url = "http://127.0.0.1:8000/v1"
+model = "glm-5.2"
+api_key_env = "TEACHER_KEY"   # optional
+temperature = 0.7
 """
 
 from __future__ import annotations
@@ -43,10 +43,16 @@ class Roles(BaseModel):
 
     def client(self, role: str, **kw) -> ModelClient:
         ep: Endpoint = getattr(self, role) or getattr(self, FALLBACK[role])
-        return ModelClient.from_env(base_url=ep.base_url, model=ep.model, api_key_env=ep.api_key_env,
-                                    key_hint=f"[roles.{role if getattr(self, role) else FALLBACK[role]}] api_key_env",
-                                    sampling=SamplingParams(temperature=ep.temperature, max_tokens=ep.max_tokens),
-                                    timeout=ep.timeout, max_retries=ep.max_retries, **kw)
+        return ModelClient.from_env(
+            base_url=ep.base_url,
+            model=ep.model,
+            api_key_env=ep.api_key_env,
+            key_hint=f"[roles.{role if getattr(self, role) else FALLBACK[role]}] api_key_env",
+            sampling=SamplingParams(temperature=ep.temperature, max_tokens=ep.max_tokens),
+            timeout=ep.timeout,
+            max_retries=ep.max_retries,
+            **kw,
+        )
 
 
 def role_probes(roles: Roles, names: list[str], where: str) -> list:
@@ -57,6 +63,13 @@ def role_probes(roles: Roles, names: list[str], where: str) -> list:
     for role in names:
         section = role if getattr(roles, role) is not None else FALLBACK[role]
         ep: Endpoint = getattr(roles, section)
-        probes.append(Probe(role=role, base_url=ep.base_url, model=ep.model, api_key_env=ep.api_key_env,
-                            key_hint=f"[roles.{section}] api_key_env in {where}"))
+        probes.append(
+            Probe(
+                role=role,
+                base_url=ep.base_url,
+                model=ep.model,
+                api_key_env=ep.api_key_env,
+                key_hint=f"[roles.{section}] api_key_env in {where}",
+            )
+        )
     return probes

@@ -1,13 +1,13 @@
 """A ground run over many seeds, into a store folder:
 
-    <store>/config.json      the run's configuration (endpoints' keys never: only variable names)
-    <store>/seeds.jsonl      the selected seeds, in greedy coverage order
-    <store>/results/<seed>.json   one SeedOutcome per seed (a finished seed is skipped on resume)
-    <store>/work/<seed>/     workspace, workspace.json (roles), graph, specs, teacher runs
-    <store>/tasks/<name>/    admitted task folders (the recipe source)
-    <store>/sft/trials/<id>/ admitted teacher runs, in a rollout folder's layout (`agentmill export <store>/sft`)
-    <store>/funnel.json      seeds per stage reached and attempts per admission gate
-    <store>/coverage.json    greedy coverage re-applied to the admitted tasks' real file families
+<store>/config.json      the run's configuration (endpoints' keys never: only variable names)
+<store>/seeds.jsonl      the selected seeds, in greedy coverage order
+<store>/results/<seed>.json   one SeedOutcome per seed (a finished seed is skipped on resume)
+<store>/work/<seed>/     workspace, workspace.json (roles), graph, specs, teacher runs
+<store>/tasks/<name>/    admitted task folders (the recipe source)
+<store>/sft/trials/<id>/ admitted teacher runs, in a rollout folder's layout (`agentmill export <store>/sft`)
+<store>/funnel.json      seeds per stage reached and attempts per admission gate
+<store>/coverage.json    greedy coverage re-applied to the admitted tasks' real file families
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.grounded.admission import Admission
 from agentmill.grounded.assemble import Sources
@@ -34,6 +33,7 @@ from agentmill.grounded.roles import Roles
 from agentmill.grounded.seeds import candidate_seeds, greedy_cover, real_family_keys, select_seeds
 from agentmill.grounded.store_io import read_record, read_seeds
 from agentmill.images import ImageBuilder
+from agentmill.runtime.atomic import write_text_atomic
 
 
 class GroundConfig(BaseModel):
@@ -59,7 +59,7 @@ class GroundConfig(BaseModel):
         return v
 
     @classmethod
-    def load(cls, path: Path) -> "GroundConfig":
+    def load(cls, path: Path) -> GroundConfig:
         try:
             raw = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
@@ -109,20 +109,36 @@ def choose_seeds(config: GroundConfig) -> list[Seed]:
     return select_seeds(pool, config.seeds)
 
 
-async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder | None = None,
-                     seeds: list[Seed] | None = None, on_done=None, on_stage=None) -> list[SeedOutcome]:
+async def run_ground(
+    config: GroundConfig,
+    store: Path,
+    *,
+    builder: ImageBuilder | None = None,
+    seeds: list[Seed] | None = None,
+    on_done=None,
+    on_stage=None,
+) -> list[SeedOutcome]:
     """`on_stage(seed_id, stage)` is called as each seed reaches a stage (progress while a teacher runs)."""
     seeds = seeds if seeds is not None else choose_seeds(config)
     results_dir = store / "results"
-    finished = {s.seed_id: read_record(p, SeedOutcome, hint="; delete it to run that seed again")
-                for s in seeds if (p := results_dir / f"{s.seed_id}.json").exists()}  # all checked before any work
+    finished = {
+        s.seed_id: read_record(p, SeedOutcome, hint="; delete it to run that seed again")
+        for s in seeds
+        if (p := results_dir / f"{s.seed_id}.json").exists()
+    }  # all checked before any work
     store.mkdir(parents=True, exist_ok=True)
     (store / "config.json").write_text(config.model_dump_json(indent=1))
     (store / "seeds.jsonl").write_text("".join(s.model_dump_json() + "\n" for s in seeds))
     srcs = sources(config)
-    (store / "sources.json").write_text(json.dumps(
-        {name: {"root": str(root), "files": srcs.counts[name], "skipped": srcs.skipped[name]} for name, root in srcs.roots.items()},
-        indent=1))
+    (store / "sources.json").write_text(
+        json.dumps(
+            {
+                name: {"root": str(root), "files": srcs.counts[name], "skipped": srcs.skipped[name]}
+                for name, root in srcs.roots.items()
+            },
+            indent=1,
+        )
+    )
     builder = builder or ImageBuilder()
     results_dir.mkdir(exist_ok=True)
     clients: dict = {}  # one client per role, shared by the seeds in flight
@@ -135,11 +151,21 @@ async def run_ground(config: GroundConfig, store: Path, *, builder: ImageBuilder
         else:
             try:
                 async with gate:
-                    outcome = await ground_seed(seed, srcs, config.roles, store, builder, config.settings, clients,
-                                                environment=config.environment,
-                                                on_stage=(lambda stage, sid=seed.seed_id: on_stage(sid, stage)) if on_stage else None)
+                    outcome = await ground_seed(
+                        seed,
+                        srcs,
+                        config.roles,
+                        store,
+                        builder,
+                        config.settings,
+                        clients,
+                        environment=config.environment,
+                        on_stage=(lambda stage, sid=seed.seed_id: on_stage(sid, stage)) if on_stage else None,
+                    )
             except Exception as e:  # noqa: BLE001 - a bug or an OS error in one seed never stops the others
-                outcome = SeedOutcome(seed_id=seed.seed_id, stage="harness", error=f"{type(e).__name__}: {e}", fault="harness")
+                outcome = SeedOutcome(
+                    seed_id=seed.seed_id, stage="harness", error=f"{type(e).__name__}: {e}", fault="harness"
+                )
             else:  # not written for a harness or endpoint failure: the next run tries that seed again
                 if not infra_failed(outcome):
                     write_text_atomic(done, outcome.model_dump_json(indent=1))
@@ -166,22 +192,37 @@ def used_roles(config: GroundConfig) -> list[str]:
 def infra_failed(outcome: SeedOutcome) -> bool:
     """The seed stopped because an endpoint failed: never a finished result (the next run retries it)."""
     return outcome.error is not None and (outcome.fault or "").startswith(("endpoint:", "harness"))
+
+
 def _judged_by_admission(path: Path, admission: Admission) -> None:
     """A teacher run that ended unjudged (no judge inside the trial) was judged by admission: its
     checks passed and the rubric's quality reached the threshold, so the copy kept for SFT is passed."""
     result = json.loads(path.read_text())
     if result.get("outcome") != "unjudged":
         return
-    result.update(outcome="passed", reward=1.0, exception=None,
-                  rewards={**result.get("rewards", {}), "rubric_quality": admission.quality, "reward": 1.0})
+    result.update(
+        outcome="passed",
+        reward=1.0,
+        exception=None,
+        rewards={**result.get("rewards", {}), "rubric_quality": admission.quality, "reward": 1.0},
+    )
     path.write_text(json.dumps(result, indent=1))
 
 
 def finish(store: Path, seeds: list[Seed], outcomes: list[SeedOutcome]) -> None:
     stages = Counter(o.stage if o.error is None else f"failed at {o.stage} ({o.fault})" for o in outcomes)
     gates = Counter(a.admission.gate for o in outcomes for a in o.attempts)
-    (store / "funnel.json").write_text(json.dumps({"seeds": len(outcomes), "stages": dict(stages), "attempts": dict(gates),
-                                                   "admitted_tasks": sum(1 for o in outcomes if o.task)}, indent=1))
+    (store / "funnel.json").write_text(
+        json.dumps(
+            {
+                "seeds": len(outcomes),
+                "stages": dict(stages),
+                "attempts": dict(gates),
+                "admitted_tasks": sum(1 for o in outcomes if o.task),
+            },
+            indent=1,
+        )
+    )
     sft = store / "sft" / "trials"
     shutil.rmtree(sft, ignore_errors=True)
     sft.mkdir(parents=True)

@@ -20,8 +20,31 @@ from agentmill.grounded.records import Evidence, Seed
 
 DIGITAL = {"E1", "E2"}
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
-_STOP = {"with", "from", "that", "this", "such", "other", "into", "their", "them", "they", "have", "been",
-         "when", "which", "about", "through", "using", "used", "these", "those", "also", "each", "more"}
+_STOP = {
+    "with",
+    "from",
+    "that",
+    "this",
+    "such",
+    "other",
+    "into",
+    "their",
+    "them",
+    "they",
+    "have",
+    "been",
+    "when",
+    "which",
+    "about",
+    "through",
+    "using",
+    "used",
+    "these",
+    "those",
+    "also",
+    "each",
+    "more",
+}
 
 
 def content_words(text: str) -> set[str]:
@@ -67,10 +90,19 @@ def candidate_seeds(data_dir: Path = onet.DATA, *, stats: dict | None = None) ->
         if not supported(requirement, f"{evidence.task} {evidence.dwa_title}", cue):
             counts["unsupported"] += 1
             continue
-        out.append(Seed(seed_id=seed_id(code, task_id, evidence.dwa_id), occupation_code=code,
-                        occupation=occupations.get(code, r["Title"]), sector=onet.sector(code),
-                        task_type=evidence.dwa_title, requirement=requirement, pattern=pattern.name,
-                        file_family=pattern.file_family, evidence=evidence))
+        out.append(
+            Seed(
+                seed_id=seed_id(code, task_id, evidence.dwa_id),
+                occupation_code=code,
+                occupation=occupations.get(code, r["Title"]),
+                sector=onet.sector(code),
+                task_type=evidence.dwa_title,
+                requirement=requirement,
+                pattern=pattern.name,
+                file_family=pattern.file_family,
+                evidence=evidence,
+            )
+        )
     counts["seeds"] = len(out)
     if stats is not None:
         stats.update(counts)
@@ -89,7 +121,7 @@ def greedy_cover(items: Iterable, keys, k: int) -> list:
     for item in items:
         f = set()
         for dim, value in keys(item).items():
-            for v in (value if isinstance(value, (list, tuple, set, frozenset)) else [value]):
+            for v in value if isinstance(value, (list, tuple, set, frozenset)) else [value]:
                 f.add((dim, v))
         feats.append(f)
     heap = [(-len(f), i) for i, f in enumerate(feats)]

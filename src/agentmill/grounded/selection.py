@@ -22,7 +22,9 @@ class Candidate(BaseModel):
     unanchored: float  # unanchored judge quality
 
 
-def select_arms(pool: dict[str, list[Candidate]], *, threshold: float = 0.95, seed: int = 0) -> dict[str, dict[str, str]]:
+def select_arms(
+    pool: dict[str, list[Candidate]], *, threshold: float = 0.95, seed: int = 0
+) -> dict[str, dict[str, str]]:
     """arm -> {query: chosen run}. Ties go to the earlier candidate."""
     rng = random.Random(seed)
     arms: dict[str, dict[str, str]] = {"anchored": {}, "unanchored": {}, "random": {}}

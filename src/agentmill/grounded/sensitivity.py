@@ -33,12 +33,23 @@ def citing(spec: Spec, graph: Graph, removed: str) -> list[str]:
     return [c.id for c in spec.criteria if hit & set(c.anchors)]
 
 
-async def sensitivity(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path, client: ModelClient, removed: str, *,
-                      prompts_dir: Path | None = None, kind: Kind | None = None) -> SensitivityReport:
+async def sensitivity(
+    spec: Spec,
+    graph: Graph,
+    ws_dir: Path,
+    deliverables: Path,
+    client: ModelClient,
+    removed: str,
+    *,
+    prompts_dir: Path | None = None,
+    kind: Kind | None = None,
+) -> SensitivityReport:
     """`kind` None: the file is removed from the judge's view; else its cited facts are corrupted so."""
     before = await judge(spec, graph, ws_dir, deliverables, client, prompts_dir=prompts_dir)
     if kind is None:
-        after = await judge(spec, graph, ws_dir, deliverables, client, removed=frozenset({removed}), prompts_dir=prompts_dir)
+        after = await judge(
+            spec, graph, ws_dir, deliverables, client, removed=frozenset({removed}), prompts_dir=prompts_dir
+        )
     else:
         with tempfile.TemporaryDirectory(prefix="agentmill-corrupt-") as tmp:
             bad_graph, bad_ws = corrupt(kind, graph, ws_dir, removed, Path(tmp))
@@ -49,7 +60,11 @@ async def sensitivity(spec: Spec, graph: Graph, ws_dir: Path, deliverables: Path
     cited = citing(spec, graph, removed.split(":", 1)[1] if kind else removed)
     others = [c.id for c in spec.criteria if c.id not in cited]
     return SensitivityReport(
-        removed=removed, cited=cited, others=others, before=b, after=a,
+        removed=removed,
+        cited=cited,
+        others=others,
+        before=b,
+        after=a,
         mean_drop_cited=sum(b[c] - a[c] for c in cited) / len(cited) if cited else None,
-        mean_abs_change_others=sum(abs(b[c] - a[c]) for c in others) / len(others) if others else None)
-
+        mean_abs_change_others=sum(abs(b[c] - a[c]) for c in others) / len(others) if others else None,
+    )

@@ -19,4 +19,6 @@ def load_grounded_tasks(store_dir: Path | str) -> list[Path]:
     root = Path(store_dir).expanduser() / "tasks"
     if not root.is_dir():
         raise AgentmillError(f"{store_dir}: not a ground store (no tasks/ folder)")
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "instruction.md").is_file() and (p / "task.toml").is_file())
+    return sorted(
+        p for p in root.iterdir() if p.is_dir() and (p / "instruction.md").is_file() and (p / "task.toml").is_file()
+    )

@@ -19,14 +19,19 @@ from agentmill.models import ModelClient
 
 OUTPUT_DIR = "/app/output"
 # Words that would tell the agent which files matter: the hidden roles' names and the word "role".
-_ROLE_WORDS = re.compile(r"\b(confusers?|ambient|core files?|supporting files?|hidden roles?|file roles?|evidence graph|anchors?)\b",
-                         re.IGNORECASE)
+_ROLE_WORDS = re.compile(
+    r"\b(confusers?|ambient|core files?|supporting files?|hidden roles?|file roles?|evidence graph|anchors?)\b",
+    re.IGNORECASE,
+)
 
 
 def instruction(spec: Spec) -> str:
     """What the agent reads: the statement and where and how to save each deliverable."""
-    lines = [spec.statement.strip(), "", "The files you need are in /app. Save your deliverables in "
-             f"{OUTPUT_DIR}/ (create it):"]
+    lines = [
+        spec.statement.strip(),
+        "",
+        f"The files you need are in /app. Save your deliverables in {OUTPUT_DIR}/ (create it):",
+    ]
     for d in spec.deliverables:
         extra = []
         if d.sheets:
@@ -78,11 +83,22 @@ def validate(spec: Spec, graph: Graph) -> None:
 
 
 def graph_view(graph: Graph) -> str:
-    return json.dumps({"nodes": [n.model_dump() for n in graph.nodes], "edges": [e.model_dump() for e in graph.edges]}, indent=1)
+    return json.dumps(
+        {"nodes": [n.model_dump() for n in graph.nodes], "edges": [e.model_dump() for e in graph.edges]}, indent=1
+    )
 
 
-async def compile_spec(ws: Workspace, ws_dir: Path, graph: Graph, client: ModelClient, *, prompts_dir: Path | None = None) -> Spec:
-    text = prompts.render("spec", prompts_dir, seed=seed_brief(ws.seed), case=ws.case,
-                          files=workspace_view(ws, ws_dir), graph=graph_view(graph))
-    return await ask_json(client, [{"role": "user", "content": text}], Spec, role="compiler",
-                          check=lambda s: validate(s, graph))
+async def compile_spec(
+    ws: Workspace, ws_dir: Path, graph: Graph, client: ModelClient, *, prompts_dir: Path | None = None
+) -> Spec:
+    text = prompts.render(
+        "spec",
+        prompts_dir,
+        seed=seed_brief(ws.seed),
+        case=ws.case,
+        files=workspace_view(ws, ws_dir),
+        graph=graph_view(graph),
+    )
+    return await ask_json(
+        client, [{"role": "user", "content": text}], Spec, role="compiler", check=lambda s: validate(s, graph)
+    )

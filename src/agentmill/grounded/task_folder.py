@@ -1,16 +1,16 @@
 """Write a grounded task as a plain Harbor task folder (no new task kind):
 
-    instruction.md            the statement and the deliverables (all the agent reads)
-    task.toml                 [metadata] source = "grounded", seed, pattern, sector, statement hash
-    environment/Dockerfile    the office-capable image (grounded/environment.py), COPY workspace/ /app/
-    environment/workspace/    the real files (no roles, no graph)
-    tests/test.sh             runs the deterministic artifact checks, writes reward.json
-    tests/check_artifacts.py  agentmill.grounded.artifacts (standard library only)
-    tests/checks.json         the deliverables and their checks, with the fact checks compiled from
-                              the spec and the evidence graph (grounded/factchecks.py)
-    tests/rubric.json         criteria, negatives, verification instructions
-    tests/anchors.json        the evidence graph (nodes with roles, edges) and the file roles
-    solution/                 added on admission: the best admitted run's deliverables (pipeline.py)
+instruction.md            the statement and the deliverables (all the agent reads)
+task.toml                 [metadata] source = "grounded", seed, pattern, sector, statement hash
+environment/Dockerfile    the office-capable image (grounded/environment.py), COPY workspace/ /app/
+environment/workspace/    the real files (no roles, no graph)
+tests/test.sh             runs the deterministic artifact checks, writes reward.json
+tests/check_artifacts.py  agentmill.grounded.artifacts (standard library only)
+tests/checks.json         the deliverables and their checks, with the fact checks compiled from
+                          the spec and the evidence graph (grounded/factchecks.py)
+tests/rubric.json         criteria, negatives, verification instructions
+tests/anchors.json        the evidence graph (nodes with roles, edges) and the file roles
+solution/                 added on admission: the best admitted run's deliverables (pipeline.py)
 """
 
 from __future__ import annotations
@@ -34,9 +34,17 @@ python3 -I /tests/check_artifacts.py /tests/checks.json /app/output /logs/verifi
 """
 
 
-def write_grounded_task(dest: Path, ws: Workspace, ws_dir: Path, graph: Graph, spec: Spec, *,
-                        agent_timeout: float = 1800.0, judge_threshold: float = 0.90,
-                        environment: EnvironmentConfig | None = None) -> Path:
+def write_grounded_task(
+    dest: Path,
+    ws: Workspace,
+    ws_dir: Path,
+    graph: Graph,
+    spec: Spec,
+    *,
+    agent_timeout: float = 1800.0,
+    judge_threshold: float = 0.90,
+    environment: EnvironmentConfig | None = None,
+) -> Path:
     dest = Path(dest)
     dockerfile = dockerfile_text(environment)
     shutil.rmtree(dest, ignore_errors=True)
@@ -44,23 +52,48 @@ def write_grounded_task(dest: Path, ws: Workspace, ws_dir: Path, graph: Graph, s
     for f in ws.files:
         env_files[f"workspace/{f.path}"] = (ws_dir / f.path).read_bytes()
     seed = ws.seed
-    config = TaskConfig.model_validate({
-        "metadata": {"source": "grounded", "seed_id": seed.seed_id, "occupation": seed.occupation,
-                     "sector": seed.sector, "task_type": seed.task_type, "pattern": seed.pattern,
-                     "file_family": seed.file_family, "statement_hash": statement_hash(spec),
-                     "onet_task_id": seed.evidence.task_id, "judge_threshold": judge_threshold},
-        "agent": {"timeout_sec": agent_timeout}, "verifier": {"timeout_sec": 120},
-    })
-    rubric = {"criteria": [c.model_dump() for c in spec.criteria], "negatives": [n.model_dump() for n in spec.negatives]}
-    anchors = {"nodes": [n.model_dump() for n in graph.nodes], "edges": [e.model_dump() for e in graph.edges],
-               "roles": {f.path: f.role for f in ws.files}}
+    config = TaskConfig.model_validate(
+        {
+            "metadata": {
+                "source": "grounded",
+                "seed_id": seed.seed_id,
+                "occupation": seed.occupation,
+                "sector": seed.sector,
+                "task_type": seed.task_type,
+                "pattern": seed.pattern,
+                "file_family": seed.file_family,
+                "statement_hash": statement_hash(spec),
+                "onet_task_id": seed.evidence.task_id,
+                "judge_threshold": judge_threshold,
+            },
+            "agent": {"timeout_sec": agent_timeout},
+            "verifier": {"timeout_sec": 120},
+        }
+    )
+    rubric = {
+        "criteria": [c.model_dump() for c in spec.criteria],
+        "negatives": [n.model_dump() for n in spec.negatives],
+    }
+    anchors = {
+        "nodes": [n.model_dump() for n in graph.nodes],
+        "edges": [e.model_dump() for e in graph.edges],
+        "roles": {f.path: f.role for f in ws.files},
+    }
     return write_task(
-        dest, instruction=instruction(spec), config=config, test_sh=TEST_SH, dockerfile=dockerfile,
+        dest,
+        instruction=instruction(spec),
+        config=config,
+        test_sh=TEST_SH,
+        dockerfile=dockerfile,
         environment_files=env_files,
-        test_files={"check_artifacts.py": Path(artifacts.__file__).read_text(encoding="utf-8"),
-                    "checks.json": json.dumps(checks_json(spec, graph, [f.path for f in ws.files]), indent=1),
-                    "rubric.json": json.dumps(rubric, indent=1), "anchors.json": json.dumps(anchors, indent=1),
-                    "spec.json": spec.model_dump_json(indent=1), "seed.json": seed.model_dump_json(indent=1)},
+        test_files={
+            "check_artifacts.py": Path(artifacts.__file__).read_text(encoding="utf-8"),
+            "checks.json": json.dumps(checks_json(spec, graph, [f.path for f in ws.files]), indent=1),
+            "rubric.json": json.dumps(rubric, indent=1),
+            "anchors.json": json.dumps(anchors, indent=1),
+            "spec.json": spec.model_dump_json(indent=1),
+            "seed.json": seed.model_dump_json(indent=1),
+        },
     )
 
 

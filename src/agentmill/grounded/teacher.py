@@ -12,8 +12,8 @@ from pathlib import Path
 
 from agentmill.agents.base import AgentResult
 from agentmill.errors import SandboxError
-from agentmill.models.client import EndpointError
 from agentmill.images import ImageBuilder
+from agentmill.models.client import EndpointError
 from agentmill.rollout import TrialResult, run_trial
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks import load_task
@@ -54,8 +54,9 @@ class CollectingAgent:
                 result.metadata["deliverables_error"] = str(e)
 
     async def _collect(self, sandbox: Sandbox) -> None:
-        listing = await sandbox.exec(["find", "/app/output", "-maxdepth", "3", "-type", "f", "-size", f"-{MAX_DELIVERABLE // 1024}k"],
-                                     timeout=30)
+        listing = await sandbox.exec(
+            ["find", "/app/output", "-maxdepth", "3", "-type", "f", "-size", f"-{MAX_DELIVERABLE // 1024}k"], timeout=30
+        )
         self.dest.mkdir(parents=True, exist_ok=True)
         total = 0
         for line in listing.stdout.splitlines()[: self.max_files]:
@@ -90,8 +91,12 @@ class TeacherRun:
 def load_run(folder: Path) -> TeacherRun | None:
     if not (folder / "result.json").exists():
         return None
-    return TeacherRun(folder, TrialResult.model_validate_json((folder / "result.json").read_text()),
-                      Trajectory.model_validate_json((folder / "trajectory.json").read_text()), reused=True)
+    return TeacherRun(
+        folder,
+        TrialResult.model_validate_json((folder / "result.json").read_text()),
+        Trajectory.model_validate_json((folder / "trajectory.json").read_text()),
+        reused=True,
+    )
 
 
 async def run_teacher(task_dir: Path, agent, builder: ImageBuilder, folder: Path) -> TeacherRun:
@@ -113,20 +118,36 @@ async def run_teacher(task_dir: Path, agent, builder: ImageBuilder, folder: Path
         step.step_id = i
     if not steps:
         steps = [Step(step_id=1, source="user", message=task.instruction)]
-    trajectory = Trajectory(session_id=f"ground-{task.short_hash}", steps=steps,
-                            agent=AgentInfo(name=agent.name, version=agent.version, model_name=agent.model_name),
-                            extra={"task": task.name, "task_hash": task.content_hash}).summarize()
+    trajectory = Trajectory(
+        session_id=f"ground-{task.short_hash}",
+        steps=steps,
+        agent=AgentInfo(name=agent.name, version=agent.version, model_name=agent.model_name),
+        extra={"task": task.name, "task_hash": task.content_hash},
+    ).summarize()
     result.agent_metadata = agent_result.metadata
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "result.json").write_text(result.model_dump_json(indent=1))
     (tmp / "trajectory.json").write_text(trajectory.model_dump_json(indent=1, exclude_none=True))
     tele = compute_telemetry(trajectory, json.loads(result.model_dump_json()))
     (tmp / "telemetry.json").write_text(tele.model_dump_json(indent=1))
-    (tmp / "trial.json").write_text(json.dumps({"trial_id": folder.name, "task": task.name, "task_hash": task.content_hash,
-                                                "task_path": str(task.path), "task_source": "grounded",
-                                                "task_metadata": task.config.metadata, "instruction": task.instruction,
-                                                "attempt": int(folder.name.rsplit("-a", 1)[-1]) if "-a" in folder.name else 0,
-                                                "agent": agent.name, "agent_version": agent.version, "model": agent.model_name}, indent=1))
+    (tmp / "trial.json").write_text(
+        json.dumps(
+            {
+                "trial_id": folder.name,
+                "task": task.name,
+                "task_hash": task.content_hash,
+                "task_path": str(task.path),
+                "task_source": "grounded",
+                "task_metadata": task.config.metadata,
+                "instruction": task.instruction,
+                "attempt": int(folder.name.rsplit("-a", 1)[-1]) if "-a" in folder.name else 0,
+                "agent": agent.name,
+                "agent_version": agent.version,
+                "model": agent.model_name,
+            },
+            indent=1,
+        )
+    )
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
     return TeacherRun(folder, result, trajectory)

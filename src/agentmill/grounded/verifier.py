@@ -32,14 +32,22 @@ async def judge_rubric(task: Task, verdict: VerifierResult) -> VerifierResult:
     if client is None:  # the checks passed, but they cannot see whether the numbers and prose are right
         verdict.outcome, verdict.reward, verdict.error = Outcome.UNJUDGED, None, f"rubric: {NEEDS_JUDGE}"
         verdict.rewards = {k: v for k, v in verdict.rewards.items() if k != "reward"}
-        verdict.stdout += (f"\n{NOT_JUDGED}, {NEEDS_JUDGE}; every deterministic check passed, "
-                           "so the trial is unjudged (no reward), never passed\n")
+        verdict.stdout += (
+            f"\n{NOT_JUDGED}, {NEEDS_JUDGE}; every deterministic check passed, "
+            "so the trial is unjudged (no reward), never passed\n"
+        )
         return verdict
     try:
         texts = _judge_input(verdict.judge_input)
         spec = read_spec(task.path)
-        result = await judge_view(spec, read_graph(task.path), task.path / "environment" / "workspace",
-                                  format_deliverables(spec, texts), client, mode="anchored")
+        result = await judge_view(
+            spec,
+            read_graph(task.path),
+            task.path / "environment" / "workspace",
+            format_deliverables(spec, texts),
+            client,
+            mode="anchored",
+        )
     except (ValueError, OSError) as e:
         return _broken(verdict, f"rubric: {e}")
     except (ModelReplyError, EndpointError) as e:  # the judge's fault, never the agent's
@@ -53,15 +61,20 @@ async def judge_rubric(task: Task, verdict: VerifierResult) -> VerifierResult:
     verdict.outcome = Outcome.PASSED if reward >= PASS_THRESHOLD else Outcome.FAILED
     scores = ", ".join(f"{s.id}={s.score:g}" for s in result.scores)
     proven = [v.id for v in result.violations if v.proven]
-    verdict.stdout += (f"\nrubric: quality {q:.3f} (threshold {threshold:.2f}); scores {scores}"
-                       + (f"; proven violations {proven}" if proven else "") + "\n")
+    verdict.stdout += (
+        f"\nrubric: quality {q:.3f} (threshold {threshold:.2f}); scores {scores}"
+        + (f"; proven violations {proven}" if proven else "")
+        + "\n"
+    )
     return verdict
 
 
 def _judge_input(raw: bytes | None) -> dict[str, str]:
     if raw is None:
-        raise ValueError("the test script wrote no judge_input.json (a task written before judged rollouts: "
-                         "write it again with `agentmill ground`)")
+        raise ValueError(
+            "the test script wrote no judge_input.json (a task written before judged rollouts: "
+            "write it again with `agentmill ground`)"
+        )
     data = json.loads(raw.decode("utf-8", "replace"))
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise ValueError("judge_input.json must map each deliverable's path to its text")

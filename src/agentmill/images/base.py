@@ -12,14 +12,51 @@ from pathlib import Path
 
 from agentmill.errors import NeedsContainerError
 
-_FOREIGN = ("alpine", "fedora", "centos", "rockylinux", "almalinux", "amazonlinux", "archlinux",
-            "opensuse", "oraclelinux", "redhat", "ubi", "busybox", "scratch", "nixos", "gentoo", "clearlinux",
-            "windows", "nanoserver", "distroless", "wolfi", "chainguard")
+_FOREIGN = (
+    "alpine",
+    "fedora",
+    "centos",
+    "rockylinux",
+    "almalinux",
+    "amazonlinux",
+    "archlinux",
+    "opensuse",
+    "oraclelinux",
+    "redhat",
+    "ubi",
+    "busybox",
+    "scratch",
+    "nixos",
+    "gentoo",
+    "clearlinux",
+    "windows",
+    "nanoserver",
+    "distroless",
+    "wolfi",
+    "chainguard",
+)
 # Official toolchain images are Debian plus one toolchain: fine when the host has that toolchain.
-_TOOLCHAINS = {"node": "node", "golang": "go", "rust": "cargo", "gcc": "gcc", "openjdk": "java",
-               "eclipse-temurin": "java", "amazoncorretto": "java", "maven": "mvn", "ruby": "ruby",
-               "php": "php", "perl": "perl", "r-base": "R", "julia": "julia", "haskell": "ghc", "swift": "swift",
-               "postgres": "postgres", "redis": "redis-server", "nginx": "nginx", "mysql": "mysqld"}
+_TOOLCHAINS = {
+    "node": "node",
+    "golang": "go",
+    "rust": "cargo",
+    "gcc": "gcc",
+    "openjdk": "java",
+    "eclipse-temurin": "java",
+    "amazoncorretto": "java",
+    "maven": "mvn",
+    "ruby": "ruby",
+    "php": "php",
+    "perl": "perl",
+    "r-base": "R",
+    "julia": "julia",
+    "haskell": "ghc",
+    "swift": "swift",
+    "postgres": "postgres",
+    "redis": "redis-server",
+    "nginx": "nginx",
+    "mysql": "mysqld",
+}
 _DEBIANISH = ("debian", "ubuntu", "python", "buildpack-deps", "bookworm", "bullseye", "trixie")
 
 

@@ -10,12 +10,12 @@ raises NeedsContainerError with the reason: the task is reported, never run half
 from __future__ import annotations
 
 import asyncio
-import logging
 import contextlib
 import fcntl
 import functools
 import glob
 import json
+import logging
 import os
 import re
 import shutil
@@ -25,17 +25,23 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError, NeedsContainerError
 from agentmill.images.base import base_defaults, check_base
 from agentmill.images.context import build_context, missing_source
 from agentmill.images.dockerfile import Instruction, parse_dockerfile, parse_env, split_flags, substitute
-from agentmill.images.errors import (NETWORK_ERRORS, RETRY_DELAYS, ImageBuildError, NetworkFetchError,
-                                     TransientNeedsContainer, last_words)
+from agentmill.images.errors import (
+    NETWORK_ERRORS,
+    RETRY_DELAYS,
+    ImageBuildError,
+    NetworkFetchError,
+    TransientNeedsContainer,
+    last_words,
+)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.locks import KeyedLocks
-from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
 from agentmill.images.tree_copy import copy_tree
+from agentmill.images.trial_fs import count_entries, overlay_setting, use_overlay
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.runtime.paths import cache_dir, ensure_traversable, package_assets
 from agentmill.sandbox.bwrap import prepare_root
 from agentmill.sandbox.overlay import own_template
@@ -49,9 +55,13 @@ _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "ST
 _NEEDS_CONTAINER_MARK = "AGENTMILL_NEEDS_CONTAINER:"
 _NOTE_MARK = "AGENTMILL_NOTE:"
 # Host builds mount the host's /etc read-only: steps that edit users or write /etc need a real image.
-_USER_TOOLS = re.compile(r"(^|[\s;&|(/])(adduser|useradd|addgroup|groupadd|usermod|groupmod|chpasswd|deluser|userdel|"
-                         r"update-alternatives|locale-gen|update-ca-certificates)(\s|$)")
+_USER_TOOLS = re.compile(
+    r"(^|[\s;&|(/])(adduser|useradd|addgroup|groupadd|usermod|groupmod|chpasswd|deluser|userdel|"
+    r"update-alternatives|locale-gen|update-ca-certificates)(\s|$)"
+)
 _ETC_WRITE = re.compile(r"/etc/\S*:? .*Read-only file system|cannot lock /etc/|Read-only file system.*/etc/")
+
+
 @dataclass
 class Image:
     key: str
@@ -88,17 +98,23 @@ class Image:
     def spec(self, rootfs: Path, **kw) -> SandboxSpec:
         lower = self.rootfs if self.overlay else None
         if self.system:
-            return SandboxSpec(rootfs=rootfs, system_root=Path(self.system), env=dict(self.env), workdir=self.workdir,
-                               lower=lower, **kw)
-        return SandboxSpec(rootfs=rootfs, usr_local=self.usr_local, env=dict(self.env), workdir=self.workdir,
-                           lower=lower, **kw)
+            return SandboxSpec(
+                rootfs=rootfs,
+                system_root=Path(self.system),
+                env=dict(self.env),
+                workdir=self.workdir,
+                lower=lower,
+                **kw,
+            )
+        return SandboxSpec(
+            rootfs=rootfs, usr_local=self.usr_local, env=dict(self.env), workdir=self.workdir, lower=lower, **kw
+        )
 
     def describe(self) -> str:
         """One line for reports (`check --json` notes): which builder, base and layers."""
         if self.builder != "debian":
             return f"image {self.key[:12]}: host userland, base '{self.base}'"
         return f"image {self.key[:12]}: Debian layers {' > '.join(k[:12] for k in self.layers)} for base '{self.base}'"
-
 
 
 log = logging.getLogger(__name__)
@@ -120,9 +136,18 @@ def builder_mode(mode: str | None = None) -> str:
 
 def image_key(task: Task, mode: str = "host") -> str:
     env_hash = hash_tree(task.environment_dir) if task.environment_dir else "none"
-    dockerfile = str(task.dockerfile.relative_to(task.environment_dir)) if task.dockerfile and task.environment_dir else ""
-    return hash_text("agentmill-image", BUILDER_VERSION, _host_fingerprint(), env_hash, dockerfile,
-                     task.config.environment.docker_image, *([mode] if mode != "host" else []))
+    dockerfile = (
+        str(task.dockerfile.relative_to(task.environment_dir)) if task.dockerfile and task.environment_dir else ""
+    )
+    return hash_text(
+        "agentmill-image",
+        BUILDER_VERSION,
+        _host_fingerprint(),
+        env_hash,
+        dockerfile,
+        task.config.environment.docker_image,
+        *([mode] if mode != "host" else []),
+    )
 
 
 @functools.cache  # the host's release does not change under a running process
@@ -139,9 +164,16 @@ def _host_fingerprint() -> str:
 class ImageBuilder:
     """Builds and caches images. Safe to share across concurrent trials and processes."""
 
-    def __init__(self, cache: Path | None = None, *, backend: str | None = None,
-                 retry_delays: tuple[float, ...] = RETRY_DELAYS, mode: str | None = None, layers: Path | None = None,
-                 overlay: bool | None = None):
+    def __init__(
+        self,
+        cache: Path | None = None,
+        *,
+        backend: str | None = None,
+        retry_delays: tuple[float, ...] = RETRY_DELAYS,
+        mode: str | None = None,
+        layers: Path | None = None,
+        overlay: bool | None = None,
+    ):
         self.root = (cache or cache_dir()) / "images"
         self.root.mkdir(parents=True, exist_ok=True)
         ensure_traversable(self.root)
@@ -242,7 +274,6 @@ class ImageBuilder:
         tmp.rename(self.root / key)
         return image
 
-
     async def _host_build(self, task: Task, image: Image, steps: list[Instruction], tmp: Path) -> None:
         """The steps over the host's userland. A step whose network fetch failed cannot be undone in
         place (it may have half-run: a user added, a file appended), so a retry starts the whole
@@ -297,11 +328,16 @@ class ImageBuilder:
         if not steps:
             ref = task.config.environment.docker_image or "debian:bookworm"
             steps = [Instruction("FROM", ref, 0)]
-        image.base = substitute(split_flags(next(s for s in steps if s.keyword == "FROM").args)[1][0], {}) \
-            if any(s.keyword == "FROM" for s in steps) else ""
+        image.base = (
+            substitute(split_flags(next(s for s in steps if s.keyword == "FROM").args)[1][0], {})
+            if any(s.keyword == "FROM" for s in steps)
+            else ""
+        )
         build = DebianBuild(task, image, steps, self, self.store, ident)
         await build.run()
-        image.notes.append(image.describe() + (f" ({len(build.built)} layer(s) built now)" if build.built else " (all cached)"))
+        image.notes.append(
+            image.describe() + (f" ({len(build.built)} layer(s) built now)" if build.built else " (all cached)")
+        )
 
 
 def _remove(path: Path) -> None:
@@ -351,7 +387,9 @@ class _Build:
     async def run(self) -> None:
         froms = [s for s in self.steps if s.keyword == "FROM"]
         if len(froms) != 1 or self.steps[0].keyword not in {"FROM", "ARG"}:
-            raise NeedsContainerError("multi-stage or FROM-less Dockerfile" if len(froms) != 1 else "Dockerfile must start with FROM")
+            raise NeedsContainerError(
+                "multi-stage or FROM-less Dockerfile" if len(froms) != 1 else "Dockerfile must start with FROM"
+            )
         try:
             for step in self.steps:
                 await self.apply(step)
@@ -477,10 +515,14 @@ class _Build:
     async def run_step(self, step: Instruction, where: str) -> None:
         text = step.args + (step.heredoc or "")
         if _USER_TOOLS.search(text):  # before it runs: a half-run step would leave the rootfs changed
-            raise NeedsContainerError(f"{where}: RUN manages users or groups, and /etc is the host's read-only tree here")
+            raise NeedsContainerError(
+                f"{where}: RUN manages users or groups, and /etc is the host's read-only tree here"
+            )
         if self.sandbox is None:
             spec = self.image.spec(
-                self.image.rootfs, network=True, writable_usr_local=True,
+                self.image.rootfs,
+                network=True,
+                writable_usr_local=True,
                 limits=Limits(memory_mb=4096, cpus=float(os.cpu_count() or 1), pids=1024, storage_mb=65536),
                 ro_mounts={"/.agentmill/shims": package_assets("shims")},
             )
@@ -493,8 +535,14 @@ class _Build:
                 bare = step.args.strip().startswith("<<")
                 script = step.heredoc if bare else f"{step.args}\n{step.heredoc}{step.heredoc_end}\n"
             argv = [*self.shell, script]
-        env = {**self.args, **self.image.env, "DEBIAN_FRONTEND": "noninteractive", "PIP_BREAK_SYSTEM_PACKAGES": "1",
-               "PIP_ROOT_USER_ACTION": "ignore", "PATH": "/.agentmill/shims:" + self.image.env.get("PATH", self.sandbox.base_env()["PATH"])}
+        env = {
+            **self.args,
+            **self.image.env,
+            "DEBIAN_FRONTEND": "noninteractive",
+            "PIP_BREAK_SYSTEM_PACKAGES": "1",
+            "PIP_ROOT_USER_ACTION": "ignore",
+            "PATH": "/.agentmill/shims:" + self.image.env.get("PATH", self.sandbox.base_env()["PATH"]),
+        }
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise ImageBuildError(f"{where}: build timed out")
@@ -503,7 +551,7 @@ class _Build:
         network = result.returncode != 0 and any(s in output for s in NETWORK_ERRORS)
         for line in output.splitlines():
             if line.startswith(_NOTE_MARK):
-                note = f"{where}: {line[len(_NOTE_MARK):].strip()}"
+                note = f"{where}: {line[len(_NOTE_MARK) :].strip()}"
                 if note not in self.image.notes:
                     self.image.notes.append(note)
         if _NEEDS_CONTAINER_MARK in output:
@@ -514,11 +562,16 @@ class _Build:
         if result.returncode != 0:
             tail = last_words(output)
             if _ETC_WRITE.search(output):
-                raise NeedsContainerError(f"{where}: RUN writes into /etc, the host's read-only tree here ({tail[:200]})")
+                raise NeedsContainerError(
+                    f"{where}: RUN writes into /etc, the host's read-only tree here ({tail[:200]})"
+                )
             if network:  # the whole build runs again (ImageBuilder._host_build), never this step in place
                 attempts = len(self.builder.retry_delays) + 1
-                raise _NetworkRetry(NetworkFetchError(f"{where}: RUN's network fetch failed {attempts} times; the "
-                                                      f"host may be outside the reachable registries ({tail[:200]})"),
-                                    self.notes_before)
+                raise _NetworkRetry(
+                    NetworkFetchError(
+                        f"{where}: RUN's network fetch failed {attempts} times; the "
+                        f"host may be outside the reachable registries ({tail[:200]})"
+                    ),
+                    self.notes_before,
+                )
             raise ImageBuildError(f"{where}: RUN exited {result.returncode}: {tail[:300]}", output[-4000:])
-

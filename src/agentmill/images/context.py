@@ -22,8 +22,15 @@ def missing_source(task: Task, src: str, where: str, keyword: str) -> str:
     context = build_context(task)
     message = f"{where}: {keyword} source '{src}' not found in the build context {context}"
     root = task.path
-    if root is not None and context is not None and root.resolve() != context.resolve() and \
-            any(root.glob(src)) and not src.startswith("/"):
-        message += (f"; it is at the task root ({root / src}). Harbor builds with environment/ as the context, "
-                    "so this Dockerfile fails there too: move the file into environment/")
+    if (
+        root is not None
+        and context is not None
+        and root.resolve() != context.resolve()
+        and any(root.glob(src))
+        and not src.startswith("/")
+    ):
+        message += (
+            f"; it is at the task root ({root / src}). Harbor builds with environment/ as the context, "
+            "so this Dockerfile fails there too: move the file into environment/"
+        )
     return message

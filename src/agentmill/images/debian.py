@@ -47,12 +47,16 @@ def _split(ref: str) -> tuple[str, str]:
 
 
 # python:* images: CPython on PATH as `python`/`pip`, pip allowed to install into the system.
-_PYTHON_SETUP = ("apt-get update && apt-get install -y --no-install-recommends python3-pip python3-venv "
-                 "python-is-python3 && ln -sf /usr/bin/pip3 /usr/local/bin/pip && rm -rf /var/lib/apt/lists/*",)
+_PYTHON_SETUP = (
+    "apt-get update && apt-get install -y --no-install-recommends python3-pip python3-venv "
+    "python-is-python3 && ln -sf /usr/bin/pip3 /usr/local/bin/pip && rm -rf /var/lib/apt/lists/*",
+)
 _PYTHON_ENV = {"LANG": "C.UTF-8", "PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_ROOT_USER_ACTION": "ignore"}
 # buildpack-deps: the usual build toolchain and fetchers.
-_BUILDPACK_SETUP = ("apt-get update && apt-get install -y --no-install-recommends build-essential curl wget git "
-                    "ca-certificates pkg-config && rm -rf /var/lib/apt/lists/*",)
+_BUILDPACK_SETUP = (
+    "apt-get update && apt-get install -y --no-install-recommends build-essential curl wget git "
+    "ca-certificates pkg-config && rm -rf /var/lib/apt/lists/*",
+)
 
 
 def choose_base(ref: str) -> BaseChoice:
@@ -65,17 +69,29 @@ def choose_base(ref: str) -> BaseChoice:
     notes: list[str] = []
     if repo.startswith(_TBENCH):
         inner = last  # python-3-13, ubuntu-24-04, deveval, ...
-        base = choose_base("python:" + inner[len("python-"):].replace("-", ".") if inner.startswith("python-")
-                           else "ubuntu:" + inner[len("ubuntu-"):].replace("-", ".") if inner.startswith("ubuntu-")
-                           else "debian:bookworm")
-        setup = base.setup + ("apt-get update && apt-get install -y --no-install-recommends tmux curl "
-                              "&& rm -rf /var/lib/apt/lists/*",)
-        return BaseChoice(ref, setup=setup, workdir="/app", env=dict(base.env),
-                          notes=base.notes + (f"'{ref}' is Terminal-Bench's base: {RELEASE} + tmux, curl, WORKDIR /app",))
+        base = choose_base(
+            "python:" + inner[len("python-") :].replace("-", ".")
+            if inner.startswith("python-")
+            else "ubuntu:" + inner[len("ubuntu-") :].replace("-", ".")
+            if inner.startswith("ubuntu-")
+            else "debian:bookworm"
+        )
+        setup = base.setup + (
+            "apt-get update && apt-get install -y --no-install-recommends tmux curl && rm -rf /var/lib/apt/lists/*",
+        )
+        return BaseChoice(
+            ref,
+            setup=setup,
+            workdir="/app",
+            env=dict(base.env),
+            notes=base.notes + (f"'{ref}' is Terminal-Bench's base: {RELEASE} + tmux, curl, WORKDIR /app",),
+        )
     if last == "python":
         m = re.match(r"(\d+)(?:\.(\d+))?", tag)
         if m and f"{m.group(1)}.{m.group(2)}" != RELEASE_PYTHON and m.group(2) is not None:
-            notes.append(f"'{ref}' asks for Python {m.group(1)}.{m.group(2)}; Debian {RELEASE} provides {RELEASE_PYTHON}")
+            notes.append(
+                f"'{ref}' asks for Python {m.group(1)}.{m.group(2)}; Debian {RELEASE} provides {RELEASE_PYTHON}"
+            )
         other = [c for c in _DEBIAN_CODENAMES if c in tag and c != RELEASE]
         if other:
             notes.append(f"'{ref}' is based on Debian {other[0]}; built on {RELEASE}")
@@ -84,8 +100,13 @@ def choose_base(ref: str) -> BaseChoice:
         return BaseChoice(ref, setup=_BUILDPACK_SETUP, notes=tuple(notes))
     if last == "ubuntu":
         series = _UBUNTU.get(tag, tag)
-        return BaseChoice(ref, notes=(f"'{ref}' (Ubuntu {series}) is built as Debian {RELEASE}: Ubuntu-only packages "
-                                      "(e.g. software-properties-common's PPAs, ubuntu-* metapackages) are missing",))
+        return BaseChoice(
+            ref,
+            notes=(
+                f"'{ref}' (Ubuntu {series}) is built as Debian {RELEASE}: Ubuntu-only packages "
+                "(e.g. software-properties-common's PPAs, ubuntu-* metapackages) are missing",
+            ),
+        )
     if last == "debian":
         other = [c for c in _DEBIAN_CODENAMES if c in tag and c != RELEASE]
         if other:

@@ -25,8 +25,13 @@ from agentmill.errors import NeedsContainerError
 from agentmill.images.context import build_context, missing_source
 from agentmill.images.debian import MIRROR, BaseChoice, choose_base
 from agentmill.images.dockerfile import Instruction, parse_env, split_flags, substitute
-from agentmill.images.errors import (NETWORK_ERRORS, ImageBuildError, NetworkFetchError, TransientNeedsContainer,
-                                     last_words)
+from agentmill.images.errors import (
+    NETWORK_ERRORS,
+    ImageBuildError,
+    NetworkFetchError,
+    TransientNeedsContainer,
+    last_words,
+)
 from agentmill.images.inside import copy_into, resolve_inside
 from agentmill.images.layers import LayerError, LayerStore, build_base
 from agentmill.images.userns import DEBIAN_PATH, BuildIdentity, run_in_rootfs, step_ca_env
@@ -106,8 +111,14 @@ class DebianBuild:
         step = f"mmdebstrap --variant={choice.variant} --include={','.join(choice.packages)} {choice.release} {MIRROR}"
 
         async def apply(rootfs: Path) -> None:
-            await build_base(self.ident, rootfs, release=choice.release, variant=choice.variant,
-                             packages=choice.packages, mirror=MIRROR)
+            await build_base(
+                self.ident,
+                rootfs,
+                release=choice.release,
+                variant=choice.variant,
+                packages=choice.packages,
+                mirror=MIRROR,
+            )
 
         try:
             key, built = await self.store.derive(self.ident, None, step, apply)
@@ -130,7 +141,9 @@ class DebianBuild:
             env.update({k: substitute(v, variables) for k, v in parse_env(step.args).items()})
             state = replace(state, env=env)
         elif kw == "WORKDIR":
-            state = replace(state, workdir=os.path.normpath(os.path.join(state.workdir, substitute(step.args.strip(), variables))))
+            state = replace(
+                state, workdir=os.path.normpath(os.path.join(state.workdir, substitute(step.args.strip(), variables)))
+            )
         elif kw == "USER":
             state = replace(state, user=substitute(step.args.strip(), variables))
         elif kw == "SHELL":
@@ -151,8 +164,14 @@ class DebianBuild:
         return state
 
     def step_env(self, state: StageState, args: dict[str, str]) -> dict[str, str]:
-        env = {"PATH": DEBIAN_PATH, "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
-               **args, **state.env}
+        env = {
+            "PATH": DEBIAN_PATH,
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+            "DEBIAN_FRONTEND": "noninteractive",
+            **args,
+            **state.env,
+        }
         uid, _gid, home = self.lookup_user(state)
         if uid != 0:
             env["HOME"] = state.env.get("HOME", home)
@@ -170,8 +189,9 @@ class DebianBuild:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 raise LayerError(f"{where}: build timed out")
-            result = await run_in_rootfs(self.ident, rootfs, argv, env=env, cwd=state.workdir, timeout=remaining,
-                                         user=(uid, gid))
+            result = await run_in_rootfs(
+                self.ident, rootfs, argv, env=env, cwd=state.workdir, timeout=remaining, user=(uid, gid)
+            )
             outcome["result"] = result
             if result.timed_out:
                 raise LayerError(f"{where}: build timed out", result)
@@ -191,14 +211,18 @@ class DebianBuild:
                     continue
                 tail = last_words(output)[:300]
                 if network:
-                    raise NetworkFetchError(f"{where}: RUN's network fetch failed {len(self.builder.retry_delays) + 1} "
-                                            f"times; the host may be unreachable ({tail[:200]})") from None
+                    raise NetworkFetchError(
+                        f"{where}: RUN's network fetch failed {len(self.builder.retry_delays) + 1} "
+                        f"times; the host may be unreachable ({tail[:200]})"
+                    ) from None
                 raise ImageBuildError(f"{e}: {tail}", output[-4000:]) from None
         if built:
             self.built.append(key)
         return replace(state, key=key, chain=[*state.chain, key])
 
-    async def copy_layer(self, state: StageState, step: Instruction, variables: dict[str, str], where: str) -> StageState:
+    async def copy_layer(
+        self, state: StageState, step: Instruction, variables: dict[str, str], where: str
+    ) -> StageState:
         flags, parts = split_flags(step.args)
         parts = [substitute(p, variables) for p in parts]
         if step.heredoc is not None:
@@ -222,17 +246,29 @@ class DebianBuild:
                     pattern = str(src_root / src)
                 found = sorted(glob.glob(pattern))
                 if not found:
-                    raise ImageBuildError(missing_source(self.task, src, where, step.keyword) if "from" not in flags
-                                          else f"{where}: {step.keyword} source '{src}' not found")
+                    raise ImageBuildError(
+                        missing_source(self.task, src, where, step.keyword)
+                        if "from" not in flags
+                        else f"{where}: {step.keyword} source '{src}' not found"
+                    )
                 for f in found:
                     if not Path(f).resolve().is_relative_to(src_root.resolve()):
-                        raise ImageBuildError(f"{where}: {step.keyword} source '{src}' leads outside "
-                                              f"{'the build context' if 'from' not in flags else 'its image'}")
+                        raise ImageBuildError(
+                            f"{where}: {step.keyword} source '{src}' leads outside "
+                            f"{'the build context' if 'from' not in flags else 'its image'}"
+                        )
                     sources.append((src, Path(f)))
         dest_in = dest_raw if dest_raw.startswith("/") else os.path.join(state.workdir, dest_raw)
-        digest = hash_text(step.keyword, repr(flags), dest_in, state.workdir,
-                           *[s if isinstance(s, str) else f"{p}:{hash_tree(s) if s.is_dir() else hash_text(s.read_bytes().hex())}"
-                             for p, s in sources])
+        digest = hash_text(
+            step.keyword,
+            repr(flags),
+            dest_in,
+            state.workdir,
+            *[
+                s if isinstance(s, str) else f"{p}:{hash_tree(s) if s.is_dir() else hash_text(s.read_bytes().hex())}"
+                for p, s in sources
+            ],
+        )
         owner = self.resolve_owner(state, flags.get("chown", ""))
         chmod = int(flags["chmod"], 8) if flags.get("chmod") else None
         keyword = step.keyword
@@ -243,8 +279,9 @@ class DebianBuild:
             self.make_dirs(rootfs, state.workdir, (self.ident.host_uid(uid), self.ident.host_gid(gid)))
             await asyncio.to_thread(self._copy_into, rootfs, sources, dest_raw, dest_in, keyword, owner, chmod)
 
-        key, built = await self.store.derive(self.ident, state.key, digest, apply,
-                                             label=f"{step.keyword} {step.args[:200]}")
+        key, built = await self.store.derive(
+            self.ident, state.key, digest, apply, label=f"{step.keyword} {step.args[:200]}"
+        )
         if built:
             self.built.append(key)
         return replace(state, key=key, chain=[*state.chain, key])
@@ -276,7 +313,9 @@ class DebianBuild:
                 made.append(dest)
             else:
                 made += copy_into(rootfs, item, dest / item.name if into_dir else dest)
-        if not first_new_existed and first_new.exists() and first_new not in made:  # folders made on the way: the image's root's
+        if (
+            not first_new_existed and first_new.exists() and first_new not in made
+        ):  # folders made on the way: the image's root's
             subprocess.run(["chown", "-R", "-h", f"{self.ident.uid}:{self.ident.gid}", str(first_new)], check=True)
         uid, gid = owner
         for path in dict.fromkeys(made):
@@ -294,7 +333,11 @@ class DebianBuild:
         groups = self._table(state, "group")
         uid = int(user) if user.isdigit() else int(passwd.get(user, [None, None, "0"])[2])
         gid_of_user = int(passwd.get(user, [None, None, None, str(uid)])[3]) if not user.isdigit() else uid
-        gid = (int(group) if group.isdigit() else int(groups.get(group, [None, None, str(gid_of_user)])[2])) if group else gid_of_user
+        gid = (
+            (int(group) if group.isdigit() else int(groups.get(group, [None, None, str(gid_of_user)])[2]))
+            if group
+            else gid_of_user
+        )
         return self.ident.host_uid(uid), self.ident.host_gid(gid)
 
     def lookup_user(self, state: StageState) -> tuple[int, int, str]:
@@ -343,8 +386,10 @@ class DebianBuild:
         if uid != 0:
             img.env.setdefault("HOME", home)
             img.env.setdefault("USER", state.user.partition(":")[0])
-            img.notes.append(f"USER {state.user}: commands run as the sandbox's root-without-privileges with "
-                             f"HOME={img.env['HOME']} (one uid per sandbox)")
+            img.notes.append(
+                f"USER {state.user}: commands run as the sandbox's root-without-privileges with "
+                f"HOME={img.env['HOME']} (one uid per sandbox)"
+            )
         img.workdir = state.workdir
         img.layers = list(state.chain)
         img.system = str(self.store.rootfs(state.key))

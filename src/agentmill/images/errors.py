@@ -8,10 +8,22 @@ from agentmill.errors import AgentmillError, NeedsContainerError
 
 # What a failed fetch prints. Here an unreachable host and a DNS hiccup read the same, so a step
 # that fails this way is retried, and the final verdict is never cached on disk.
-NETWORK_ERRORS = ("Could not resolve host", "Temporary failure in name resolution", "Temporary failure resolving",
-                  "Failed to connect", "Network is unreachable", "Connection timed out", "Connection reset by peer",
-                  "Read timed out", "Failed to establish a new connection", "503 Service Unavailable",
-                  "502 Bad Gateway", "504 Gateway Time-out", "Could not connect to", "Failed to fetch")
+NETWORK_ERRORS = (
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Temporary failure resolving",
+    "Failed to connect",
+    "Network is unreachable",
+    "Connection timed out",
+    "Connection reset by peer",
+    "Read timed out",
+    "Failed to establish a new connection",
+    "503 Service Unavailable",
+    "502 Bad Gateway",
+    "504 Gateway Time-out",
+    "Could not connect to",
+    "Failed to fetch",
+)
 RETRY_DELAYS = (2.0, 8.0)  # seconds before the 2nd and 3rd attempt of a step that failed on the network
 
 

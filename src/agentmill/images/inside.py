@@ -57,8 +57,11 @@ def copy_into(root: Path, src: Path, dest: Path) -> list[Path]:
         rel = os.path.relpath(dirpath, src)
         for name in sorted(dirnames + filenames):
             s = Path(dirpath) / name
-            target = resolve_inside(root, "/" + os.path.relpath(dest / rel / name, root)) if not (dest / rel / name).is_symlink() \
+            target = (
+                resolve_inside(root, "/" + os.path.relpath(dest / rel / name, root))
+                if not (dest / rel / name).is_symlink()
                 else dest / rel / name
+            )
             if s.is_dir() and not s.is_symlink():
                 if target.is_symlink():
                     target.unlink()

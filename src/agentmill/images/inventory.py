@@ -43,13 +43,24 @@ def list_entries(cache: Path | None = None) -> list[CacheEntry]:
         for layer in data.get("layers", []):
             referenced.setdefault(layer, []).append(data["key"][:12])
         what = f"{data.get('builder', 'host')}: {data.get('base') or '-'}"
-        entries.append(CacheEntry(kind="image", key=data["key"], what=what, size_bytes=_du(meta.parent),
-                                  last_used=meta.stat().st_mtime))
+        entries.append(
+            CacheEntry(
+                kind="image", key=data["key"], what=what, size_bytes=_du(meta.parent), last_used=meta.stat().st_mtime
+            )
+        )
     layers_root = root / "layers"
     if layers_root.is_dir():
         for info, mtime in LayerStore(layers_root).all():
-            entries.append(CacheEntry(kind="layer", key=info.key, what=info.step, size_bytes=info.size_bytes,
-                                      last_used=mtime, uses=referenced.get(info.key, [])))
+            entries.append(
+                CacheEntry(
+                    kind="layer",
+                    key=info.key,
+                    what=info.step,
+                    size_bytes=info.size_bytes,
+                    last_used=mtime,
+                    uses=referenced.get(info.key, []),
+                )
+            )
     return entries
 
 
@@ -81,8 +92,9 @@ def prune(cache: Path | None = None, *, older_than_days: float = 7.0, everything
             continue
         if everything or mtime < cutoff:
             store.remove(info.key)
-            removed.append(CacheEntry(kind="layer", key=info.key, what=info.step, size_bytes=info.size_bytes,
-                                      last_used=mtime))
+            removed.append(
+                CacheEntry(kind="layer", key=info.key, what=info.step, size_bytes=info.size_bytes, last_used=mtime)
+            )
     return removed
 
 

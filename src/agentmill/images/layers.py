@@ -15,8 +15,8 @@ import shutil
 import stat
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -84,8 +84,9 @@ class LayerStore:
     def key_for(parent: str | None, step: str) -> str:
         return hash_text("agentmill-layer", LAYER_FORMAT, parent or "", step)
 
-    async def derive(self, ident: BuildIdentity, parent: str | None, step: str, apply: Apply,
-                     label: str | None = None) -> tuple[str, bool]:
+    async def derive(
+        self, ident: BuildIdentity, parent: str | None, step: str, apply: Apply, label: str | None = None
+    ) -> tuple[str, bool]:
         """The layer for `step` (everything its result depends on) over `parent`, built if missing.
         `label` is what people read in `agentmill images`. Returns (key, built_now)."""
         key = self.key_for(parent, step)
@@ -124,8 +125,14 @@ class LayerStore:
             shared = await asyncio.to_thread(dedupe, self.rootfs(parent), tmp / "rootfs", step_started) if parent else 0
             os.chown(tmp, 0, 0)
             size = max(0, await asyncio.to_thread(_du, tmp / "rootfs") - shared)  # what this layer adds
-            info = LayerInfo(key=key, parent=parent, step=step, created=time.time(),
-                             build_seconds=round(time.monotonic() - started, 3), size_bytes=size)
+            info = LayerInfo(
+                key=key,
+                parent=parent,
+                step=step,
+                created=time.time(),
+                build_seconds=round(time.monotonic() - started, 3),
+                size_bytes=size,
+            )
             (tmp / "layer.json").write_text(info.model_dump_json(indent=2))
             tmp.rename(self.root / key)
         except BaseException:
@@ -139,18 +146,38 @@ class LayerStore:
         remove_tree(doomed)
 
 
-async def build_base(ident: BuildIdentity, rootfs: Path, *, release: str, variant: str, packages: tuple[str, ...],
-                     mirror: str, timeout: float = 1200) -> None:
+async def build_base(
+    ident: BuildIdentity,
+    rootfs: Path,
+    *,
+    release: str,
+    variant: str,
+    packages: tuple[str, ...],
+    mirror: str,
+    timeout: float = 1200,
+) -> None:
     """mmdebstrap in unshare mode as the build user, unpacked with the image's own ownership."""
     tarball = rootfs.parent / "base.tar"
-    argv = ["mmdebstrap", "--mode=unshare", f"--variant={variant}", "--skip=output/dev",
-            f"--include={','.join(packages)}", "--aptopt=Acquire::Retries \"3\"", release, str(tarball), mirror]
+    argv = [
+        "mmdebstrap",
+        "--mode=unshare",
+        f"--variant={variant}",
+        "--skip=output/dev",
+        f"--include={','.join(packages)}",
+        '--aptopt=Acquire::Retries "3"',
+        release,
+        str(tarball),
+        mirror,
+    ]
     result = await run_as_builder(ident, argv, timeout=timeout, cwd=rootfs.parent, env={"HOME": str(rootfs.parent)})
     if result.returncode != 0 or result.timed_out:
-        raise LayerError(f"mmdebstrap {release}/{variant} failed: {result.output.strip().splitlines()[-1:] or result.returncode}",
-                         result)
-    result = await run_in_userns(ident, ["tar", "-xpf", str(tarball), "-C", str(rootfs), "--numeric-owner",
-                                         "--exclude=./dev/*"], timeout=600)
+        raise LayerError(
+            f"mmdebstrap {release}/{variant} failed: {result.output.strip().splitlines()[-1:] or result.returncode}",
+            result,
+        )
+    result = await run_in_userns(
+        ident, ["tar", "-xpf", str(tarball), "-C", str(rootfs), "--numeric-owner", "--exclude=./dev/*"], timeout=600
+    )
     tarball.unlink()
     if result.returncode != 0:
         raise LayerError(f"unpacking the {release} base failed: {result.output.strip()[-300:]}", result)
@@ -172,10 +199,14 @@ def dedupe(parent: Path, child: Path, step_started_ns: int) -> int:
                 cs, ps = os.lstat(c), os.lstat(p)
             except OSError:
                 continue
-            same = (stat.S_ISREG(cs.st_mode) and stat.S_ISREG(ps.st_mode) and cs.st_ino != ps.st_ino
-                    and cs.st_ctime_ns < step_started_ns
-                    and (cs.st_size, cs.st_mtime_ns, cs.st_mode, cs.st_uid, cs.st_gid)
-                    == (ps.st_size, ps.st_mtime_ns, ps.st_mode, ps.st_uid, ps.st_gid))
+            same = (
+                stat.S_ISREG(cs.st_mode)
+                and stat.S_ISREG(ps.st_mode)
+                and cs.st_ino != ps.st_ino
+                and cs.st_ctime_ns < step_started_ns
+                and (cs.st_size, cs.st_mtime_ns, cs.st_mode, cs.st_uid, cs.st_gid)
+                == (ps.st_size, ps.st_mtime_ns, ps.st_mode, ps.st_uid, ps.st_gid)
+            )
             if same:
                 tmp_link = c + ".agentmill-link"
                 try:
@@ -210,5 +241,3 @@ def layer_summary(store: LayerStore, keys: list[str]) -> list[dict]:
         info = store.info(k)
         out.append({"key": k[:16], "step": info.step[:120] if info else "?"})
     return out
-
-

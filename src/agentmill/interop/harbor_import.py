@@ -27,18 +27,26 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.interop.foreign_files import read_bytes, read_json, read_text
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.lock import RunLock
 from agentmill.rollout.result import Timings, TrialResult
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.tasks.hashing import hash_text
 from agentmill.traces.atif import AgentInfo, Trajectory
 from agentmill.traces.harbor_atif import trajectory_from_harbor
-from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS, STDERR, STDOUT, TRAJECTORY, outcome_of, scalar_reward
-from agentmill.traces.harbor_schema import JobResult, TrialLock
+from agentmill.traces.harbor_schema import (
+    HARBOR_TEXT_AGENTS,
+    STDERR,
+    STDOUT,
+    TRAJECTORY,
+    JobResult,
+    TrialLock,
+    outcome_of,
+    scalar_reward,
+)
 from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.verify.outcome import RewardError, parse_reward
@@ -125,7 +133,9 @@ def _trial_folders(job_dir: Path) -> list[Path]:
         raise AgentmillError(f"{job_dir}: no such folder" if not job_dir.exists() else f"{job_dir}: not a folder")
     folders = sorted(p for p in job_dir.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
     if not (job_dir / "config.json").is_file() and not any((p / "result.json").exists() for p in folders):
-        raise AgentmillError(f"{job_dir}: not a Harbor job folder (no config.json, and no trial folder with a result.json)")
+        raise AgentmillError(
+            f"{job_dir}: not a Harbor job folder (no config.json, and no trial folder with a result.json)"
+        )
     return folders
 
 
@@ -226,26 +236,59 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path, job_key: str) -> tuple[dic
     task_path = _task_folder(named_path)
     instruction = ours.get("instruction") or next((s.message for s in trajectory.steps if s.source == "user"), None)
     contexts = h.token_contexts()
-    exception = ours.get("exception") if "exception" in ours else (f"{exc.exception_type}: {exc.exception_message}" if exc else None)
+    exception = (
+        ours.get("exception")
+        if "exception" in ours
+        else (f"{exc.exception_type}: {exc.exception_message}" if exc else None)
+    )
     result = TrialResult(
-        trial_id=trial_id, attempt=attempt, model=model, task=h.task_name, task_hash=task_hash, agent=h.agent_info.name,
-        agent_version=ours.get("agent_version") or h.agent_info.version, outcome=outcome, reward=reward,
-        rewards={k: float(v) for k, v in rewards.items() if v is not None}, exception=exception,
-        verifier_stdout=read_text(p.folder / STDOUT), verifier_stderr=read_text(p.folder / STDERR),
+        trial_id=trial_id,
+        attempt=attempt,
+        model=model,
+        task=h.task_name,
+        task_hash=task_hash,
+        agent=h.agent_info.name,
+        agent_version=ours.get("agent_version") or h.agent_info.version,
+        outcome=outcome,
+        reward=reward,
+        rewards={k: float(v) for k, v in rewards.items() if v is not None},
+        exception=exception,
+        verifier_stdout=read_text(p.folder / STDOUT),
+        verifier_stderr=read_text(p.folder / STDERR),
         notes=list(ours.get("notes") or []) + ([] if ours else [f"imported from Harbor trial {h.trial_name}"]),
         timings=Timings(**ours["timings"]) if ours.get("timings") else _timings(h),
-        tokens={"prompt": sum(c.n_input_tokens or 0 for c in contexts), "completion": sum(c.n_output_tokens or 0 for c in contexts)},
-        cost_usd=_total([c.cost_usd for c in contexts]), agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
-        tamper=ours.get("tamper") or [])
-    trial = {"trial_id": trial_id, "task": h.task_name, "task_hash": task_hash, "task_path": task_path,
-             "task_source": ours.get("task_source") or h.source, "task_metadata": ours.get("task_metadata") or {},
-             "verifier_hash": ours.get("verifier_hash"), "instruction": instruction, "attempt": attempt,
-             "agent": h.agent_info.name, "agent_version": result.agent_version, "model": model,
-             "sampling": ours.get("sampling"),
-             "imported_from": {"harbor_job": str(job_dir.resolve()), "trial_name": h.trial_name, "task_path": named_path,
-                               "environment": p.environment,
-                               "verifier_environment_mode": h.verifier_environment_mode
-                               if h.verifier_environment_mode in ("shared", "separate") else None}}
+        tokens={
+            "prompt": sum(c.n_input_tokens or 0 for c in contexts),
+            "completion": sum(c.n_output_tokens or 0 for c in contexts),
+        },
+        cost_usd=_total([c.cost_usd for c in contexts]),
+        agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
+        tamper=ours.get("tamper") or [],
+    )
+    trial = {
+        "trial_id": trial_id,
+        "task": h.task_name,
+        "task_hash": task_hash,
+        "task_path": task_path,
+        "task_source": ours.get("task_source") or h.source,
+        "task_metadata": ours.get("task_metadata") or {},
+        "verifier_hash": ours.get("verifier_hash"),
+        "instruction": instruction,
+        "attempt": attempt,
+        "agent": h.agent_info.name,
+        "agent_version": result.agent_version,
+        "model": model,
+        "sampling": ours.get("sampling"),
+        "imported_from": {
+            "harbor_job": str(job_dir.resolve()),
+            "trial_name": h.trial_name,
+            "task_path": named_path,
+            "environment": p.environment,
+            "verifier_environment_mode": h.verifier_environment_mode
+            if h.verifier_environment_mode in ("shared", "separate")
+            else None,
+        },
+    }
     return trial, result, trajectory
 
 
@@ -261,7 +304,11 @@ def _task_folder(path) -> str | None:
         return None
     p = Path(path)
     try:
-        return str(p) if p.is_absolute() and p.is_dir() and ((p / "instruction.md").is_file() or (p / "task.toml").is_file()) else None
+        return (
+            str(p)
+            if p.is_absolute() and p.is_dir() and ((p / "instruction.md").is_file() or (p / "task.toml").is_file())
+            else None
+        )
     except OSError:
         return None
 
@@ -274,8 +321,10 @@ def _job_result(job_dir: Path, problems: list[str]) -> JobResult | None:
         return JobResult.model_validate_json(data) if data is not None else None
     except ValidationError as e:
         err = e.errors()[0]
-        problems.append(f"{job_dir / 'result.json'}: {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']} "
-                        "(trial ids derived from the folder's name)")
+        problems.append(
+            f"{job_dir / 'result.json'}: {'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']} "
+            "(trial ids derived from the folder's name)"
+        )
     except (ValueError, OSError) as e:
         problems.append(f"{job_dir / 'result.json'}: {_one_line(e)}")
     return None
@@ -299,8 +348,11 @@ def _trajectory(p: _Parsed) -> Trajectory:
     if not path.exists() and not path.is_symlink() and isinstance(p.ours.get("trajectory"), dict):
         return Trajectory.model_validate(p.ours["trajectory"])  # agentmill's export of a trajectory of no step
     if not path.exists() and not path.is_symlink():  # agents that write no ATIF: an empty trajectory, said so
-        return Trajectory(session_id=p.harbor.trial_name, agent=AgentInfo(name=p.harbor.agent_info.name, version=p.harbor.agent_info.version),
-                          notes="the Harbor trial has no agent/trajectory.json").summarize()
+        return Trajectory(
+            session_id=p.harbor.trial_name,
+            agent=AgentInfo(name=p.harbor.agent_info.name, version=p.harbor.agent_info.version),
+            notes="the Harbor trial has no agent/trajectory.json",
+        ).summarize()
     data = read_json(path)  # its own errors name the file
     try:
         return trajectory_from_harbor(data, session_id=p.harbor.trial_name)  # ATIF-v1.7 made session_id optional
@@ -326,8 +378,13 @@ def _rewards(p: _Parsed) -> dict[str, float | None]:
 
 def _timings(h: HarborTrial) -> Timings:
     span = lambda t: _seconds(t.started_at, t.finished_at) if t else 0.0  # noqa: E731
-    return Timings(environment=span(h.environment_setup), sandbox_start=span(h.agent_setup), agent=span(h.agent_execution),
-                   verifier=span(h.verifier), total=_seconds(h.started_at, h.finished_at))
+    return Timings(
+        environment=span(h.environment_setup),
+        sandbox_start=span(h.agent_setup),
+        agent=span(h.agent_execution),
+        verifier=span(h.verifier),
+        total=_seconds(h.started_at, h.finished_at),
+    )
 
 
 def _seconds(start: str | None, end: str | None) -> float:
@@ -346,7 +403,10 @@ def _set_times(ledger: Ledger, trial_id: str, h: HarborTrial) -> None:
     """The ledger's start and finish are when Harbor ran the trial, not when it was imported (status shows wall time)."""
     start, end = _when(h.started_at), _when(h.finished_at)
     if start and end:
-        ledger.db.execute("UPDATE trials SET started_at=?, finished_at=? WHERE trial_id=?", (start.timestamp(), end.timestamp(), trial_id))
+        ledger.db.execute(
+            "UPDATE trials SET started_at=?, finished_at=? WHERE trial_id=?",
+            (start.timestamp(), end.timestamp(), trial_id),
+        )
 
 
 def _write_trial(trials_dir: Path, trial: dict, result: TrialResult, trajectory: Trajectory) -> None:
@@ -371,8 +431,9 @@ def _write_run_config(out: Path, job_dir: Path, parsed: list[_Parsed], task_hash
     """config.json, so a later `agentmill rollout --out` into this folder is refused (other agent, other tasks)."""
     agents = sorted({(p.harbor.agent_info.name, p.harbor.agent_info.version, p.model or "") for p in parsed})
     name, version, model = agents[0] if len(agents) == 1 else ("harbor-import", "mixed", "")
-    config = RolloutConfig(dataset=str(job_dir.resolve()), task_hashes=task_hashes, agent=name, agent_version=version,
-                           model=model or None)
+    config = RolloutConfig(
+        dataset=str(job_dir.resolve()), task_hashes=task_hashes, agent=name, agent_version=version, model=model or None
+    )
     write_text_atomic(out / "config.json", config.model_dump_json(indent=2))
 
 

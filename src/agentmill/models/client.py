@@ -11,9 +11,9 @@ endpoint did.
 from __future__ import annotations
 
 import asyncio
-import logging
 import itertools
 import json
+import logging
 import os
 import random
 import re
@@ -93,7 +93,7 @@ class Usage:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cached_tokens += other.cached_tokens
@@ -161,12 +161,21 @@ class ModelClient:
         # flight one pool would cost O(connections) per request on the event loop. One TLS context
         # (httpx's default trust) serves them all: building one costs ~25 ms.
         tls = httpx.create_ssl_context()
-        self._pools = [httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {api_key or 'not-needed'}", "Content-Type": "application/json",
-                     "Accept": "application/json", "User-Agent": "agentmill"},
-            timeout=httpx.Timeout(timeout), follow_redirects=True, verify=tls,
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
-            for _ in range(max(1, min(16, max_concurrency // 16)))]
+        self._pools = [
+            httpx.AsyncClient(
+                headers={
+                    "Authorization": f"Bearer {api_key or 'not-needed'}",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json",
+                    "User-Agent": "agentmill",
+                },
+                timeout=httpx.Timeout(timeout),
+                follow_redirects=True,
+                verify=tls,
+                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+            )
+            for _ in range(max(1, min(16, max_concurrency // 16)))
+        ]
         self._turn = itertools.count()
         # How to ask for schema-constrained JSON, learnt on first use: OpenAI/vLLM/SGLang take
         # `json_schema`, llama-cpp-python's server takes `json_object` with a `schema`, some none.
@@ -177,8 +186,9 @@ class ModelClient:
         return self._format_modes[0]
 
     @classmethod
-    def from_env(cls, *, base_url: str, model: str, api_key_env: str | None = None, key_hint: str = "--api-key-env",
-                 **kw) -> "ModelClient":
+    def from_env(
+        cls, *, base_url: str, model: str, api_key_env: str | None = None, key_hint: str = "--api-key-env", **kw
+    ) -> ModelClient:
         """`key_hint`: where the caller's user named the variable (a flag, or a config file's field)."""
         key = os.environ.get(api_key_env) if api_key_env else None
         if api_key_env and key is None:
@@ -189,16 +199,26 @@ class ModelClient:
         for pool in self._pools:
             await pool.aclose()
 
-    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                   tools: list[dict] | None = None, seed: int | None = None) -> ChatReply:
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict | None = None,
+        tools: list[dict] | None = None,
+        seed: int | None = None,
+    ) -> ChatReply:
         """One completion, retried on transient failures. Raises EndpointError when retries run out,
         ContextExceededError when the endpoint says the conversation is too long for the model.
 
         `tools`: OpenAI function schemas; the reply's `tool_calls` holds the calls the model made.
         `seed`: this request's sampling seed (models/seeding.py derives one per request), else the run's."""
         # keys in the order the openai SDK sent them
-        body: dict[str, Any] = {"model": self.model, "messages": _encodable(messages),
-                                "max_tokens": self.sampling.max_tokens, "response_format": None}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _encodable(messages),
+            "max_tokens": self.sampling.max_tokens,
+            "response_format": None,
+        }
         seed = self.sampling.seed if seed is None else seed
         if seed is not None:
             body["seed"] = seed
@@ -241,7 +261,13 @@ class ModelClient:
                     retryable, delay, error = True, None, "TimeoutError"
                 except httpx.TransportError:
                     retryable, delay, error = True, None, "ConnectionError"
-                except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:  # a body that is not a completion
+                except (
+                    ValueError,
+                    KeyError,
+                    TypeError,
+                    AttributeError,
+                    IndexError,
+                ) as e:  # a body that is not a completion
                     retryable, delay, error = True, None, f"malformed response: {e}"
                 if not retryable or attempt > self.max_retries:
                     self.stats.failures += 1
@@ -267,16 +293,30 @@ class ModelClient:
             usage.completion_tokens = reported.get("completion_tokens") or 0
             usage.cached_tokens = (reported.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
             usage.reasoning_tokens = (reported.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        calls = [ToolCallRequest(id=c.get("id") or "", name=c["function"].get("name") or "",
-                                 arguments=c["function"].get("arguments") or "")
-                 for c in (msg.get("tool_calls") or []) if c.get("function") is not None]
+        calls = [
+            ToolCallRequest(
+                id=c.get("id") or "",
+                name=c["function"].get("name") or "",
+                arguments=c["function"].get("arguments") or "",
+            )
+            for c in (msg.get("tool_calls") or [])
+            if c.get("function") is not None
+        ]
         cost = self.cost(usage)
         self.stats.usage.add(usage)
         if cost is not None:
             self.stats.cost_usd += cost
-        return ChatReply(content=content, reasoning=reasoning, usage=usage, cost_usd=cost,
-                         finish_reason=choice.get("finish_reason"), latency=latency, attempts=attempts, raw_content=raw,
-                         tool_calls=calls)
+        return ChatReply(
+            content=content,
+            reasoning=reasoning,
+            usage=usage,
+            cost_usd=cost,
+            finish_reason=choice.get("finish_reason"),
+            latency=latency,
+            attempts=attempts,
+            raw_content=raw,
+            tool_calls=calls,
+        )
 
     def cost(self, usage: Usage) -> float | None:
         if self.prices is None:

@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import IO
 from pathlib import Path
+from typing import IO
 
 from agentmill.errors import AgentmillError
 
@@ -65,22 +65,50 @@ class LocalModelServer:
 
     def start(self) -> str:
         if importlib.util.find_spec("llama_cpp") is None:
-            raise AgentmillError("the embedded model server needs llama-cpp-python: pip install 'llama-cpp-python[server]'")
+            raise AgentmillError(
+                "the embedded model server needs llama-cpp-python: pip install 'llama-cpp-python[server]'"
+            )
         gguf = local_gguf()
         self.port = _free_port()
-        self._log = open(os.devnull, "wb") if os.environ.get("AGENTMILL_LOCAL_MODEL_LOG") is None else open(os.environ["AGENTMILL_LOCAL_MODEL_LOG"], "ab")
+        self._log = (
+            open(os.devnull, "wb")
+            if os.environ.get("AGENTMILL_LOCAL_MODEL_LOG") is None
+            else open(os.environ["AGENTMILL_LOCAL_MODEL_LOG"], "ab")
+        )
         self._proc = subprocess.Popen(
-            ["/bin/sh", "-c", _TIED_TO_US, "sh",
-             sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", SERVED_NAME,
-             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-             "--n_threads", str(self.threads)],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, start_new_session=True,
+            [
+                "/bin/sh",
+                "-c",
+                _TIED_TO_US,
+                "sh",
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--model_alias",
+                SERVED_NAME,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_ctx",
+                str(self.n_ctx),
+                "--n_threads",
+                str(self.threads),
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            start_new_session=True,
         )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise AgentmillError(f"the embedded model server exited with {self._proc.returncode} "
-                                     "(set AGENTMILL_LOCAL_MODEL_LOG=FILE to see why)")
+                raise AgentmillError(
+                    f"the embedded model server exited with {self._proc.returncode} "
+                    "(set AGENTMILL_LOCAL_MODEL_LOG=FILE to see why)"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as resp:
                     if json.load(resp).get("data"):

@@ -22,7 +22,7 @@ def endpoint_and_cause(error: str | None) -> tuple[str, str]:
     text = (error or "unknown failure").strip().splitlines()[0] if (error or "").strip() else "unknown failure"
     m = _URL.search(text)
     endpoint = m.group(1).rstrip("/") if m else "-"
-    cause = text[m.end():] if m else text
+    cause = text[m.end() :] if m else text
     cause = _NUMBERS.sub("N", _ATTEMPTS.sub("", cause)).strip()
     return endpoint, cause[:160] or "unknown failure"
 
@@ -38,6 +38,8 @@ def outage_lines(errors: Iterable[str | None]) -> list[str]:
         total = sum(causes.values())
         (top, n), others = causes.most_common(1)[0], len(causes) - 1
         where = "no endpoint named" if endpoint == "-" else endpoint
-        lines.append(f"{where}: {total} failed; most common: {top} ({n})"
-                     + (f", and {others} other cause{'s' * (others > 1)}" if others else ""))
+        lines.append(
+            f"{where}: {total} failed; most common: {top} ({n})"
+            + (f", and {others} other cause{'s' * (others > 1)}" if others else "")
+        )
     return lines

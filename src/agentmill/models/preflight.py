@@ -21,8 +21,10 @@ from agentmill.errors import AgentmillError
 
 PREFLIGHT_HEADER = "X-Agentmill-Preflight"
 PREFLIGHT_TIMEOUT = 20.0  # seconds: a served model answers one token well within this
-_PROBE_TOOL = {"type": "function", "function": {"name": "noop", "description": "Does nothing.",
-                                                "parameters": {"type": "object", "properties": {}}}}
+_PROBE_TOOL = {
+    "type": "function",
+    "function": {"name": "noop", "description": "Does nothing.", "parameters": {"type": "object", "properties": {}}},
+}
 
 
 class PreflightError(AgentmillError):
@@ -75,12 +77,16 @@ async def probe_endpoint(probe: Probe, *, timeout: float = PREFLIGHT_TIMEOUT) ->
         try:
             resp.json()["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError):
-            return "answered HTTP 200 with something that is not a chat completion (is this an OpenAI-compatible /v1 URL?)"
+            return (
+                "answered HTTP 200 with something that is not a chat completion (is this an OpenAI-compatible /v1 URL?)"
+            )
         return None
     text = resp.text.strip().replace("\n", " ")[:200]
     status = resp.status_code
     if status in (401, 403):
-        hint = f" (set {probe.api_key_env})" if probe.api_key_env else f" (give the key's variable with {probe.key_hint})"
+        hint = (
+            f" (set {probe.api_key_env})" if probe.api_key_env else f" (give the key's variable with {probe.key_hint})"
+        )
         return f"the key was refused (HTTP {status}){hint}: {text}"
     if status == 404:
         if "model" in text.lower():
@@ -106,8 +112,10 @@ async def preflight(probes: list[Probe], *, timeout: float = PREFLIGHT_TIMEOUT) 
             roles = ", ".join(dict.fromkeys(p.role for p in group))
             failures.append(f"{roles} endpoint {group[0].base_url} (model {group[0].model}): {cause}")
     if failures:
-        raise PreflightError("preflight: " + "; ".join(failures) + ". Nothing was run; fix the endpoint and run the "
-                             "same command again (or skip this check with --no-preflight)")
+        raise PreflightError(
+            "preflight: " + "; ".join(failures) + ". Nothing was run; fix the endpoint and run the "
+            "same command again (or skip this check with --no-preflight)"
+        )
 
 
 def run_preflight(probes: list[Probe], *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
@@ -118,4 +126,3 @@ def run_preflight(probes: list[Probe], *, timeout: float = PREFLIGHT_TIMEOUT) ->
 
 def _short(e: Exception) -> str:
     return str(e).replace("\n", " ")[:160]
-

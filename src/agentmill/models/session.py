@@ -16,10 +16,18 @@ def served_name(name: str) -> str:
 
 
 @asynccontextmanager
-async def open_model(name: str, *, base_url: str | None = None, api_key_env: str | None = None,
-                     sampling: SamplingParams | None = None, timeout: float = 600.0, max_retries: int = 6,
-                     concurrency: int = 64, prices: Prices | None = None,
-                     say: Callable[[str], None] | None = None) -> AsyncIterator[ModelClient]:
+async def open_model(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    sampling: SamplingParams | None = None,
+    timeout: float = 600.0,
+    max_retries: int = 6,
+    concurrency: int = 64,
+    prices: Prices | None = None,
+    say: Callable[[str], None] | None = None,
+) -> AsyncIterator[ModelClient]:
     server = None
     if name == LOCAL_MODEL:
         if say:
@@ -27,9 +35,16 @@ async def open_model(name: str, *, base_url: str | None = None, api_key_env: str
         server = LocalModelServer()
         base_url = await server.__aenter__()
     try:
-        client = ModelClient.from_env(base_url=base_url, model=served_name(name), api_key_env=api_key_env,
-                                      sampling=sampling, timeout=timeout, max_retries=max_retries,
-                                      max_concurrency=concurrency, prices=prices)
+        client = ModelClient.from_env(
+            base_url=base_url,
+            model=served_name(name),
+            api_key_env=api_key_env,
+            sampling=sampling,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=concurrency,
+            prices=prices,
+        )
         try:
             yield client
         finally:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import tomli_w
 
-from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.table import check_scores
+from agentmill.runtime.atomic import write_json_atomic
 
 PLACEHOLDERS = {"dataset", "variant", "results"}
 DEFAULT_TIMEOUT = 6 * 3600.0
@@ -126,7 +126,7 @@ def load_matrix(path: Path) -> Matrix:
         raise MatrixError(path, "base", f"cannot read {base_path}: {e}") from e
     template = data.get("eval")
     if not isinstance(template, str) or not template.strip():
-        raise MatrixError(path, "eval", "required: the eval command, e.g. \"python eval.py {dataset} --out {results}\"")
+        raise MatrixError(path, "eval", 'required: the eval command, e.g. "python eval.py {dataset} --out {results}"')
     _check_template(path, template)
     timeout = data.get("timeout", DEFAULT_TIMEOUT)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
@@ -161,7 +161,11 @@ def _check_template(path: Path, template: str) -> None:
     except ValueError as e:
         raise MatrixError(path, "eval", str(e)) from e
     if names - PLACEHOLDERS:
-        raise MatrixError(path, "eval", f"unknown placeholder {{{sorted(names - PLACEHOLDERS)[0]}}} (use {{dataset}}, {{variant}}, {{results}})")
+        raise MatrixError(
+            path,
+            "eval",
+            f"unknown placeholder {{{sorted(names - PLACEHOLDERS)[0]}}} (use {{dataset}}, {{variant}}, {{results}})",
+        )
     if "results" not in names:
         raise MatrixError(path, "eval", "must contain {results}: the JSON file the command writes its scores to")
 
@@ -175,7 +179,9 @@ def _explicit(path: Path, items) -> list[tuple[str, dict]]:
         if not isinstance(item, dict):
             raise MatrixError(path, key, "expected a table with name and set")
         if set(item) - {"name", "set"}:
-            raise MatrixError(path, f"{key}.{sorted(set(item) - {'name', 'set'})[0]}", "unknown key (expected name, set)")
+            raise MatrixError(
+                path, f"{key}.{sorted(set(item) - {'name', 'set'})[0]}", "unknown key (expected name, set)"
+            )
         name, sets = item.get("name"), item.get("set", {})
         if not isinstance(name, str) or not name.strip():
             raise MatrixError(path, f"{key}.name", "required: a non-empty string")
@@ -201,8 +207,14 @@ def _grid(path: Path, grid) -> list[tuple[str, dict]]:
     return out
 
 
-def run_ablation(matrix_path: Path, out_dir: Path, build: Build, *, log: Callable[[str], None] | None = None,
-                 validate: Validate | None = None) -> dict[str, dict[str, list[float]]]:
+def run_ablation(
+    matrix_path: Path,
+    out_dir: Path,
+    build: Build,
+    *,
+    log: Callable[[str], None] | None = None,
+    validate: Validate | None = None,
+) -> dict[str, dict[str, list[float]]]:
     """Build and evaluate every variant; results.json gets the ones that succeeded, failures.json the rest.
 
     Every variant's recipe is validated first (`validate(name, recipe)` raises on a bad setting): one
@@ -252,8 +264,10 @@ def check_variants(matrix: Matrix, validate: Validate) -> None:
         except AgentmillError as e:
             problems.append(str(e))
     if problems:
-        raise AgentmillError(f"{matrix.path}: {len(problems)} of {len(matrix.variants)} variant(s) are invalid; nothing was "
-                             "built:\n  " + "\n  ".join(problems))
+        raise AgentmillError(
+            f"{matrix.path}: {len(problems)} of {len(matrix.variants)} variant(s) are invalid; nothing was "
+            "built:\n  " + "\n  ".join(problems)
+        )
 
 
 def run_eval(matrix: Matrix, v: Variant, dataset: Path, vdir: Path) -> dict[str, list[float]]:
@@ -268,8 +282,14 @@ def run_eval(matrix: Matrix, v: Variant, dataset: Path, vdir: Path) -> dict[str,
         fh.write(f"$ {shlex.join(argv)}\n")
         fh.flush()
         try:
-            proc = subprocess.run(argv, cwd=matrix.path.parent, stdout=fh, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=matrix.timeout)
+            proc = subprocess.run(
+                argv,
+                cwd=matrix.path.parent,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=matrix.timeout,
+            )
         except subprocess.TimeoutExpired:
             raise AgentmillError(f"eval timed out after {matrix.timeout:g}s (see {log_path})") from None
         except OSError as e:

@@ -14,8 +14,8 @@ import json
 import time
 from pathlib import Path
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.recipe.records import StageReport
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.tasks.hashing import hash_text
 
 

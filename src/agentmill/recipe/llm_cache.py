@@ -26,14 +26,20 @@ class CachedModel:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(db_path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, answer TEXT, "
-                        "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, answer TEXT, "
+            "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+        )
         self.hits = self.misses = 0
         self._locks: dict[str, asyncio.Lock] = {}
 
     def key(self, messages: list[dict[str, Any]], json_schema: dict | None) -> str:
-        return hash_text(self.client.model, self.client.sampling.model_dump_json(), json.dumps(messages, sort_keys=True),
-                         json.dumps(json_schema, sort_keys=True))
+        return hash_text(
+            self.client.model,
+            self.client.sampling.model_dump_json(),
+            json.dumps(messages, sort_keys=True),
+            json.dumps(json_schema, sort_keys=True),
+        )
 
     async def ask(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None) -> str:
         key = self.key(messages, json_schema)
@@ -46,9 +52,17 @@ class CachedModel:
             base = self.client.sampling.seed  # seeded runs: the same prompt samples the same answer again
             seed = derived_seed(base, key) if base is not None else None
             reply = await self.client.chat(messages, json_schema=json_schema, seed=seed)
-            self.db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                            (key, self.client.model, reply.content, reply.usage.prompt_tokens,
-                             reply.usage.completion_tokens, time.time()))
+            self.db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    self.client.model,
+                    reply.content,
+                    reply.usage.prompt_tokens,
+                    reply.usage.completion_tokens,
+                    time.time(),
+                ),
+            )
             return reply.content
 
     def close(self) -> None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import open_model
@@ -33,6 +32,7 @@ from agentmill.recipe.schema import ModelSpec, Recipe
 from agentmill.recipe.stage import Stage, StageContext, aiter_of, stage_class
 from agentmill.recipe.stages.model_identity import model_identity  # noqa: F401  (re-exported)
 from agentmill.recipe.stores import STORES
+from agentmill.runtime.atomic import write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,10 @@ def _link(stages: list[Stage], where: str) -> None:
         if s.consumes is not None:
             up = by_step.get(s.upstream) if s.upstream else last
             if up is None or up.produces != s.consumes:
-                raise AgentmillError(f"{where}: stage {s.step} reads {s.consumes}, but "
-                                     f"{'nothing before it' if up is None else up.step + ' writes ' + str(up.produces)}")
+                raise AgentmillError(
+                    f"{where}: stage {s.step} reads {s.consumes}, but "
+                    f"{'nothing before it' if up is None else up.step + ' writes ' + str(up.produces)}"
+                )
             s.upstream = up.step
         by_step[s.step] = s
         if s.produces is not None:
@@ -94,12 +96,21 @@ def _link(stages: list[Stage], where: str) -> None:
 
 
 class Pipeline:
-    def __init__(self, recipe: Recipe, raw: dict[str, Any], run_dir: Path, *, cache_dir: Path | None = None, say=None,
-                 where: str = "recipe"):
+    def __init__(
+        self,
+        recipe: Recipe,
+        raw: dict[str, Any],
+        run_dir: Path,
+        *,
+        cache_dir: Path | None = None,
+        say=None,
+        where: str = "recipe",
+    ):
         self.recipe, self.raw, self.run_dir, self.where = recipe, raw, Path(run_dir), where
         self.run_id = f"{int(time.time() * 1000)}-{os.getpid()}"
-        self.cache = StageCache(Path(cache_dir) if cache_dir else self.run_dir / "stages", self.run_dir / "cache.jsonl",
-                                self.run_id)
+        self.cache = StageCache(
+            Path(cache_dir) if cache_dir else self.run_dir / "stages", self.run_dir / "cache.jsonl", self.run_id
+        )
         self.say = say or (lambda _msg: None)
         self.stages = build_stages(recipe, where=where)
         self._builder = None
@@ -152,15 +163,28 @@ class Pipeline:
         self._publish(plan, key_of)
         return reports
 
-    async def _run_stage(self, step: PlanStep, out: Path, upstream: Path | None, before: list[StageReport],
-                         progress) -> StageReport:
+    async def _run_stage(
+        self, step: PlanStep, out: Path, upstream: Path | None, before: list[StageReport], progress
+    ) -> StageReport:
         stage = step.obj
         out.mkdir(parents=True, exist_ok=True)
         report = StageReport(stage=step.stage, kind=stage.kind)
-        ctx = StageContext(out=out, report=report, say=self.say, builder=self.builder, open_model=self._model,
-                           progress=progress, run_dir=self.run_dir, upstream=list(before), relax=self._relax)
-        records = _counted(aiter_of(STORES[stage.consumes](upstream, self.cache.root).read()), report) \
-            if stage.consumes else aiter_of(())
+        ctx = StageContext(
+            out=out,
+            report=report,
+            say=self.say,
+            builder=self.builder,
+            open_model=self._model,
+            progress=progress,
+            run_dir=self.run_dir,
+            upstream=list(before),
+            relax=self._relax,
+        )
+        records = (
+            _counted(aiter_of(STORES[stage.consumes](upstream, self.cache.root).read()), report)
+            if stage.consumes
+            else aiter_of(())
+        )
         try:
             produced = stage.run(records, ctx)
             if stage.produces:
@@ -170,7 +194,9 @@ class Pipeline:
                     pass
         except BaseException as e:  # the log says what happened; the stage is not marked done
             status = "failed" if isinstance(e, Exception) else "interrupted"
-            self.cache.record(step.stage, step.key, status, error=str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
+            self.cache.record(
+                step.stage, step.key, status, error=str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+            )
             raise
         self.cache.finish(step.stage, step.key, report)
         self.cache.record(step.stage, step.key, "ran")
@@ -183,9 +209,17 @@ class Pipeline:
     @asynccontextmanager
     async def _model(self, spec: ModelSpec):
         """The spec's model, behind the shared answer cache, for the length of one stage."""
-        sampling = SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed)
-        async with open_model(spec.name, base_url=spec.base_url, api_key_env=spec.api_key_env, sampling=sampling,
-                              concurrency=spec.concurrency, say=self.say) as client:
+        sampling = SamplingParams(
+            temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens, seed=spec.seed
+        )
+        async with open_model(
+            spec.name,
+            base_url=spec.base_url,
+            api_key_env=spec.api_key_env,
+            sampling=sampling,
+            concurrency=spec.concurrency,
+            say=self.say,
+        ) as client:
             cached = CachedModel(client, self.cache.root / "llm_cache.sqlite")
             try:
                 yield cached
@@ -198,8 +232,10 @@ class Pipeline:
     def _publish(self, plan: list[PlanStep], key_of: dict[str, str]) -> None:
         last_tasks = next((p for p in reversed(plan) if p.obj.produces == "tasks"), None)
         if last_tasks is not None:
-            shutil.copyfile(self.cache.dir(last_tasks.stage, key_of[last_tasks.stage]) / STORES["tasks"].file,
-                            self.run_dir / "tasks.jsonl")
+            shutil.copyfile(
+                self.cache.dir(last_tasks.stage, key_of[last_tasks.stage]) / STORES["tasks"].file,
+                self.run_dir / "tasks.jsonl",
+            )
         import tomli_w
 
         (self.run_dir / "recipe.toml").write_text(tomli_w.dumps(self.raw))

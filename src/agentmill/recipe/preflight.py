@@ -22,7 +22,14 @@ def recipe_probes(plan, where: str = "the recipe") -> list[Probe]:
             if not cls.needs_model:
                 continue
             tools = getattr(cls, "rendering", None) == "tool_calls"
-        probes.append(Probe(role=f"stage {step.stage}", base_url=spec.base_url, model=served_name(spec.name),
-                            api_key_env=spec.api_key_env, key_hint=f"api_key_env of this stage's model in {where}",
-                            tools=tools))
+        probes.append(
+            Probe(
+                role=f"stage {step.stage}",
+                base_url=spec.base_url,
+                model=served_name(spec.name),
+                api_key_env=spec.api_key_env,
+                key_hint=f"api_key_env of this stage's model in {where}",
+                tools=tools,
+            )
+        )
     return probes

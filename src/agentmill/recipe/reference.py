@@ -36,7 +36,7 @@ SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("[[exports]]", Export, "the files written to the run's exports/"),
 ]
 
-EXAMPLE = '''[recipe]
+EXAMPLE = """[recipe]
 name = "folders"
 seed = 1
 
@@ -60,7 +60,7 @@ attempts = 2
 [[exports]]
 format = "trl"
 file = "trl.jsonl"
-'''
+"""
 
 
 # Meanings of the keys whose declaration carries no comment or description (section, key): a key
@@ -68,8 +68,8 @@ file = "trl.jsonl"
 MEANINGS: dict[tuple[str, str], str] = {
     ("Meta", "name"): "the run folder's default name (runs/NAME beside the recipe)",
     ("Meta", "seed"): "the seed of every sampled choice: mixing, augmentation, the models' sampling",
-    ("ModelSpec", "name"): "the model's name at base_url, or \"local\" for the embedded smoke-test model",
-    ("ModelSpec", "base_url"): "the OpenAI-compatible endpoint, e.g. http://host:8000/v1 (not for \"local\")",
+    ("ModelSpec", "name"): 'the model\'s name at base_url, or "local" for the embedded smoke-test model',
+    ("ModelSpec", "base_url"): 'the OpenAI-compatible endpoint, e.g. http://host:8000/v1 (not for "local")',
     ("ModelSpec", "api_key_env"): "the environment variable that holds the key",
     ("ModelSpec", "temperature"): "sampling temperature (part of the trials' identity)",
     ("ModelSpec", "top_p"): "nucleus sampling top-p (part of the trials' identity)",
@@ -77,7 +77,7 @@ MEANINGS: dict[tuple[str, str], str] = {
     ("ModelSpec", "concurrency"): "requests in flight at once",
     ("ModelSpec", "seed"): "sampling seed; unset: the recipe's seed (each request gets one derived from it)",
     ("Source", "name"): "the source's name: mix rankings and reports use it",
-    ("Source", "kind"): "\"harbor\" (task folders), or a producer's output: \"grounded\", \"synth\", ...",
+    ("Source", "kind"): '"harbor" (task folders), or a producer\'s output: "grounded", "synth", ...',
     ("Source", "path"): "a folder of task folders (or the producer's output folder), relative to the recipe",
     ("Augment", "strategies"): "rewrites to make of each task (none: no augmentation stage)",
     ("Augment", "per_task"): "rewrites per task and strategy",
@@ -91,20 +91,26 @@ MEANINGS: dict[tuple[str, str], str] = {
     ("Rollout", "concurrency"): "trials (sandboxes) at once",
     ("Rollout", "max_turns"): "agent turns per trial (part of the trials' identity)",
     ("Rollout", "executor"): "where trials run: this process, worker processes, or a Ray cluster (not identity)",
-    ("Rollout", "address"): "with executor = \"ray\": the cluster's address (default: $RAY_ADDRESS, else a local Ray)",
-    ("Rollout", "workers"): "with executor = \"processes\": worker processes (default: one per core)",
+    ("Rollout", "address"): 'with executor = "ray": the cluster\'s address (default: $RAY_ADDRESS, else a local Ray)',
+    ("Rollout", "workers"): 'with executor = "processes": worker processes (default: one per core)',
     ("FilterSpec", "drop_outcomes"): "drop trials that ended with these outcomes (the machinery's failures by default)",
     ("FilterSpec", "reward"): "keep only passed (success), only failed (failure) or all trials: failed traces are "
-                              "exported unless this is \"success\"",
+    'exported unless this is "success"',
     ("FilterSpec", "min_reward"): "keep trials whose reward is at least this",
     ("FilterSpec", "completion"): "keep trials whose agent claimed completion, did not, or both",
     ("FilterSpec", "max_repeated_commands"): "drop traces with more repeated commands than this",
     ("FilterSpec", "max_error_rate"): "drop traces whose share of failing commands is above this (0-1)",
     ("FilterSpec", "max_truncated"): "drop traces with more truncated observations than this",
     ("FilterSpec", "subagents"): "subagent traces: dropped or kept",
-    ("Export", "format"): "trl, sharegpt, harbor (SFT rows), rl (prompts and rewards) or harbor-job (a Harbor job folder)",
+    (
+        "Export",
+        "format",
+    ): "trl, sharegpt, harbor (SFT rows), rl (prompts and rewards) or harbor-job (a Harbor job folder)",
     ("Export", "reasoning"): "the model's reasoning in the rows: <think>...</think> before the answer, or dropped",
-    ("Export", "tokenizer"): "tokenizer.json, a Hugging Face tokenizer folder or .gguf, for token counts and max_tokens",
+    (
+        "Export",
+        "tokenizer",
+    ): "tokenizer.json, a Hugging Face tokenizer folder or .gguf, for token counts and max_tokens",
 }
 
 
@@ -171,14 +177,27 @@ def section_table(cls: type[BaseModel]) -> list[str]:
 
 
 def render() -> str:
-    lines = [START, "", "## Recipe reference", "",
-             "Every key of every section, generated from the schema (`src/agentmill/recipe/schema.py`): a key not "
-             "listed here is refused, naming the closest known key. `[rollout.model]`, `[augment.model]` and a task "
-             "filter's `model` take the keys of `[model]` and default to it.", ""]
+    lines = [
+        START,
+        "",
+        "## Recipe reference",
+        "",
+        "Every key of every section, generated from the schema (`src/agentmill/recipe/schema.py`): a key not "
+        "listed here is refused, naming the closest known key. `[rollout.model]`, `[augment.model]` and a task "
+        "filter's `model` take the keys of `[model]` and default to it.",
+        "",
+    ]
     for title, cls, what in SECTIONS:
         lines += [f"### `{title}`: {what}", "", *section_table(cls), ""]
-    lines += ["Sources from folders (`path`, relative to the recipe file) and bundled samples, side by side:", "",
-              "```toml", EXAMPLE.rstrip("\n"), "```", "", END]
+    lines += [
+        "Sources from folders (`path`, relative to the recipe file) and bundled samples, side by side:",
+        "",
+        "```toml",
+        EXAMPLE.rstrip("\n"),
+        "```",
+        "",
+        END,
+    ]
     return "\n".join(lines) + "\n"
 
 

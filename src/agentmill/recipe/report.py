@@ -16,17 +16,26 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import StageReport, load_tasks
 from agentmill.rollout.status import mean_se, summarize
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.traces.records import load_trace
 from agentmill.traces.telemetry import Telemetry
 from agentmill.verify.judge import NEEDS_JUDGE
 
 UNKNOWN_SOURCE = "(not in tasks.jsonl)"
-OUTCOME_ORDER = ["passed", "failed", "unjudged", "agent_error", "agent_timeout", "verifier_error", "verifier_timeout",
-                 "sandbox_error", "infra_error"]
+OUTCOME_ORDER = [
+    "passed",
+    "failed",
+    "unjudged",
+    "agent_error",
+    "agent_timeout",
+    "verifier_error",
+    "verifier_timeout",
+    "sandbox_error",
+    "infra_error",
+]
 
 
 def esc(value) -> str:
@@ -104,17 +113,29 @@ def _load_trials(trials_dir: Path, source_of: dict[str, str], problems: list[str
             trial = json.loads((folder / "trial.json").read_text())
             result = json.loads((folder / "result.json").read_text())
             tele_path = folder / "telemetry.json"
-            tele = (Telemetry.model_validate_json(tele_path.read_text()) if tele_path.exists()
-                    else load_trace(folder).telemetry)  # older runs: computed from the trajectory
+            tele = (
+                Telemetry.model_validate_json(tele_path.read_text())
+                if tele_path.exists()
+                else load_trace(folder).telemetry
+            )  # older runs: computed from the trajectory
             task = trial["task"]
-            out.append(Trial(task, source_of.get(task, UNKNOWN_SOURCE), result["outcome"], result.get("reward"),
-                             tele.assistant_turns, tele.assistant_tokens or (result.get("tokens") or {}).get("completion", 0)))
+            out.append(
+                Trial(
+                    task,
+                    source_of.get(task, UNKNOWN_SOURCE),
+                    result["outcome"],
+                    result.get("reward"),
+                    tele.assistant_turns,
+                    tele.assistant_tokens or (result.get("tokens") or {}).get("completion", 0),
+                )
+            )
         except (OSError, ValueError, KeyError, TypeError) as e:
             problems.append(f"{folder.name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return out
 
 
 # ---------------------------------------------------------------- SVG plots (no plotting library needed)
+
 
 def _text_width(s: str) -> int:
     return 7 * len(s)  # ~7 px per character at 12 px sans-serif: enough to lay out labels
@@ -124,9 +145,16 @@ def _short(label: str, limit: int = 32) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def bar_chart(labels: list[str], values: list[float], *, ghosts: list[float] | None = None,
-              errors: list[float] | None = None, value_text: list[str] | None = None, width: int = 860,
-              caption: str = "") -> str:
+def bar_chart(
+    labels: list[str],
+    values: list[float],
+    *,
+    ghosts: list[float] | None = None,
+    errors: list[float] | None = None,
+    value_text: list[str] | None = None,
+    width: int = 860,
+    caption: str = "",
+) -> str:
     """Horizontal bars, one row per label. `ghosts` draws a light bar behind (e.g. count in),
     `errors` a whisker of ± error at the bar's end."""
     if not labels:
@@ -139,18 +167,26 @@ def bar_chart(labels: list[str], values: list[float], *, ghosts: list[float] | N
     top = max([*values, *(ghosts or []), *[v + (e or 0) for v, e in zip(values, errors or [0] * len(values))]]) or 1
     scale = plot_w / top
     height = row * len(labels) + 2 * pad
-    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(caption)}">']
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(caption)}">'
+    ]
     for i, (label, v) in enumerate(zip(labels, values)):
         y = pad + i * row
-        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end"><title>{esc(label)}</title>{esc(_short(label))}</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end"><title>{esc(label)}</title>{esc(_short(label))}</text>'
+        )
         end = v * scale
         if ghosts:
-            parts.append(f'<rect class="ghost" x="{label_w}" y="{y + 3}" width="{ghosts[i] * scale:.1f}" height="{row - 6}"/>')
+            parts.append(
+                f'<rect class="ghost" x="{label_w}" y="{y + 3}" width="{ghosts[i] * scale:.1f}" height="{row - 6}"/>'
+            )
             end = max(end, ghosts[i] * scale)
         parts.append(f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{v * scale:.1f}" height="{row - 6}"/>')
         if errors and errors[i]:
             lo, hi = label_w + (v - errors[i]) * scale, label_w + (v + errors[i]) * scale
-            parts.append(f'<path class="whisker" d="M{lo:.1f} {y + 12}H{hi:.1f}M{lo:.1f} {y + 7}V{y + 17}M{hi:.1f} {y + 7}V{y + 17}"/>')
+            parts.append(
+                f'<path class="whisker" d="M{lo:.1f} {y + 12}H{hi:.1f}M{lo:.1f} {y + 7}V{y + 17}M{hi:.1f} {y + 7}V{y + 17}"/>'
+            )
             end = max(end, hi - label_w)
         parts.append(f'<text x="{label_w + end + 6:.1f}" y="{y + 16}">{esc(texts[i])}</text>')
     parts.append("</svg>")
@@ -182,22 +218,28 @@ def histogram(values: list[float], *, xlabel: str, width: int = 500, height: int
     left, right, top, bottom = 44, 12, 10, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     bar_w, peak = plot_w / len(counts), max(counts)
-    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="histogram of {esc(xlabel)}">',
-             f'<path class="axis" d="M{left} {top}V{top + plot_h}H{left + plot_w}"/>',
-             f'<text x="{left - 6}" y="{top + 10}" text-anchor="end">{peak}</text>',
-             f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>']
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="histogram of {esc(xlabel)}">',
+        f'<path class="axis" d="M{left} {top}V{top + plot_h}H{left + plot_w}"/>',
+        f'<text x="{left - 6}" y="{top + 10}" text-anchor="end">{peak}</text>',
+        f'<text x="{left - 6}" y="{top + plot_h}" text-anchor="end">0</text>',
+    ]
     for i, c in enumerate(counts):
         h = plot_h * c / peak
         x = left + i * bar_w
-        parts.append(f'<rect class="bar" x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" height="{h:.1f}">'
-                     f'<title>{esc(_range(edges[i], edges[i + 1]))}: {c}</title></rect>')
+        parts.append(
+            f'<rect class="bar" x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" height="{h:.1f}">'
+            f"<title>{esc(_range(edges[i], edges[i + 1]))}: {c}</title></rect>"
+        )
     integer_bins = edges[1] - edges[0] == 1 and not float(edges[0]).is_integer()
     every = math.ceil(len(counts) / 8)  # at most ~8 tick labels so they never overlap
     for i in range(0, len(counts) + (0 if integer_bins else 1), every):
         x = left + (i + 0.5) * bar_w if integer_bins else left + i * bar_w
         label = _fmt(edges[i] + 0.5) if integer_bins else _fmt(edges[i])
         parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 15}" text-anchor="middle">{esc(label)}</text>')
-    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" class="muted">{esc(xlabel)}</text></svg>')
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" class="muted">{esc(xlabel)}</text></svg>'
+    )
     return "".join(parts)
 
 
@@ -213,10 +255,13 @@ def _fmt(v: float) -> str:
 
 # ---------------------------------------------------------------- sections
 
+
 def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f'<th{" class=num" if i in numeric else ""}>{esc(h)}</th>' for i, h in enumerate(header))
-    body = "".join("<tr>" + "".join(f'<td{" class=num" if i in numeric else ""}>{esc(c)}</td>' for i, c in enumerate(r)) + "</tr>"
-                   for r in rows)
+    head = "".join(f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(header))
+    body = "".join(
+        "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{esc(c)}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -225,19 +270,25 @@ def _missing(what: str) -> str:
 
 
 def _overview(d: RunData) -> str:
-    facts = [("Final tasks", f"{sum(d.sources.values()):,}" if d.sources is not None else "—"),
-             ("Sources", str(len(d.sources)) if d.sources is not None else "—")]
+    facts = [
+        ("Final tasks", f"{sum(d.sources.values()):,}" if d.sources is not None else "—"),
+        ("Sources", str(len(d.sources)) if d.sources is not None else "—"),
+    ]
     if d.trials is not None:
         rewards = [t.reward for t in d.trials if t.reward is not None]
-        facts += [("Trajectories", f"{len(d.trials):,}"),
-                  ("Passed", f"{sum(t.outcome == 'passed' for t in d.trials) / len(d.trials):.1%}" if d.trials else "—"),
-                  ("Mean reward", f"{sum(rewards) / len(rewards):.3f}" if rewards else "—")]
+        facts += [
+            ("Trajectories", f"{len(d.trials):,}"),
+            ("Passed", f"{sum(t.outcome == 'passed' for t in d.trials) / len(d.trials):.1%}" if d.trials else "—"),
+            ("Mean reward", f"{sum(rewards) / len(rewards):.3f}" if rewards else "—"),
+        ]
     if d.summary and d.summary.get("running"):
         facts.append(("Still running", str(d.summary["running"])))
     if d.summary and "1" in d.summary.get("pass_at_k", {}):
         p = d.summary["pass_at_k"]["1"]
         facts.append(("pass@1", f"{p['mean']:.3f} ± {p['se']:.3f}"))
-    return '<div class="facts">' + "".join(f'<div><b>{esc(v)}</b><span>{esc(k)}</span></div>' for k, v in facts) + "</div>"
+    return (
+        '<div class="facts">' + "".join(f"<div><b>{esc(v)}</b><span>{esc(k)}</span></div>" for k, v in facts) + "</div>"
+    )
 
 
 def _unjudged(d: RunData) -> str:
@@ -245,8 +296,10 @@ def _unjudged(d: RunData) -> str:
     n = sum(t.outcome == "unjudged" for t in d.trials or [])
     if not n:
         return ""
-    return (f'<p class="problems"><b>{n:,} unjudged trial{"s" if n != 1 else ""}</b>: every check that ran passed, '
-            f"but the reward {esc(NEEDS_JUDGE)}. They have no reward, are not counted as passed, and export drops them.</p>")
+    return (
+        f'<p class="problems"><b>{n:,} unjudged trial{"s" if n != 1 else ""}</b>: every check that ran passed, '
+        f"but the reward {esc(NEEDS_JUDGE)}. They have no reward, are not counted as passed, and export drops them.</p>"
+    )
 
 
 def _funnel(d: RunData) -> str:
@@ -257,14 +310,38 @@ def _funnel(d: RunData) -> str:
     rows = []
     for i, s in enumerate(d.funnel, 1):
         reasons = sorted(s.reasons().items(), key=lambda kv: (-kv[1], kv[0]))
-        top = "; ".join(f"{r} ×{n}" for r, n in reasons[:3]) + (f"; +{len(reasons) - 3} more" if len(reasons) > 3 else "")
+        top = "; ".join(f"{r} ×{n}" for r, n in reasons[:3]) + (
+            f"; +{len(reasons) - 3} more" if len(reasons) > 3 else ""
+        )
         kept = f"{s.count_out / s.count_in:.0%}" if s.count_in else "—"
-        rows.append([i, s.stage, s.kind, f"{s.count_in:,}", f"{s.count_out:,}", kept, f"{len(s.dropped):,}", top, "; ".join(s.notes)])
-    chart = bar_chart([f"{i}. {s.stage}" for i, s in enumerate(d.funnel, 1)], [s.count_out for s in d.funnel],
-                      ghosts=[s.count_in for s in d.funnel], value_text=[f"{s.count_out:,} of {s.count_in:,}" for s in d.funnel],
-                      caption="tasks out of each stage (pale: tasks in)")
+        rows.append(
+            [
+                i,
+                s.stage,
+                s.kind,
+                f"{s.count_in:,}",
+                f"{s.count_out:,}",
+                kept,
+                f"{len(s.dropped):,}",
+                top,
+                "; ".join(s.notes),
+            ]
+        )
+    chart = bar_chart(
+        [f"{i}. {s.stage}" for i, s in enumerate(d.funnel, 1)],
+        [s.count_out for s in d.funnel],
+        ghosts=[s.count_in for s in d.funnel],
+        value_text=[f"{s.count_out:,} of {s.count_in:,}" for s in d.funnel],
+        caption="tasks out of each stage (pale: tasks in)",
+    )
     legend = '<p class="legend"><i class="sw bar"></i> out of the stage <i class="sw ghost"></i> into the stage</p>'
-    return chart + legend + _table(["#", "Stage", "Kind", "In", "Out", "Kept", "Dropped", "Top drop reasons", "Notes"], rows, {0, 3, 4, 5, 6})
+    return (
+        chart
+        + legend
+        + _table(
+            ["#", "Stage", "Kind", "In", "Out", "Kept", "Dropped", "Top drop reasons", "Notes"], rows, {0, 3, 4, 5, 6}
+        )
+    )
 
 
 def _sources(d: RunData) -> str:
@@ -274,8 +351,12 @@ def _sources(d: RunData) -> str:
         return _missing("tasks.jsonl is empty.")
     items = sorted(d.sources.items(), key=lambda kv: (-kv[1], kv[0]))
     total = sum(d.sources.values())
-    chart = bar_chart([s for s, _ in items], [n for _, n in items], value_text=[f"{n:,} ({n / total:.0%})" for _, n in items],
-                      caption="tasks per source")
+    chart = bar_chart(
+        [s for s, _ in items],
+        [n for _, n in items],
+        value_text=[f"{n:,} ({n / total:.0%})" for _, n in items],
+        caption="tasks per source",
+    )
     return chart + _table(["Source", "Tasks", "Share"], [[s, f"{n:,}", f"{n / total:.1%}"] for s, n in items], {1, 2})
 
 
@@ -293,18 +374,24 @@ def _stats(values: list[float]) -> str:
     def q(p: float) -> float:  # nearest-rank percentile: no interpolation needed for a glance
         return s[min(len(s) - 1, int(p * len(s)))]
 
-    return (f"n = {len(s):,} · mean {_fmt(sum(s) / len(s))} · median {_fmt(q(0.5))} · "
-            f"p90 {_fmt(q(0.9))} · max {_fmt(s[-1])}")
+    return (
+        f"n = {len(s):,} · mean {_fmt(sum(s) / len(s))} · median {_fmt(q(0.5))} · "
+        f"p90 {_fmt(q(0.9))} · max {_fmt(s[-1])}"
+    )
 
 
 def _shapes(d: RunData) -> str:
     if (empty := _no_rollout(d)) is not None:
         return empty
     cells = []
-    for title, values in (("Assistant turns per trajectory", [t.turns for t in d.trials]),
-                          ("Assistant (completion) tokens per trajectory", [t.tokens for t in d.trials])):
-        cells.append(f'<figure><figcaption>{esc(title)}</figcaption>{histogram(values, xlabel=title.split(" per ")[0].lower())}'
-                     f'<p class="muted">{esc(_stats(values))}</p></figure>')
+    for title, values in (
+        ("Assistant turns per trajectory", [t.turns for t in d.trials]),
+        ("Assistant (completion) tokens per trajectory", [t.tokens for t in d.trials]),
+    ):
+        cells.append(
+            f"<figure><figcaption>{esc(title)}</figcaption>{histogram(values, xlabel=title.split(' per ')[0].lower())}"
+            f'<p class="muted">{esc(_stats(values))}</p></figure>'
+        )
     return '<div class="pair">' + "".join(cells) + "</div>"
 
 
@@ -324,14 +411,26 @@ def _rewards(d: RunData) -> str:
         rewards = [t.reward for t in trials if t.reward is not None]
         m, se = mean_se(rewards)
         passed = sum(t.outcome == "passed" for t in trials) / len(trials)
-        rows.append([source, f"{len(trials):,}", f"{len(rewards):,}",
-                     f"{m:.3f} ± {se:.3f}" if rewards else "—", f"{passed:.1%}"])
+        rows.append(
+            [
+                source,
+                f"{len(trials):,}",
+                f"{len(rewards):,}",
+                f"{m:.3f} ± {se:.3f}" if rewards else "—",
+                f"{passed:.1%}",
+            ]
+        )
         if rewards:
             labels.append(source)
             means.append(m)
             ses.append(se)
-    chart = bar_chart(labels, means, errors=ses, value_text=[f"{m:.3f} ± {s:.3f}" for m, s in zip(means, ses)],
-                      caption="mean reward by source, ± standard error")
+    chart = bar_chart(
+        labels,
+        means,
+        errors=ses,
+        value_text=[f"{m:.3f} ± {s:.3f}" for m, s in zip(means, ses)],
+        caption="mean reward by source, ± standard error",
+    )
     return chart + _table(["Source", "Trials", "With reward", "Mean reward ± SE", "Passed"], rows, {1, 2, 3, 4})
 
 
@@ -341,11 +440,17 @@ def _outcomes(d: RunData) -> str:
     seen = {t.outcome for t in d.trials}
     columns = [o for o in OUTCOME_ORDER if o in seen] + sorted(seen - set(OUTCOME_ORDER))
     totals = Counter(t.outcome for t in d.trials)
-    rows = [[source, *(f"{Counter(t.outcome for t in trials)[o]:,}" for o in columns), f"{len(trials):,}"]
-            for source, trials in _by_source(d).items()]
+    rows = [
+        [source, *(f"{Counter(t.outcome for t in trials)[o]:,}" for o in columns), f"{len(trials):,}"]
+        for source, trials in _by_source(d).items()
+    ]
     rows.append(["All sources", *(f"{totals[o]:,}" for o in columns), f"{len(d.trials):,}"])
-    chart = bar_chart(columns, [totals[o] for o in columns],
-                      value_text=[f"{totals[o]:,} ({totals[o] / len(d.trials):.0%})" for o in columns], caption="outcomes")
+    chart = bar_chart(
+        columns,
+        [totals[o] for o in columns],
+        value_text=[f"{totals[o]:,} ({totals[o] / len(d.trials):.0%})" for o in columns],
+        caption="outcomes",
+    )
     return chart + _table(["Source", *columns, "Trials"], rows, set(range(1, len(columns) + 2)))
 
 
@@ -368,19 +473,35 @@ pre{background:#f0f2f5;padding:10px;overflow:auto;font-size:12px}.problems li,p.
 
 
 def render_report(d: RunData) -> str:
-    sections = [("Funnel", _funnel(d)), ("Source mix", _sources(d)), ("Trajectories", _shapes(d)),
-                ("Rewards by source", _rewards(d)), ("Outcomes", _outcomes(d))]
-    body = [f"<h1>Recipe report: {esc(d.name)}</h1>", f'<p class="muted">Run folder {esc(d.run_dir)}</p>', _overview(d),
-            _unjudged(d)]
+    sections = [
+        ("Funnel", _funnel(d)),
+        ("Source mix", _sources(d)),
+        ("Trajectories", _shapes(d)),
+        ("Rewards by source", _rewards(d)),
+        ("Outcomes", _outcomes(d)),
+    ]
+    body = [
+        f"<h1>Recipe report: {esc(d.name)}</h1>",
+        f'<p class="muted">Run folder {esc(d.run_dir)}</p>',
+        _overview(d),
+        _unjudged(d),
+    ]
     body += [f"<section><h2>{esc(title)}</h2>{content}</section>" for title, content in sections]
     if d.problems:
-        body.append("<section><h2>Unreadable files</h2><ul class=problems>"
-                    + "".join(f"<li>{esc(p)}</li>" for p in d.problems) + "</ul></section>")
+        body.append(
+            "<section><h2>Unreadable files</h2><ul class=problems>"
+            + "".join(f"<li>{esc(p)}</li>" for p in d.problems)
+            + "</ul></section>"
+        )
     if d.recipe_text is not None:
-        body.append(f"<section><h2>Recipe</h2><details><summary>recipe.toml as run</summary><pre>{esc(d.recipe_text)}</pre></details></section>")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(d.name)} · agentmill recipe report</title>'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{STYLE}</style></head>'
-            f'<body><main>{"".join(body)}</main></body></html>\n')
+        body.append(
+            f"<section><h2>Recipe</h2><details><summary>recipe.toml as run</summary><pre>{esc(d.recipe_text)}</pre></details></section>"
+        )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(d.name)} · agentmill recipe report</title>'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{STYLE}</style></head>'
+        f"<body><main>{''.join(body)}</main></body></html>\n"
+    )
 
 
 def write_report(run_dir: Path, out: Path) -> Path:

@@ -69,7 +69,9 @@ class Source(_Strict):
         if self.kind not in source_kinds():
             raise ValueError(f"source '{self.name}': unknown kind {self.kind!r} (known: {', '.join(source_kinds())})")
         if self.kind == PLAIN and self.params:
-            raise ValueError(f"source '{self.name}': params are a generator kind's options; kind \"{PLAIN}\" takes none")
+            raise ValueError(
+                f"source '{self.name}': params are a generator kind's options; kind \"{PLAIN}\" takes none"
+            )
         if self.kind != PLAIN and self.path is None and not self.params:
             raise ValueError(f"source '{self.name}': kind = \"{self.kind}\" needs path = the producer's output folder")
         return self
@@ -134,7 +136,7 @@ class Rollout(_Strict):
         return agent
 
     @model_validator(mode="after")
-    def _address_needs_ray(self) -> "Rollout":
+    def _address_needs_ray(self) -> Rollout:
         if self.address and self.executor != "ray":
             raise ValueError('address: only with executor = "ray"')
         if self.workers is not None and self.executor != "processes":
@@ -166,12 +168,14 @@ class Recipe(_Strict):
     base_dir: Path | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
-    def _filters_name_known_sources(self) -> "Recipe":
+    def _filters_name_known_sources(self) -> Recipe:
         names = {s.name for s in self.sources}
         for i, f in enumerate(self.task_filters):
             for name in f.sources:
                 if name not in names:
-                    raise ValueError(f"task_filters.{i}.sources: no source named {name!r} (sources: {', '.join(sorted(names))})")
+                    raise ValueError(
+                        f"task_filters.{i}.sources: no source named {name!r} (sources: {', '.join(sorted(names))})"
+                    )
         return self
 
     @field_validator("sources")
@@ -183,7 +187,7 @@ class Recipe(_Strict):
         return sources
 
     @model_validator(mode="after")
-    def _seeded_models(self) -> "Recipe":
+    def _seeded_models(self) -> Recipe:
         """Every model the recipe names samples with the recipe's seed unless it names its own."""
         specs = [self.model, self.augment.model, self.rollout.model, *(f.model for f in self.task_filters)]
         for spec in specs:

@@ -23,14 +23,18 @@ PLAIN = "harbor"  # a folder of task folders, read as it is
 # kind -> a function from the producer's output folder to its folder of task folders (raising
 # AgentmillError when the folder is not one). Plug-ins declare `agentmill.task_sources`.
 SOURCE_KINDS: Registry[Callable[[Path], Path]] = Registry(
-    "source kind", group="agentmill.task_sources",
-    builtins={"grounded": "agentmill.grounded.source:grounded_tasks_dir",
-              "synth": "agentmill.synth.source:synth_tasks_dir",
-              # the task-source generators (docs/sources.md)
-              "functions": "agentmill.sources.functions:functions_tasks_dir",
-              "repo_bugs": "agentmill.sources.repo_bugs:repo_bugs_tasks_dir",
-              "stackexchange": "agentmill.sources.stackexchange:stackexchange_tasks_dir",
-              "generate": "agentmill.sources.generate:generate_tasks_dir"})
+    "source kind",
+    group="agentmill.task_sources",
+    builtins={
+        "grounded": "agentmill.grounded.source:grounded_tasks_dir",
+        "synth": "agentmill.synth.source:synth_tasks_dir",
+        # the task-source generators (docs/sources.md)
+        "functions": "agentmill.sources.functions:functions_tasks_dir",
+        "repo_bugs": "agentmill.sources.repo_bugs:repo_bugs_tasks_dir",
+        "stackexchange": "agentmill.sources.stackexchange:stackexchange_tasks_dir",
+        "generate": "agentmill.sources.generate:generate_tasks_dir",
+    },
+)
 SOURCE_KINDS.register(PLAIN, lambda path: path)
 
 

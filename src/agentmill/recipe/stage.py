@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentmill.errors import AgentmillError
-from agentmill.registry import Registry, UnknownNameError
 from agentmill.recipe.cache import stage_key
 from agentmill.recipe.records import Drop, StageReport
+from agentmill.registry import Registry, UnknownNameError
 
 RecordKind = str  # "tasks" | "traces"
 
@@ -86,7 +86,7 @@ class Stage(ABC):
     def key(self, upstream_key: str) -> str:
         return stage_key(self.step, upstream_key, self.settings())
 
-    def publish(self, out: Path, run_dir: Path) -> None:
+    def publish(self, out: Path, run_dir: Path) -> None:  # noqa: B027 - an optional hook: most stages publish nothing
         """Copy or link what the run folder shows of this stage's output (default: nothing)."""
 
     def relax(self, reason: str) -> str | None:

@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from agentmill.runtime.atomic import atomic_path
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import TaskEntry
+from agentmill.runtime.atomic import atomic_path
 from agentmill.traces.records import TraceRecord, load_trace
 
 
@@ -46,8 +46,10 @@ class Store:
                 try:
                     rec = self.decode(line)
                 except (ValueError, KeyError, TypeError) as e:  # a damaged cache file: say where, not a traceback
-                    raise AgentmillError(f"{self.path}: line {number}: {str(e).splitlines()[0][:200]} "
-                                         "(delete the stage's cache folder to rerun it)") from None
+                    raise AgentmillError(
+                        f"{self.path}: line {number}: {str(e).splitlines()[0][:200]} "
+                        "(delete the stage's cache folder to rerun it)"
+                    ) from None
                 if rec is not None:
                     yield rec
 

@@ -98,11 +98,15 @@ def check_scores(data: object, where: str) -> dict[str, list[float]]:
         raise AgentmillError(f"{where}: expected an object {{benchmark: [scores]}}")
     for b, scores in data.items():
         if not isinstance(scores, list):
-            raise AgentmillError(f"{where}: benchmark {b!r}: expected a list of numbers, got {type(scores).__name__} {scores!r}")
+            raise AgentmillError(
+                f"{where}: benchmark {b!r}: expected a list of numbers, got {type(scores).__name__} {scores!r}"
+            )
         bad = next((i for i, s in enumerate(scores) if not _is_number(s)), None)
         if bad is not None:
-            raise AgentmillError(f"{where}: benchmark {b!r}: expected a list of numbers; item {bad} is "
-                                 f"{type(scores[bad]).__name__} {scores[bad]!r}")
+            raise AgentmillError(
+                f"{where}: benchmark {b!r}: expected a list of numbers; item {bad} is "
+                f"{type(scores[bad]).__name__} {scores[bad]!r}"
+            )
     return data
 
 
@@ -117,7 +121,9 @@ def _columns(rows: list[Row], digits: int) -> tuple[list[str], list[list[str]]]:
     header = ["Rank", "Variant", *benchmarks, "Raw Avg", "Normalized"]
     body = []
     for r in rows:
-        cells = [f"{r.cells[b].mean:.{digits}f} ± {r.cells[b].se:.{digits}f}" if b in r.cells else "—" for b in benchmarks]
+        cells = [
+            f"{r.cells[b].mean:.{digits}f} ± {r.cells[b].se:.{digits}f}" if b in r.cells else "—" for b in benchmarks
+        ]
         name = r.variant + (" *" if r.missing else "")
         body.append([str(r.rank), name, *cells, f"{r.raw_average:.{digits}f}", f"{r.normalized:+.2f}"])
     return header, body
@@ -125,7 +131,10 @@ def _columns(rows: list[Row], digits: int) -> tuple[list[str], list[list[str]]]:
 
 def render_table(rows: list[Row], *, digits: int = 2, title: str | None = None) -> Table:
     header, body = _columns(rows, digits)
-    table = Table(title=title, caption="* missing a benchmark: averaged over the ones it has" if any(r.missing for r in rows) else None)
+    table = Table(
+        title=title,
+        caption="* missing a benchmark: averaged over the ones it has" if any(r.missing for r in rows) else None,
+    )
     for i, h in enumerate(header):
         table.add_column(h, justify="left" if i == 1 else "right")
     for line in body:

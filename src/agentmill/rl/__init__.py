@@ -10,16 +10,43 @@ from agentmill.runtime.lazy import lazy_names
 
 # Loaded on first use: `agentmill train --help` (which imports agentmill.rl.cli, and so this
 # package) must not pay for the sandbox, agents and rollout machinery these names pull in.
-_WHERE = {name: f"agentmill.rl.{module}" for module, names in {
-    "episode": ["Episode", "run_episode"],
-    "live": ["AgentmillInteraction", "LiveEpisode", "StepResult"],
-    "policy": ["PolicyClient", "PolicyExhausted", "PolicyTurn", "turns_from_completion"],
-    "resolve": ["TaskNotFound", "TaskResolver"],
-    "reward": ["GRPOReward", "RewardSettings", "Scored", "compute_score", "compute_score_async", "score_completion"],
-}.items() for name in names}
+_WHERE = {
+    name: f"agentmill.rl.{module}"
+    for module, names in {
+        "episode": ["Episode", "run_episode"],
+        "live": ["AgentmillInteraction", "LiveEpisode", "StepResult"],
+        "policy": ["PolicyClient", "PolicyExhausted", "PolicyTurn", "turns_from_completion"],
+        "resolve": ["TaskNotFound", "TaskResolver"],
+        "reward": [
+            "GRPOReward",
+            "RewardSettings",
+            "Scored",
+            "compute_score",
+            "compute_score_async",
+            "score_completion",
+        ],
+    }.items()
+    for name in names
+}
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
-__all__ = ["AgentmillInteraction", "Episode", "GRPOReward", "LiveEpisode", "PolicyClient", "PolicyExhausted", "PolicyTurn",
-           "RewardSettings", "Scored", "StepResult", "TaskNotFound", "TaskResolver", "compute_score", "compute_score_async",
-           "run_episode", "score_completion", "turns_from_completion"]
+__all__ = [
+    "AgentmillInteraction",
+    "Episode",
+    "GRPOReward",
+    "LiveEpisode",
+    "PolicyClient",
+    "PolicyExhausted",
+    "PolicyTurn",
+    "RewardSettings",
+    "Scored",
+    "StepResult",
+    "TaskNotFound",
+    "TaskResolver",
+    "compute_score",
+    "compute_score_async",
+    "run_episode",
+    "score_completion",
+    "turns_from_completion",
+]

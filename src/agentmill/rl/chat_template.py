@@ -37,16 +37,23 @@ def marked_template(tokenizer: Any, template_file: Path | None = None) -> tuple[
         except OSError as e:
             raise AgentmillError(f"--chat-template {template_file}: cannot read it: {e}") from None
         if not has_generation_markers(text):
-            raise AgentmillError(f"--chat-template {template_file}: has no {{% generation %}} block around the "
-                                 "assistant's text, so no assistant-only loss can be computed")
+            raise AgentmillError(
+                f"--chat-template {template_file}: has no {{% generation %}} block around the "
+                "assistant's text, so no assistant-only loss can be computed"
+            )
         return text, str(template_file)
     own = getattr(tokenizer, "chat_template", None)
     if has_generation_markers(own):
         return own, "the tokenizer's own"
     if own and CHATML_MARK in own and CHATML_MARK in tokenizer.get_vocab():
-        return bundled_template(), f"agentmill's bundled ChatML template ({BUNDLED}): the model's own has no generation markers"
-    raise AgentmillError("the tokenizer's chat template has no {% generation %} markers and is not ChatML: give a "
-                         "template with them (--chat-template FILE) so the loss covers only the assistant's tokens")
+        return (
+            bundled_template(),
+            f"agentmill's bundled ChatML template ({BUNDLED}): the model's own has no generation markers",
+        )
+    raise AgentmillError(
+        "the tokenizer's chat template has no {% generation %} markers and is not ChatML: give a "
+        "template with them (--chat-template FILE) so the loss covers only the assistant's tokens"
+    )
 
 
 def use_marked_template(tokenizer: Any, template_file: Path | None = None) -> str:

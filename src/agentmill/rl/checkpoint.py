@@ -33,8 +33,12 @@ def checkpoint_from_gguf(gguf: Path, out: Path, *, chat_template: Path | None = 
     from transformers import AutoModelForCausalLM, GgufConfig
 
     # dequantize=True: dense weights; otherwise transformers 5 keeps them in GGUF blocks, which it can neither train nor save
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True,
-                                                 quantization_config=GgufConfig(dequantize=True))
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, local_files_only=True, quantization_config=GgufConfig(dequantize=True)
+    )
     model.save_pretrained(str(out))
     origin = tokenizer_from_gguf(gguf, out, chat_template=chat_template)
-    return [f"weights dequantised from {gguf.name} (a quantised file gives a lossy checkpoint)", f"chat template: {origin}"]
+    return [
+        f"weights dequantised from {gguf.name} (a quantised file gives a lossy checkpoint)",
+        f"chat template: {origin}",
+    ]

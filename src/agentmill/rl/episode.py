@@ -74,8 +74,9 @@ def episode_agent(task: Task, source: Source, *, agent: str | None = None, max_t
     return EpisodeAgent(inner)
 
 
-async def run_episode(task: Task, source: Source, builder: ImageBuilder, *, agent: str | None = None,
-                      max_turns: int = 50) -> Episode:
+async def run_episode(
+    task: Task, source: Source, builder: ImageBuilder, *, agent: str | None = None, max_turns: int = 50
+) -> Episode:
     """Run the policy's turns on the task and verify the end state. Never raises for the task's or
     the sandbox's failures: they are typed outcomes on the result."""
     runner = episode_agent(task, source, agent=agent, max_turns=max_turns)

@@ -30,13 +30,13 @@ from rich.table import Table
 
 from agentmill import defaults
 from agentmill.agents.registry import agent_class, split_by_support
-from agentmill.runtime.atomic import write_json_atomic
 from agentmill.errors import AgentmillError
 from agentmill.models.client import SamplingParams
 from agentmill.models.session import LOCAL_MODEL, served_name
 from agentmill.rollout.commands import execute_rollout
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.status import NOT_SCORED, pass_at_k, summarize
+from agentmill.runtime.atomic import write_json_atomic
 from agentmill.tasks.model import Task
 
 RESULTS = "results.json"
@@ -82,18 +82,37 @@ def run_dir_for(eval_dir: Path, spec: EvalSpec) -> Path:
 def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> RolloutConfig:
     cls = agent_class(spec.agent)
     if cls.needs_model and not spec.model:
-        raise AgentmillError(f"--model: the {spec.agent} agent needs a model (the checkpoint's served name, or 'local')")
+        raise AgentmillError(
+            f"--model: the {spec.agent} agent needs a model (the checkpoint's served name, or 'local')"
+        )
     if cls.needs_model and spec.model != LOCAL_MODEL and not spec.base_url:
         raise AgentmillError("--base-url: give the endpoint serving --model (or use --model local)")
     return RolloutConfig(
-        dataset=str(dataset_root), task_hashes={t.name: t.content_hash for t in tasks}, agent=spec.agent,
-        agent_version=cls.version, model=served_name(spec.model) if cls.needs_model else None, sampling=spec.sampling,
-        max_turns=spec.max_turns, max_context=spec.max_context, attempts=spec.attempts, base_url=spec.base_url,
-        api_key_env=spec.api_key_env, concurrency=spec.concurrency, model_concurrency=spec.model_concurrency)
+        dataset=str(dataset_root),
+        task_hashes={t.name: t.content_hash for t in tasks},
+        agent=spec.agent,
+        agent_version=cls.version,
+        model=served_name(spec.model) if cls.needs_model else None,
+        sampling=spec.sampling,
+        max_turns=spec.max_turns,
+        max_context=spec.max_context,
+        attempts=spec.attempts,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        concurrency=spec.concurrency,
+        model_concurrency=spec.model_concurrency,
+    )
 
 
-def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Path, *, console: Console,
-             check_endpoint: bool = True) -> EvalRecord:
+def run_eval(
+    spec: EvalSpec,
+    tasks: list[Task],
+    dataset_root: Path,
+    eval_dir: Path,
+    *,
+    console: Console,
+    check_endpoint: bool = True,
+) -> EvalRecord:
     """Run (or resume) the checkpoint's rollout, then record its figures in the eval folder."""
     tasks, unsupported = split_by_support(spec.agent, tasks)
     for line in unsupported:
@@ -103,8 +122,15 @@ def run_eval(spec: EvalSpec, tasks: list[Task], dataset_root: Path, eval_dir: Pa
     config = rollout_config(spec, tasks, dataset_root)
     run_dir = run_dir_for(eval_dir, spec)
     # retry_infra: an outage's trials are not measurements; the same eval command runs them again
-    execute_rollout(config, tasks, run_dir, model_name=spec.model if config.model else None, retry_infra=True,
-                    console=console, check_endpoint=check_endpoint)
+    execute_rollout(
+        config,
+        tasks,
+        run_dir,
+        model_name=spec.model if config.model else None,
+        retry_infra=True,
+        console=console,
+        check_endpoint=check_endpoint,
+    )
     record = record_run(run_dir, spec.label, spec.benchmark, k=spec.attempts)
     save_record(eval_dir, record)
     return record
@@ -121,10 +147,18 @@ def record_run(run_dir: Path, label: str, benchmark: str, *, k: int) -> EvalReco
     scores = {f"{benchmark} pass@1": [c / n for n, c in passes.values()]}
     if k > 1:
         scores[f"{benchmark} pass@{k}"] = [pass_at_k(n, c, k) for n, c in passes.values() if n >= k]
-    figures = {"tasks": summary["tasks"], "attempted_tasks": len(passes), "attempts": k,
-               "pass_at_k": summary.get("pass_at_k", {}), "outcomes": summary["outcomes"],
-               "infra_failures": summary["infra_failures"], "mean_reward": summary["mean_reward"],
-               "tokens": summary["tokens"], "telemetry": summary["telemetry"], "run_dir": str(run_dir)}
+    figures = {
+        "tasks": summary["tasks"],
+        "attempted_tasks": len(passes),
+        "attempts": k,
+        "pass_at_k": summary.get("pass_at_k", {}),
+        "outcomes": summary["outcomes"],
+        "infra_failures": summary["infra_failures"],
+        "mean_reward": summary["mean_reward"],
+        "tokens": summary["tokens"],
+        "telemetry": summary["telemetry"],
+        "run_dir": str(run_dir),
+    }
     return EvalRecord(label, benchmark, run_dir, scores, figures)
 
 
@@ -177,10 +211,17 @@ def behaviour_table(telemetry: dict) -> Table:
         table.add_column(f"{label}\n{bench}", justify="right")
     table.add_row("trials", *(str((f.get("telemetry") or {}).get("trajectories", 0)) for _, _, f in runs))
     table.add_row("pass@1", *(_mean((f.get("pass_at_k") or {}).get("1")) for _, _, f in runs))
-    table.add_row("pass@k", *(f"{_mean((f.get('pass_at_k') or {}).get(str(f.get('attempts', 1))))} (k={f.get('attempts', 1)})"
-                              for _, _, f in runs))
+    table.add_row(
+        "pass@k",
+        *(
+            f"{_mean((f.get('pass_at_k') or {}).get(str(f.get('attempts', 1))))} (k={f.get('attempts', 1)})"
+            for _, _, f in runs
+        ),
+    )
     for name, key, fmt in BEHAVIOUR:
-        table.add_row(name, *(fmt.format(t[key]) if key in (t := f.get("telemetry") or {}) else "—" for _, _, f in runs))
+        table.add_row(
+            name, *(fmt.format(t[key]) if key in (t := f.get("telemetry") or {}) else "—" for _, _, f in runs)
+        )
     return table
 
 

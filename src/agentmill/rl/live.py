@@ -41,8 +41,15 @@ class StepResult:
 
 
 class LiveEpisode:
-    def __init__(self, task: Task, settings: RewardSettings, *, builder: ImageBuilder | None = None,
-                 agent: str | None = None, max_turns: int = 50):
+    def __init__(
+        self,
+        task: Task,
+        settings: RewardSettings,
+        *,
+        builder: ImageBuilder | None = None,
+        agent: str | None = None,
+        max_turns: int = 50,
+    ):
         self.task, self.settings, self.agent, self.max_turns = task, settings, agent, max_turns
         self.builder = builder  # default: this event loop's shared builder, taken at start()
         self._asks: asyncio.Queue[list[dict[str, Any]]] = asyncio.Queue()
@@ -59,8 +66,9 @@ class LiveEpisode:
             raise AgentmillError("the episode has already started")
         await asyncio.to_thread(require_toolkit)
         self.builder = self.builder or shared_builder()
-        self._run = asyncio.ensure_future(run_episode(self.task, self._source, self.builder, agent=self.agent,
-                                                      max_turns=self.max_turns))
+        self._run = asyncio.ensure_future(
+            run_episode(self.task, self._source, self.builder, agent=self.agent, max_turns=self.max_turns)
+        )
         return await self._next()
 
     async def step(self, completion: Any) -> StepResult:
@@ -117,13 +125,17 @@ class AgentmillInteraction:
     def __init__(self, config: dict[str, Any]):
         self.config = dict(config)
         self.name: str = self.config.get("name", "agentmill")
-        self.settings = RewardSettings(tasks=self.config.get("tasks") or [], tamper_penalty=self.config.get("tamper_penalty"),
-                                       error_reward=self.config.get("error_reward", 0.0))
+        self.settings = RewardSettings(
+            tasks=self.config.get("tasks") or [],
+            tamper_penalty=self.config.get("tamper_penalty"),
+            error_reward=self.config.get("error_reward", 0.0),
+        )
         self.max_turns = int(self.config.get("max_turns", 50))
         self._episodes: dict[str, LiveEpisode] = {}
 
-    async def start_interaction(self, instance_id: str | None = None, *, task_hash: str | None = None,
-                                agent: str | None = None, **_kwargs: Any) -> str:
+    async def start_interaction(
+        self, instance_id: str | None = None, *, task_hash: str | None = None, agent: str | None = None, **_kwargs: Any
+    ) -> str:
         if not task_hash:
             raise AgentmillError("start_interaction needs the row's task_hash (extra_info.interaction_kwargs)")
         instance_id = instance_id or str(uuid4())
@@ -133,8 +145,9 @@ class AgentmillInteraction:
         await episode.start()
         return instance_id
 
-    async def generate_response(self, instance_id: str, messages: list[dict[str, Any]],
-                                **_kwargs: Any) -> tuple[bool, str, float, dict[str, Any]]:
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **_kwargs: Any
+    ) -> tuple[bool, str, float, dict[str, Any]]:
         episode = self._episodes[instance_id]
         reply = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
         result = await episode.step(reply if reply is not None else "")

@@ -46,7 +46,11 @@ def turns_from_completion(completion: Any) -> list[PolicyTurn]:
     if isinstance(completion, dict):
         return [turn_from_message(completion)]
     if isinstance(completion, (list, tuple)):
-        return [turn_from_message(m) for m in completion if isinstance(m, dict) and m.get("role", "assistant") == "assistant"]
+        return [
+            turn_from_message(m)
+            for m in completion
+            if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
+        ]
     raise TypeError(f"a completion must be a string, a message or a list of messages, got {type(completion).__name__}")
 
 
@@ -67,7 +71,9 @@ def _call(call: dict[str, Any], i: int) -> ToolCallRequest:
     fn = call.get("function") or call
     arguments = fn.get("arguments", {})
     text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-    return ToolCallRequest(id=str(call.get("id") or f"policy_call_{i + 1}"), name=str(fn.get("name", "")), arguments=text)
+    return ToolCallRequest(
+        id=str(call.get("id") or f"policy_call_{i + 1}"), name=str(fn.get("name", "")), arguments=text
+    )
 
 
 def _text_call(block: str, i: int) -> ToolCallRequest | None:
@@ -92,15 +98,24 @@ class PolicyClient:
         self.sampling = SamplingParams()
         self.stats = ClientStats()
 
-    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict | None = None,
-                   tools: list[dict] | None = None) -> ChatReply:
+    async def chat(
+        self, messages: list[dict[str, Any]], *, json_schema: dict | None = None, tools: list[dict] | None = None
+    ) -> ChatReply:
         turn = await self.source(messages)
         if turn is None:
             raise PolicyExhausted()
         self.stats.requests += 1
-        return ChatReply(content=turn.content, reasoning=turn.reasoning, usage=Usage(), cost_usd=None,
-                         finish_reason="tool_calls" if turn.tool_calls else "stop", latency=0.0, attempts=1,
-                         raw_content=turn.content, tool_calls=list(turn.tool_calls))
+        return ChatReply(
+            content=turn.content,
+            reasoning=turn.reasoning,
+            usage=Usage(),
+            cost_usd=None,
+            finish_reason="tool_calls" if turn.tool_calls else "stop",
+            latency=0.0,
+            attempts=1,
+            raw_content=turn.content,
+            tool_calls=list(turn.tool_calls),
+        )
 
     async def close(self) -> None:
         return None

@@ -42,8 +42,10 @@ class TaskResolver:
     def resolve(self, task_hash: str) -> Task:
         task = self.index().get(task_hash)
         if task is None:
-            raise TaskNotFound(f"no task with content hash {task_hash[:16]}... in {', '.join(map(str, self.roots))} "
-                               f"({len(self.index())} tasks; a task whose files changed has a new hash)")
+            raise TaskNotFound(
+                f"no task with content hash {task_hash[:16]}... in {', '.join(map(str, self.roots))} "
+                f"({len(self.index())} tasks; a task whose files changed has a new hash)"
+            )
         return task
 
     def index(self) -> dict[str, Task]:

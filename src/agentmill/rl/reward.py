@@ -36,8 +36,14 @@ from agentmill.verify.outcome import Outcome
 
 # not the policy's doing: the sandbox, the verifier, the endpoint, a broken task, or a judged check that
 # never ran (unjudged: its reward is unknown, so it must never pay what a pass pays)
-HARNESS_FAULTS = {Outcome.SANDBOX_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT, Outcome.INFRA_ERROR, Outcome.TASK_ERROR,
-                  Outcome.UNJUDGED}
+HARNESS_FAULTS = {
+    Outcome.SANDBOX_ERROR,
+    Outcome.VERIFIER_ERROR,
+    Outcome.VERIFIER_TIMEOUT,
+    Outcome.INFRA_ERROR,
+    Outcome.TASK_ERROR,
+    Outcome.UNJUDGED,
+}
 
 
 NOT_FOUND = "task_not_found"  # a batch item whose task is in none of the folders (score NaN: left out)
@@ -74,8 +80,14 @@ def score_episode(episode: Episode, settings: RewardSettings) -> Scored:
         score = settings.error_reward
     else:
         score = float(r.reward or 0.0)
-    return Scored(score=score, outcome=r.outcome.value, verifier_reward=r.reward, tampered=bool(r.tamper),
-                  tamper_kinds=kinds, error=(r.exception or "") if r.outcome in HARNESS_FAULTS else "")
+    return Scored(
+        score=score,
+        outcome=r.outcome.value,
+        verifier_reward=r.reward,
+        tampered=bool(r.tamper),
+        tamper_kinds=kinds,
+        error=(r.exception or "") if r.outcome in HARNESS_FAULTS else "",
+    )
 
 
 # one image builder per event loop: its per-image locks are asyncio locks, which belong to one loop
@@ -94,8 +106,14 @@ def shared_builder() -> ImageBuilder:
         return builder
 
 
-async def score_completion(task_hash: str, completion: Any, settings: RewardSettings, *, agent: str | None = None,
-                           builder: ImageBuilder | None = None) -> Scored:
+async def score_completion(
+    task_hash: str,
+    completion: Any,
+    settings: RewardSettings,
+    *,
+    agent: str | None = None,
+    builder: ImageBuilder | None = None,
+) -> Scored:
     """Resolve the task, run the completion's turns on it in a sandbox, score the verifier's verdict."""
     global _toolkit_checked
     if not _toolkit_checked:  # never score without the offline verifier toolkit the tests rely on
@@ -110,8 +128,9 @@ async def score_completion(task_hash: str, completion: Any, settings: RewardSett
     return score_episode(episode, settings)
 
 
-async def score_batch(items: list[tuple[str, Any, str | None]], settings: RewardSettings, *,
-                      builder: ImageBuilder | None = None) -> list[Scored]:
+async def score_batch(
+    items: list[tuple[str, Any, str | None]], settings: RewardSettings, *, builder: ImageBuilder | None = None
+) -> list[Scored]:
     """(task hash, completion, agent) per sample, scored concurrently (bounded), in order."""
     gate = asyncio.Semaphore(settings.concurrency)
 
@@ -156,8 +175,10 @@ def task_hash_of(ground_truth: Any, extra_info: Any) -> str:
         return ground_truth
     if isinstance(extra_info, dict) and isinstance(extra_info.get("task_hash"), str) and extra_info["task_hash"]:
         return extra_info["task_hash"]
-    raise TaskNotFound("the row names no task: reward_model.ground_truth and extra_info.task_hash are empty "
-                       "(was it exported with `agentmill export --format rl`?)")
+    raise TaskNotFound(
+        "the row names no task: reward_model.ground_truth and extra_info.task_hash are empty "
+        "(was it exported with `agentmill export --format rl`?)"
+    )
 
 
 def _agent_of(extra_info: Any) -> str | None:
@@ -166,24 +187,37 @@ def _agent_of(extra_info: Any) -> str | None:
 
 # --- verl ---------------------------------------------------------------------------------------
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, *,
-                  tasks: list[str] | str | None = None, tamper_penalty: float | None = None,
-                  error_reward: float = 0.0, return_dict: bool = False, **_ignored: Any) -> float | dict:
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict | None = None,
+    *,
+    tasks: list[str] | str | None = None,
+    tamper_penalty: float | None = None,
+    error_reward: float = 0.0,
+    return_dict: bool = False,
+    **_ignored: Any,
+) -> float | dict:
     """verl's custom reward function. Returns the score, or with `return_dict` a dict whose "score"
     is the reward and whose other keys (outcome, tampered, ...) verl logs as reward extra info."""
     settings = RewardSettings(tasks=tasks or [], tamper_penalty=tamper_penalty, error_reward=error_reward)
-    scored = run_sync(score_completion(task_hash_of(ground_truth, extra_info), solution_str, settings,
-                                       agent=_agent_of(extra_info)))
+    scored = run_sync(
+        score_completion(task_hash_of(ground_truth, extra_info), solution_str, settings, agent=_agent_of(extra_info))
+    )
     return scored.model_dump() if return_dict else scored.score
 
 
-async def compute_score_async(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                              **kwargs: Any) -> float | dict:
+async def compute_score_async(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **kwargs: Any
+) -> float | dict:
     """The same for verl's asynchronous reward loop (it awaits coroutine functions)."""
     return await asyncio.to_thread(compute_score, data_source, solution_str, ground_truth, extra_info, **kwargs)
 
 
 # --- TRL ----------------------------------------------------------------------------------------
+
 
 class GRPOReward:
     """A TRL `reward_funcs` entry: `GRPOTrainer(..., reward_funcs=[GRPOReward(tasks="datasets/")])`.
@@ -195,11 +229,19 @@ class GRPOReward:
 
     __name__ = "agentmill_verifier"  # TRL names the reward in its logs after it
 
-    def __init__(self, tasks: list[str | Path] | str | Path | None = None, *, tamper_penalty: float | None = None,
-                 error_reward: float = 0.0, concurrency: int = 4, builder: ImageBuilder | None = None):
+    def __init__(
+        self,
+        tasks: list[str | Path] | str | Path | None = None,
+        *,
+        tamper_penalty: float | None = None,
+        error_reward: float = 0.0,
+        concurrency: int = 4,
+        builder: ImageBuilder | None = None,
+    ):
         roots = [tasks] if isinstance(tasks, (str, Path)) else list(tasks or [])
-        self.settings = RewardSettings(tasks=roots, tamper_penalty=tamper_penalty, error_reward=error_reward,
-                                       concurrency=concurrency)
+        self.settings = RewardSettings(
+            tasks=roots, tamper_penalty=tamper_penalty, error_reward=error_reward, concurrency=concurrency
+        )
         self.builder = builder
         self.last: list[Scored] = []
         self.history: list[Scored] = []  # every score of this reward function's life, in order
@@ -208,8 +250,10 @@ class GRPOReward:
         n = len(completions)
         truths = columns.get("reward_model") or [None] * n
         infos = columns.get("extra_info") or [None] * n
-        items = [(task_hash_of((t or {}).get("ground_truth") if isinstance(t, dict) else None, info), c, _agent_of(info))
-                 for t, info, c in zip(truths, infos, completions)]
+        items = [
+            (task_hash_of((t or {}).get("ground_truth") if isinstance(t, dict) else None, info), c, _agent_of(info))
+            for t, info, c in zip(truths, infos, completions)
+        ]
         self.last = run_sync(score_batch(items, self.settings, builder=self.builder))
         self.history += self.last
         for s in self.last:

@@ -15,7 +15,14 @@ from typing import Any
 from agentmill.errors import AgentmillError
 from agentmill.rl.chat_template import use_marked_template
 from agentmill.rl.sft_data import Prepared, prepare_rows
-from agentmill.rl.training import TrainReport, load_tokenizer, logged_losses, read_rows, require_train_extra, trainer_args
+from agentmill.rl.training import (
+    TrainReport,
+    load_tokenizer,
+    logged_losses,
+    read_rows,
+    require_train_extra,
+    trainer_args,
+)
 
 
 @dataclass
@@ -32,8 +39,18 @@ class SFTRun:
         return notes
 
 
-def build_sft(model: Path, data: list[Path], out: Path, *, steps: int = 100, learning_rate: float = 1e-5, batch_size: int = 1,
-              max_length: int | None = None, chat_template: Path | None = None, seed: int = 0) -> SFTRun:
+def build_sft(
+    model: Path,
+    data: list[Path],
+    out: Path,
+    *,
+    steps: int = 100,
+    learning_rate: float = 1e-5,
+    batch_size: int = 1,
+    max_length: int | None = None,
+    chat_template: Path | None = None,
+    seed: int = 0,
+) -> SFTRun:
     """The trainer and its data, before any step (tests and callers can look at what it will be fed)."""
     require_train_extra()
     from datasets import Dataset
@@ -46,10 +63,21 @@ def build_sft(model: Path, data: list[Path], out: Path, *, steps: int = 100, lea
     if not prepared.rows:
         raise AgentmillError("no row to train on: " + ("; ".join(prepared.skipped[:5]) or "the files are empty"))
     dataset = Dataset.from_list([{"input_ids": r["input_ids"], "labels": r["labels"]} for r in prepared.rows])
-    args = SFTConfig(output_dir=str(out), max_steps=steps, learning_rate=learning_rate, per_device_train_batch_size=batch_size,
-                     max_length=None, seed=seed, **trainer_args())
-    trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(str(model), local_files_only=True), args=args,
-                         train_dataset=dataset, processing_class=tokenizer)
+    args = SFTConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        learning_rate=learning_rate,
+        per_device_train_batch_size=batch_size,
+        max_length=None,
+        seed=seed,
+        **trainer_args(),
+    )
+    trainer = SFTTrainer(
+        model=AutoModelForCausalLM.from_pretrained(str(model), local_files_only=True),
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
     return SFTRun(trainer, tokenizer, prepared, origin)
 
 

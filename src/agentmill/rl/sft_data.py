@@ -59,8 +59,9 @@ def row_conversation(row: dict[str, Any]) -> tuple[list[dict[str, Any]], list[di
 
 def tokenize_conversation(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> Tokenized:
     """Tokenise through the chat template; the assistant mask comes from its generation markers."""
-    out = tokenizer.apply_chat_template(messages, tools=tools, tokenize=True, return_dict=True,
-                                        return_assistant_tokens_mask=True)
+    out = tokenizer.apply_chat_template(
+        messages, tools=tools, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+    )
     ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
     if not any(mask):
         raise AgentmillError("the chat template marked no assistant token (no {% generation %} block rendered)")

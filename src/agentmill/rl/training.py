@@ -30,8 +30,10 @@ def require_train_extra(modules: tuple[str, ...] | None = None) -> None:
     """One line naming what to install when a module of the extra is missing (`modules`: default all of it)."""
     missing = [m for m in (TRAIN_MODULES if modules is None else modules) if importlib.util.find_spec(m) is None]
     if missing:
-        raise AgentmillError(f"training needs the 'train' extra (missing: {', '.join(missing)}): "
-                             "pip install 'agentmill[train]' (torch's CPU wheels: --extra-index-url https://download.pytorch.org/whl/cpu)")
+        raise AgentmillError(
+            f"training needs the 'train' extra (missing: {', '.join(missing)}): "
+            "pip install 'agentmill[train]' (torch's CPU wheels: --extra-index-url https://download.pytorch.org/whl/cpu)"
+        )
 
 
 def read_rows(paths: list[Path]) -> list[dict[str, Any]]:

@@ -14,11 +14,11 @@ from pathlib import Path
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
-from agentmill.runtime.paths import sweep_scratch
 from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import BUILD_FAILED_NOTE, run_trial
+from agentmill.runtime.paths import sweep_scratch
 from agentmill.tasks.behaviour import behaviour_for
 from agentmill.tasks.model import Task
 from agentmill.verify.judge import NEEDS_JUDGE
@@ -29,7 +29,7 @@ from agentmill.verify.tool_lints import LINT_VERDICTS
 
 VERDICTS = {
     "ok": "oracle passes, nop fails",
-    "no_verifier": "no verifier: the task has [verifier] kind = \"none\" (an unverified task; nothing to check)",
+    "no_verifier": 'no verifier: the task has [verifier] kind = "none" (an unverified task; nothing to check)',
     "vacuous": "the untouched state already passes",
     "unsolvable": "the reference solution does not pass",
     "test_deps_unresolved": "the packages the test script installs could not be resolved when the environment was built",
@@ -84,14 +84,25 @@ class CheckResult:
         if self.oracle is None:
             return "no_solution"
         if self.oracle.outcome is Outcome.PASSED:
-            return "ok" if nop.outcome is Outcome.FAILED else "needs_judge" if nop.outcome is Outcome.UNJUDGED else "broken"
+            return (
+                "ok"
+                if nop.outcome is Outcome.FAILED
+                else "needs_judge"
+                if nop.outcome is Outcome.UNJUDGED
+                else "broken"
+            )
         if self.oracle.outcome is Outcome.UNJUDGED:  # never "ok": the judged part of the reward was not checked
             return "needs_judge" if nop.outcome in (Outcome.FAILED, Outcome.UNJUDGED) else "broken"
         if self.oracle.outcome is Outcome.TASK_ERROR and BUILD_FAILED_NOTE in self.oracle.notes:
             return "build_failed"
         if any(n.startswith(UNRESOLVED_NOTE) for n in self.oracle.notes):
             return "test_deps_unresolved"  # the tests could not run as written: not the solution's fault
-        if self.oracle.outcome in {Outcome.SANDBOX_ERROR, Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT}:
+        if self.oracle.outcome in {
+            Outcome.SANDBOX_ERROR,
+            Outcome.TASK_ERROR,
+            Outcome.VERIFIER_ERROR,
+            Outcome.VERIFIER_TIMEOUT,
+        }:
             return "broken"
         return "unsolvable"
 
@@ -103,16 +114,25 @@ class CheckResult:
         if self.verdict == "broken" and self.audit is not None and self.audit.error:
             return f"audit: {self.audit.error}"
         if self.verdict == "needs_judge":
-            nop = ("nop fails them" if self.nop.outcome is Outcome.FAILED else
-                   "nop passes every check that ran too: only the judge can fail it")
+            nop = (
+                "nop fails them"
+                if self.nop.outcome is Outcome.FAILED
+                else "nop passes every check that ran too: only the judge can fail it"
+            )
             return f"{NEEDS_JUDGE}; not run: {self._unjudged_checks()}; the oracle passes every check that ran, {nop}"
         if self.verdict == "weak_verifier":
-            return "weak_verifier: " + "; ".join(f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors)
+            return "weak_verifier: " + "; ".join(
+                f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors
+            )
         verdict = self.verdict
         if verdict == "test_deps_unresolved":
             note = next(n for n in self.oracle.notes if n.startswith(UNRESOLVED_NOTE))
             return f"{note}; oracle: {cause(self.oracle)}"
-        if verdict in ("unsolvable", "broken") and self.oracle is not None and self.oracle.outcome is not Outcome.PASSED:
+        if (
+            verdict in ("unsolvable", "broken")
+            and self.oracle is not None
+            and self.oracle.outcome is not Outcome.PASSED
+        ):
             return f"oracle: {solution_failure(self.oracle)}{cause(self.oracle)}"  # its own failure, never the nop's
         if verdict in ("vacuous", "broken") and self.nop.outcome is Outcome.PASSED:
             return VERDICTS["vacuous"]
@@ -122,30 +142,45 @@ class CheckResult:
         return VERDICTS[verdict]
 
     def _unjudged_checks(self) -> str:
-        exc = next((t.exception for t in (self.oracle, self.nop) if t is not None and t.outcome is Outcome.UNJUDGED), None)
+        exc = next(
+            (t.exception for t in (self.oracle, self.nop) if t is not None and t.outcome is Outcome.UNJUDGED), None
+        )
         return (exc or "").split(": needs a judge", 1)[0] or "the rubric"
 
     def to_json(self) -> dict:
         def side(t: TrialResult | None, folder: str | None) -> dict | None:
             if t is None:
                 return None
-            row = {"reward": t.reward, "outcome": t.outcome.value, "exception": t.exception,
-                   "verifier_tail": tail(verifier_output(t)), "notes": t.notes}
+            row = {
+                "reward": t.reward,
+                "outcome": t.outcome.value,
+                "exception": t.exception,
+                "verifier_tail": tail(verifier_output(t)),
+                "notes": t.notes,
+            }
             if t.tamper:
                 row["tamper"] = [e.model_dump(mode="json") for e in t.tamper]
             if t.build_log:
                 row["build_log_tail"] = tail(t.build_log)
             if "solution_exit_code" in t.agent_metadata:
-                row["solution"] = {"exit_code": t.agent_metadata["solution_exit_code"],
-                                   "output_tail": t.agent_metadata.get("output_tail", "")}
+                row["solution"] = {
+                    "exit_code": t.agent_metadata["solution_exit_code"],
+                    "output_tail": t.agent_metadata.get("output_tail", ""),
+                }
             if folder:
                 row["trial_dir"] = folder
             return row
 
-        return {"task": self.task.name, "task_hash": self.task.content_hash,
-                "oracle": side(self.oracle, self.kept.get("oracle")), "nop": side(self.nop, self.kept.get("nop")),
-                "verdict": self.verdict, "reason": self.reason,
-                **(self.audit.to_json() if self.audit is not None else {}), **self._image()}
+        return {
+            "task": self.task.name,
+            "task_hash": self.task.content_hash,
+            "oracle": side(self.oracle, self.kept.get("oracle")),
+            "nop": side(self.nop, self.kept.get("nop")),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            **(self.audit.to_json() if self.audit is not None else {}),
+            **self._image(),
+        }
 
     def _image(self) -> dict:
         """Debian-built images say which base and layers the task used (images/build.py's note)."""

@@ -19,12 +19,15 @@ INTERRUPTED_EXIT = 130  # what a shell reports for a process ended by SIGINT
 
 # -- task selection --------------------------------------------------------------------------------------
 
+
 def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
     """One error line for --task names that are not task folders in `root`, with the close matches."""
     if not wanted:
         return None
     root = Path(root)
-    available = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    available = (
+        sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+    )
     if root.name in wanted:  # a single task folder given as the dataset
         available.append(root.name)
     unknown = [n for n in dict.fromkeys(wanted) if n not in available]
@@ -39,6 +42,7 @@ def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
 
 # -- rollout -----------------------------------------------------------------------------------------------
 
+
 def resume_command() -> str:
     return shlex.join(["agentmill", *sys.argv[1:]])
 
@@ -52,8 +56,16 @@ def endpoint_probes(config, model_name: str | None) -> list:
     if config.model is None or model_name == LOCAL_MODEL or not config.base_url:
         return []
     tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
-    return [Probe(role=f"{config.agent} agent's model", base_url=config.base_url, model=config.model,
-                  api_key_env=config.api_key_env, key_hint="--api-key-env", tools=tools)]
+    return [
+        Probe(
+            role=f"{config.agent} agent's model",
+            base_url=config.base_url,
+            model=config.model,
+            api_key_env=config.api_key_env,
+            key_hint="--api-key-env",
+            tools=tools,
+        )
+    ]
 
 
 STORE_NAME = ".trial-store"
@@ -65,9 +77,19 @@ def default_store(out: Path) -> Path:
     return Path(out).resolve().parent / STORE_NAME
 
 
-def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_infra: bool, console: Console,
-                    executor=None, check_endpoint: bool = True, retry_unjudged: bool = False,
-                    store: Path | None = None):
+def execute_rollout(
+    config,
+    tasks,
+    out: Path,
+    *,
+    model_name: str | None,
+    retry_infra: bool,
+    console: Console,
+    executor=None,
+    check_endpoint: bool = True,
+    retry_unjudged: bool = False,
+    store: Path | None = None,
+):
     """Check, start the model if one is needed, run with live progress; on Ctrl-C or SIGTERM say what
     finished, what was lost and how to resume. Returns the RolloutReport, or raises typer-free exit
     codes as SystemExit."""
@@ -86,19 +108,37 @@ def execute_rollout(config, tasks, out: Path, *, model_name: str | None, retry_i
     async def go():
         async def run(client):
             local = executor is None or executor.name == "local"  # elsewhere, tokens are counted from results
-            with RolloutProgress(total=len(plan_trials(config, tasks)), client=client if local else None,
-                                 console=console) as progress:
+            with RolloutProgress(
+                total=len(plan_trials(config, tasks)), client=client if local else None, console=console
+            ) as progress:
                 holder["progress"] = progress
-                return await run_rollout(config, tasks, out, client=client, retry_infra=retry_infra,
-                                         retry_unjudged=retry_unjudged, executor=executor,
-                                         on_start=progress.started, on_done=progress.finished, on_plan=progress.set_total,
-                                         store=TrialStore(store) if store is not None else None)
+                return await run_rollout(
+                    config,
+                    tasks,
+                    out,
+                    client=client,
+                    retry_infra=retry_infra,
+                    retry_unjudged=retry_unjudged,
+                    executor=executor,
+                    on_start=progress.started,
+                    on_done=progress.finished,
+                    on_plan=progress.set_total,
+                    store=TrialStore(store) if store is not None else None,
+                )
 
         if config.model is None:
             return await run(None)
-        async with open_model(model_name, base_url=config.base_url, api_key_env=config.api_key_env,
-                              sampling=config.sampling, timeout=config.request_timeout, max_retries=config.max_retries,
-                              concurrency=config.model_concurrency, prices=config.prices, say=console.print) as client:
+        async with open_model(
+            model_name,
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            sampling=config.sampling,
+            timeout=config.request_timeout,
+            max_retries=config.max_retries,
+            concurrency=config.model_concurrency,
+            prices=config.prices,
+            say=console.print,
+        ) as client:
             return await run(client)
 
     with sigterm_as_interrupt() as stop:
@@ -140,8 +180,10 @@ def interrupted_counts(out: Path, finished_now: int | None = None) -> str:
         done = sum(r["state"] == "done" for r in rows)
         lost = len(rows) - done
     now = f" ({finished_now} in this session)" if finished_now is not None else ""
-    return (f"{done} of {planned} trials finished{now}; {lost} in flight were lost and will run again on resume; "
-            f"{max(0, planned - done - lost)} not started.")
+    return (
+        f"{done} of {planned} trials finished{now}; {lost} in flight were lost and will run again on resume; "
+        f"{max(0, planned - done - lost)} not started."
+    )
 
 
 def report_line(report, out: Path) -> str:
@@ -155,21 +197,32 @@ def report_line(report, out: Path) -> str:
 
 # -- status ------------------------------------------------------------------------------------------------
 
+
 def status_table(s: dict) -> Table:
     table = Table(title=f"run {s['run_dir']}", show_header=False)
     live = s.get("live_pid")
-    running = (f"{s['running']} running (pid {live})" if live else
-               f"{s['running']} unfinished (lost in flight; they run again on resume)" if s["running"] else "0 running")
+    running = (
+        f"{s['running']} running (pid {live})"
+        if live
+        else f"{s['running']} unfinished (lost in flight; they run again on resume)"
+        if s["running"]
+        else "0 running"
+    )
     extra = [running] + ([f"{s['not_started']} not started"] if s.get("not_started") else [])
     table.add_row("trials", f"{s['planned']} planned: {s['done']} done, {', '.join(extra)}; over {s['tasks']} tasks")
     table.add_row("outcomes", ", ".join(f"{k}: {v}" for k, v in s["outcomes"].items()) or "-")
-    table.add_row("attempted", f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
-                  f"failures counted apart (not in pass@k)")
+    table.add_row(
+        "attempted",
+        f"{s['attempted']} trials the agent attempted; {s['infra_failures']} infrastructure "
+        f"failures counted apart (not in pass@k)",
+    )
     if s.get("unjudged"):
-        table.add_row("[bold yellow]unjudged[/bold yellow]",
-                      f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
-                      "no reward, not in pass@k or the mean reward, dropped by export; with a judge set, "
-                      "`agentmill rollout ... --retry unjudged` runs them again[/bold yellow]")
+        table.add_row(
+            "[bold yellow]unjudged[/bold yellow]",
+            f"[bold yellow]{s['unjudged']} trials passed every check that ran but their reward {NEEDS_JUDGE}: "
+            "no reward, not in pass@k or the mean reward, dropped by export; with a judge set, "
+            "`agentmill rollout ... --retry unjudged` runs them again[/bold yellow]",
+        )
     table.add_row("mean reward", "-" if s["mean_reward"] is None else f"{s['mean_reward']:.4f}")
     for k, v in s.get("pass_at_k", {}).items():
         table.add_row(f"pass@{k}", f"{v['mean']:.4f} ± {v['se']:.4f}")
@@ -178,17 +231,24 @@ def status_table(s: dict) -> Table:
     table.add_row("time", f"{s['wall_seconds']:.1f}s wall, {s['trial_seconds']:.1f}s in trials")
     tele = s.get("telemetry") or {}
     if tele:
-        table.add_row("behaviour", f"{tele['mean_assistant_turns']:.1f} turns, {tele['mean_commands']:.1f} commands per trial; "
-                      f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
-                      f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
-                      f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}")
+        table.add_row(
+            "behaviour",
+            f"{tele['mean_assistant_turns']:.1f} turns, {tele['mean_commands']:.1f} commands per trial; "
+            f"command errors {tele['command_error_rate']:.1%}; parse errors {tele['parse_errors']}; "
+            f"truncated {tele['truncated_observations']}; self-corrections {tele['self_corrections']}; "
+            f"repeated commands {tele['repeated_commands']}; premature completions {tele['premature_completion']}",
+        )
         if tele.get("tampered"):
-            table.add_row("tamper", f"{tele['tampered']} trials with verifier tamper evidence (reward withheld; "
-                          "dropped by export unless --tamper keep)")
+            table.add_row(
+                "tamper",
+                f"{tele['tampered']} trials with verifier tamper evidence (reward withheld; "
+                "dropped by export unless --tamper keep)",
+            )
     return table
 
 
 # -- check -------------------------------------------------------------------------------------------------
+
 
 def broken_folder_rows(root: Path, errors: list[TaskError]) -> list[dict]:
     """`check --json` rows for task folders that did not load: named after the folder, with the error."""
@@ -198,8 +258,9 @@ def broken_folder_rows(root: Path, errors: list[TaskError]) -> list[dict]:
             name = err.path.resolve().relative_to(Path(root).resolve()).parts[0]
         except (ValueError, IndexError):
             name = err.path.parent.name
-        rows.append({"task": name, "task_hash": None, "oracle": None, "nop": None, "verdict": "broken",
-                     "reason": str(err)})
+        rows.append(
+            {"task": name, "task_hash": None, "oracle": None, "nop": None, "verdict": "broken", "reason": str(err)}
+        )
     return rows
 
 
@@ -210,4 +271,3 @@ def check_summary(rows: list[dict]) -> str:
     counts = Counter(r["verdict"] for r in rows)
     others = [f"{n} {v}" for v, n in sorted(counts.items()) if v != "ok"]
     return f"{counts.get('ok', 0)}/{len(rows)} ok" + (", " + ", ".join(others) if others else "")
-

@@ -33,9 +33,17 @@ class RolloutConfig(BaseModel):
     max_retries: int = defaults.MAX_RETRIES
     prices: Prices | None = None
 
-    IDENTITY: ClassVar[tuple[str, ...]] = ("task_hashes", "agent", "agent_version", "model", "sampling", "max_turns", "max_context")
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "task_hashes",
+        "agent",
+        "agent_version",
+        "model",
+        "sampling",
+        "max_turns",
+        "max_context",
+    )
 
-    def identity_changes(self, old: "RolloutConfig") -> list[str]:
+    def identity_changes(self, old: RolloutConfig) -> list[str]:
         """What changed that would make different trials; empty if resuming is safe."""
         changes = []
         for name in self.IDENTITY:
@@ -51,7 +59,11 @@ class RolloutConfig(BaseModel):
                 shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
                 changes.append(f"tasks: {len(changed)} edited since the run began ({shown})")
             elif name == "sampling":
-                diffs = [f"{k} {getattr(a, k)!r} -> {getattr(b, k)!r}" for k in type(a).model_fields if getattr(a, k) != getattr(b, k)]
+                diffs = [
+                    f"{k} {getattr(a, k)!r} -> {getattr(b, k)!r}"
+                    for k in type(a).model_fields
+                    if getattr(a, k) != getattr(b, k)
+                ]
                 changes.append("sampling: " + ", ".join(diffs))
             else:
                 changes.append(f"{name}: {a!r} -> {b!r}")

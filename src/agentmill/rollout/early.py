@@ -38,13 +38,20 @@ def runs_early(task: Task, agent: Agent) -> bool:
 
 def start_key(image_key: str, spec: SandboxSpec) -> str:
     """The same for every sandbox whose start leaves the same state behind."""
-    same = {"image": image_key, "workdir": spec.workdir, "hostname": spec.hostname, "env": spec.env,
-            "mounts": sorted([*spec.ro_mounts, *spec.rw_mounts]), "network": spec.network}
+    same = {
+        "image": image_key,
+        "workdir": spec.workdir,
+        "hostname": spec.hostname,
+        "env": spec.env,
+        "mounts": sorted([*spec.ro_mounts, *spec.rw_mounts]),
+        "network": spec.network,
+    }
     return hash_text(json.dumps(same, sort_keys=True))
 
 
-async def run_early(agent: Any, task: Task, sandbox, start: SandboxStart, result: AgentResult,
-                    timings: Timings, began: float) -> None:
+async def run_early(
+    agent: Any, task: Task, sandbox, start: SandboxStart, result: AgentResult, timings: Timings, began: float
+) -> None:
     """The agent, begun at `began` while its sandbox starts; sets timings.sandbox_start. Returns or
     raises only once the start is over; a start that failed is raised as StartFailed."""
     loop = asyncio.get_running_loop()

@@ -29,9 +29,14 @@ class Executor(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    async def map(self, work: Callable[[J], Awaitable[R]], jobs: Sequence[J], *,
-                  before: Callable[[J], None] | None = None,
-                  after: Callable[[J, R], Awaitable[T]] | None = None) -> list:
+    async def map(
+        self,
+        work: Callable[[J], Awaitable[R]],
+        jobs: Sequence[J],
+        *,
+        before: Callable[[J], None] | None = None,
+        after: Callable[[J, R], Awaitable[T]] | None = None,
+    ) -> list:
         """For every job: before(job), work(job), after(job, result); the results of `after` (or of
         `work` without it) in the order of `jobs`. Cancelling the call stops every job."""
 
@@ -69,9 +74,13 @@ def unrunnable(executor: str, work, job, message: str):
 # Executors by name. Local is here; the others are imported only when chosen (and need the extra
 # named in EXTRAS); plug-ins declare `agentmill.executors`.
 EXECUTORS: Registry[Callable[..., Executor]] = Registry(
-    "executor", group="agentmill.executors",
-    builtins={"processes": "agentmill.rollout.executors.processes:ProcessExecutor",
-              "ray": "agentmill.rollout.executors.ray:RayExecutor"})
+    "executor",
+    group="agentmill.executors",
+    builtins={
+        "processes": "agentmill.rollout.executors.processes:ProcessExecutor",
+        "ray": "agentmill.rollout.executors.ray:RayExecutor",
+    },
+)
 EXECUTORS.register(LocalExecutor.name, LocalExecutor)
 EXTRAS = {"ray": "ray"}  # executor -> the extra its engine needs
 
@@ -84,5 +93,7 @@ def make_executor(name: str = "local", *, concurrency: int, **options) -> Execut
     except ImportError as e:
         if name not in EXTRAS:
             raise
-        raise ValueError(f"executor '{name}' needs the '{EXTRAS[name]}' extra: pip install 'agentmill[{EXTRAS[name]}]' ({e})") from None
+        raise ValueError(
+            f"executor '{name}' needs the '{EXTRAS[name]}' extra: pip install 'agentmill[{EXTRAS[name]}]' ({e})"
+        ) from None
     return factory(concurrency=concurrency, **options)

@@ -12,16 +12,21 @@ import re
 import shutil
 from pathlib import Path
 
-from agentmill.runtime.atomic import write_json_atomic
 from agentmill.rollout.result import TrialResult
+from agentmill.runtime.atomic import write_json_atomic
 
 TAIL_LINES = 30
-_OFFLINE = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
-                      r"Failed to establish a new connection|Could not connect to")
+_OFFLINE = re.compile(
+    r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
+    r"Failed to establish a new connection|Could not connect to"
+)
 _NOISE = re.compile(r"^unknown argument ignored: lazytime$")  # fuse-overlayfs's own start-up line
 _PYTEST_LINE = re.compile(r"^(FAILED|ERROR) \S+|^E\s{2,}\S")
-_ERROR_LINE = re.compile(r"(\b[A-Z]\w*(Error|Exception)\b:?|\berror\b:|No such file or directory|command not found|"
-                         r"not found|Permission denied)", re.IGNORECASE)
+_ERROR_LINE = re.compile(
+    r"(\b[A-Z]\w*(Error|Exception)\b:?|\berror\b:|No such file or directory|command not found|"
+    r"not found|Permission denied)",
+    re.IGNORECASE,
+)
 
 
 def tail(text: str, lines: int = TAIL_LINES) -> str:
@@ -36,8 +41,11 @@ def verifier_output(trial: TrialResult) -> str:
 def cause(trial: TrialResult) -> str:
     """One short line: what the tests (or the machinery) said went wrong."""
     out = verifier_output(trial)
-    lines = [line.strip() for line in out.splitlines()
-             if line.strip() and "AGENTMILL_TAMPER" not in line and not _NOISE.search(line)]
+    lines = [
+        line.strip()
+        for line in out.splitlines()
+        if line.strip() and "AGENTMILL_TAMPER" not in line and not _NOISE.search(line)
+    ]
     pytest_lines = [line for line in lines if _PYTEST_LINE.match(line)]
     errors = [line for line in pytest_lines if line.startswith("E ")] or pytest_lines
     if errors:
@@ -49,8 +57,11 @@ def cause(trial: TrialResult) -> str:
         return _short(trial.exception)
     if lines:
         return _short(lines[-1])
-    return f"reward {trial.reward:g}; the test script printed nothing" if trial.reward is not None \
+    return (
+        f"reward {trial.reward:g}; the test script printed nothing"
+        if trial.reward is not None
         else "the test script printed nothing"
+    )
 
 
 def solution_failure(trial: TrialResult) -> str:

@@ -18,7 +18,11 @@ def resolve_run_dir(path: Path) -> Path:
     if not path.exists():
         raise AgentmillError(f"{path}: no such folder")
     if (path / "funnel.json").exists() or (path / "cache.jsonl").exists():
-        raise AgentmillError(f"{path}: a recipe run folder without a finished rollout stage (no rollout/ledger.sqlite); "
-                             f"run the recipe first")
-    raise AgentmillError(f"{path}: not a run folder (no ledger.sqlite); give a folder made by `agentmill rollout --out` "
-                         f"or `agentmill run --out`")
+        raise AgentmillError(
+            f"{path}: a recipe run folder without a finished rollout stage (no rollout/ledger.sqlite); "
+            f"run the recipe first"
+        )
+    raise AgentmillError(
+        f"{path}: not a run folder (no ledger.sqlite); give a folder made by `agentmill rollout --out` "
+        f"or `agentmill run --out`"
+    )

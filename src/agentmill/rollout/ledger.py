@@ -77,9 +77,17 @@ class Ledger:
             self.db.execute(
                 "UPDATE trials SET state='done', outcome=?, reward=?, prompt_tokens=?, completion_tokens=?, cost_usd=?, "
                 "seconds=?, exception=?, finished_at=? WHERE trial_id=?",
-                (result["outcome"], result.get("reward"), tokens.get("prompt", 0), tokens.get("completion", 0),
-                 result.get("cost_usd"), result.get("timings", {}).get("total"), result.get("exception"), time.time(),
-                 trial_id),
+                (
+                    result["outcome"],
+                    result.get("reward"),
+                    tokens.get("prompt", 0),
+                    tokens.get("completion", 0),
+                    result.get("cost_usd"),
+                    result.get("timings", {}).get("total"),
+                    result.get("exception"),
+                    time.time(),
+                    trial_id,
+                ),
             )
 
     def set_plan(self, plans: list[tuple[str, str, int]]) -> None:

@@ -28,7 +28,7 @@ class RunLock:
         self.path = run_dir / LOCK_NAME
         self._fd: int | None = None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
@@ -47,7 +47,7 @@ class RunLock:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
@@ -68,8 +68,10 @@ def busy_message(path: Path) -> str:
     who = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
     since = holder.get("since")
     when = f", since {time.strftime('%H:%M:%S', time.localtime(since))}" if since else ""
-    return (f"{path.parent}: another agentmill rollout is using this run folder ({who}{when}); "
-            f"wait for it to finish or stop it, or use another --out folder")
+    return (
+        f"{path.parent}: another agentmill rollout is using this run folder ({who}{when}); "
+        f"wait for it to finish or stop it, or use another --out folder"
+    )
 
 
 def live_holder(run_dir: Path) -> int | None:

@@ -21,13 +21,10 @@ from pathlib import Path
 from agentmill import __version__
 from agentmill.agents import make_agent
 from agentmill.agents.base import AgentResult
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
-from agentmill.runtime.loop_priority import trials_first
 from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
-from agentmill.runtime.paths import sweep_scratch
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import Executor, LocalExecutor
 from agentmill.rollout.identity import config_identity, trial_id
@@ -36,13 +33,16 @@ from agentmill.rollout.lock import RunLock, probe
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.store import TrialStore
 from agentmill.rollout.trial import run_trial
+from agentmill.runtime.atomic import write_text_atomic
+from agentmill.runtime.loop_priority import trials_first
+from agentmill.runtime.paths import sweep_scratch
+from agentmill.runtime.whole_steps import whole_step
 from agentmill.tasks.hashing import hash_file, hash_text, hash_tree
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.traces.text import clean_text
 from agentmill.verify.outcome import Outcome
-from agentmill.runtime.whole_steps import whole_step
 
 
 @dataclass
@@ -72,8 +72,12 @@ def slim_result(result: TrialResult) -> TrialResult:
     """The result as RolloutReport.results keeps it: verifier output cut to its last REPORT_OUTPUT_CHARS."""
     if len(result.verifier_stdout) <= REPORT_OUTPUT_CHARS and len(result.verifier_stderr) <= REPORT_OUTPUT_CHARS:
         return result
-    return result.model_copy(update={"verifier_stdout": result.verifier_stdout[-REPORT_OUTPUT_CHARS:],
-                                     "verifier_stderr": result.verifier_stderr[-REPORT_OUTPUT_CHARS:]})
+    return result.model_copy(
+        update={
+            "verifier_stdout": result.verifier_stdout[-REPORT_OUTPUT_CHARS:],
+            "verifier_stderr": result.verifier_stderr[-REPORT_OUTPUT_CHARS:],
+        }
+    )
 
 
 def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
@@ -90,8 +94,11 @@ def plan_trials(config: RolloutConfig, tasks: list[Task], copies: dict[str, int]
     """Attempts per task = config.attempts x the task's copies (upsampled tasks get more attempts)."""
     unique, _ = unique_tasks(tasks)
     copies = copies or {}
-    return [TrialPlan(trial_id(config, t.content_hash, a), t, a)
-            for t in unique for a in range(config.attempts * copies.get(t.content_hash, 1))]
+    return [
+        TrialPlan(trial_id(config, t.content_hash, a), t, a)
+        for t in unique
+        for a in range(config.attempts * copies.get(t.content_hash, 1))
+    ]
 
 
 def preflight(run_dir: Path, config: RolloutConfig) -> None:
@@ -112,8 +119,11 @@ def check_identity(run_dir: Path, config: RolloutConfig) -> None:
         raise AgentmillError(f"{path}: unreadable run config ({str(e).splitlines()[0]})") from None
     changes = config.identity_changes(old)
     if changes:
-        raise AgentmillError(f"{run_dir} was made with other settings; refusing to resume: " + "; ".join(changes)
-                             + ". Use a new --out folder, or the original settings.")
+        raise AgentmillError(
+            f"{run_dir} was made with other settings; refusing to resume: "
+            + "; ".join(changes)
+            + ". Use a new --out folder, or the original settings."
+        )
 
 
 def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger]:
@@ -147,9 +157,11 @@ def require_toolkit() -> None:
     from agentmill.verify.toolkit import ensure_toolkit
 
     if ensure_toolkit(build=True) is None:
-        raise AgentmillError("the offline verifier toolkit could not be built (pip install of pytest failed: is the "
-                             "package registry reachable?); run `agentmill toolkit` once with network access, "
-                             "then run again. Nothing was verified.")
+        raise AgentmillError(
+            "the offline verifier toolkit could not be built (pip install of pytest failed: is the "
+            "package registry reachable?); run `agentmill toolkit` once with network access, "
+            "then run again. Nothing was verified."
+        )
 
 
 @trials_first  # the loop every trial shares goes first while they run (loop_priority.py)
@@ -179,8 +191,9 @@ async def run_rollout(
         plans = plan_trials(config, tasks, copies)
         ledger.set_plan([(p.trial_id, p.task.name, p.attempt) for p in plans])
         # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
-        again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | \
-            ({Outcome.UNJUDGED.value} if retry_unjudged else set())
+        again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | (
+            {Outcome.UNJUDGED.value} if retry_unjudged else set()
+        )
         if again:
             infra = [r["trial_id"] for r in ledger.rows() if r["state"] == "done" and r["outcome"] in again]
             for tid in infra:
@@ -228,9 +241,18 @@ async def run_rollout(
                 on_done(result)
             return result if plan.trial_id in unrecorded else slim_result(result)
 
-        results = await (executor or LocalExecutor(config.concurrency)).map(attempt, todo, before=dispatched, after=record)
-        return RolloutReport(planned=len(plans), skipped=len(plans) - len(todo) - reused, recovered=interrupted,
-                             ran=len(todo), results=list(results), reused=reused, unrecorded=unrecorded)
+        results = await (executor or LocalExecutor(config.concurrency)).map(
+            attempt, todo, before=dispatched, after=record
+        )
+        return RolloutReport(
+            planned=len(plans),
+            skipped=len(plans) - len(todo) - reused,
+            recovered=interrupted,
+            ran=len(todo),
+            results=list(results),
+            reused=reused,
+            unrecorded=unrecorded,
+        )
     finally:
         ledger.close()
         lock.release()
@@ -251,17 +273,31 @@ class TrialWork:
         if self.client is None and self._endpoint is not None:
             base_url, model, key = self._endpoint
             c = self.config
-            self.client = ModelClient(base_url=base_url, model=model, api_key=key, sampling=c.sampling,
-                                      timeout=c.request_timeout, max_retries=c.max_retries,
-                                      max_concurrency=c.model_concurrency, prices=c.prices)
+            self.client = ModelClient(
+                base_url=base_url,
+                model=model,
+                api_key=key,
+                sampling=c.sampling,
+                timeout=c.request_timeout,
+                max_retries=c.max_retries,
+                max_concurrency=c.model_concurrency,
+                prices=c.prices,
+            )
         return await _attempt(plan, self.config, self.client, self.builder)
 
     def failure(self, plan: TrialPlan, message: str) -> tuple[TrialResult, Trajectory]:
         """The result of a trial the executor could not run (its node kept dying): a sandbox_error."""
-        result = TrialResult(task=plan.task.name, task_hash=plan.task.content_hash, agent=self.config.agent,
-                             agent_version=self.config.agent_version, outcome=Outcome.SANDBOX_ERROR,
-                             exception=clean_text(message), trial_id=plan.trial_id, attempt=plan.attempt,
-                             model=self.config.model)
+        result = TrialResult(
+            task=plan.task.name,
+            task_hash=plan.task.content_hash,
+            agent=self.config.agent,
+            agent_version=self.config.agent_version,
+            outcome=Outcome.SANDBOX_ERROR,
+            exception=clean_text(message),
+            trial_id=plan.trial_id,
+            attempt=plan.attempt,
+            model=self.config.model,
+        )
         return result, _trajectory(plan, self.config, None, AgentResult())
 
     async def close(self) -> None:
@@ -285,14 +321,23 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     agent = None
     agent_result = AgentResult()
     try:
-        agent = make_agent(config.agent, client=per_trial(client, plan.trial_id), max_turns=config.max_turns,
-                           max_context=config.max_context)
+        agent = make_agent(
+            config.agent,
+            client=per_trial(client, plan.trial_id),
+            max_turns=config.max_turns,
+            max_context=config.max_context,
+        )
         result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        result = TrialResult(task=plan.task.name, task_hash=plan.task.content_hash, agent=config.agent,
-                             agent_version=config.agent_version, outcome=Outcome.SANDBOX_ERROR,
-                             exception=f"harness error: {detail}")
+        result = TrialResult(
+            task=plan.task.name,
+            task_hash=plan.task.content_hash,
+            agent=config.agent,
+            agent_version=config.agent_version,
+            outcome=Outcome.SANDBOX_ERROR,
+            exception=f"harness error: {detail}",
+        )
     trajectory = _trajectory(plan, config, agent, agent_result)
     result.trial_id, result.attempt, result.model = plan.trial_id, plan.attempt, config.model
     fm = trajectory.final_metrics
@@ -312,10 +357,12 @@ def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: Age
     ident = config_identity(config)
     return Trajectory(
         session_id=plan.trial_id,
-        agent=AgentInfo(name=config.agent, version=config.agent_version,
-                        model_name=agent.model_name if agent is not None else config.model,
-                        extra={"agentmill_version": __version__, "max_turns": ident["max_turns"],
-                               "sampling": ident["sampling"]}),
+        agent=AgentInfo(
+            name=config.agent,
+            version=config.agent_version,
+            model_name=agent.model_name if agent is not None else config.model,
+            extra={"agentmill_version": __version__, "max_turns": ident["max_turns"], "sampling": ident["sampling"]},
+        ),
         steps=steps,
         extra={"task": plan.task.name, "task_hash": plan.task.content_hash, "attempt": plan.attempt},
     ).summarize()
@@ -323,22 +370,40 @@ def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: Age
 
 def _trial_record(plan: TrialPlan, config: RolloutConfig) -> dict:
     ident = config_identity(config)
-    return {"trial_id": plan.trial_id, "task": plan.task.name, "task_hash": plan.task.content_hash,
-            "task_path": str(plan.task.path), "task_source": config.dataset,
-            "task_metadata": plan.task.config.metadata, "verifier_hash": verifier_hash(plan.task),
-            "instruction": plan.task.instruction, "attempt": plan.attempt, "agent": ident["agent"],
-            "agent_version": ident["agent_version"], "model": ident["model"], "sampling": ident["sampling"]}
+    return {
+        "trial_id": plan.trial_id,
+        "task": plan.task.name,
+        "task_hash": plan.task.content_hash,
+        "task_path": str(plan.task.path),
+        "task_source": config.dataset,
+        "task_metadata": plan.task.config.metadata,
+        "verifier_hash": verifier_hash(plan.task),
+        "instruction": plan.task.instruction,
+        "attempt": plan.attempt,
+        "agent": ident["agent"],
+        "agent_version": ident["agent_version"],
+        "model": ident["model"],
+        "sampling": ident["sampling"],
+    }
 
 
-def _record_trial(ledger: Ledger, trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult,
-                  trajectory: Trajectory) -> None:
+def _record_trial(
+    ledger: Ledger,
+    trials_dir: Path,
+    plan: TrialPlan,
+    config: RolloutConfig,
+    result: TrialResult,
+    trajectory: Trajectory,
+) -> None:
     """The trial's folder, then its row marked done: one step, so an interrupt never leaves a folder
     without its row (the resume would recover it, but `status` and exports would miss it meanwhile)."""
     _write_trial(trials_dir, plan, config, result, trajectory)
     ledger.finish(plan.trial_id, json.loads(result.model_dump_json()))
 
 
-def _write_trial(trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult, trajectory: Trajectory) -> None:
+def _write_trial(
+    trials_dir: Path, plan: TrialPlan, config: RolloutConfig, result: TrialResult, trajectory: Trajectory
+) -> None:
     """Write the folder under a temporary name, then rename: a trial folder is whole or absent."""
     tmp = trials_dir / f".tmp-{plan.trial_id}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -360,7 +425,9 @@ def _adopt(store: TrialStore, trials_dir: Path, plan: TrialPlan, config: Rollout
     try:
         store.copy_to(plan.trial_id, tmp)
         (tmp / "trial.json").unlink(missing_ok=True)  # a link into the store: replace, never write through
-        (tmp / "trial.json").write_text(json.dumps({**_trial_record(plan, config), "reused_from": str(store.root)}, indent=2))
+        (tmp / "trial.json").write_text(
+            json.dumps({**_trial_record(plan, config), "reused_from": str(store.root)}, indent=2)
+        )
         _publish(tmp, trials_dir / plan.trial_id)
         return True
     except (OSError, ValueError):

@@ -74,8 +74,10 @@ def summarize(run_dir: Path) -> dict:
         "attempted_tasks": len(by_task),
         "outcomes": dict(sorted(outcomes.items())),
         "mean_reward": sum(rewards) / len(rewards) if rewards else None,
-        "tokens": {"prompt": sum(r["prompt_tokens"] or 0 for r in done),
-                   "completion": sum(r["completion_tokens"] or 0 for r in done)},
+        "tokens": {
+            "prompt": sum(r["prompt_tokens"] or 0 for r in done),
+            "completion": sum(r["completion_tokens"] or 0 for r in done),
+        },
         "cost_usd": sum(r["cost_usd"] or 0 for r in done) if any(r["cost_usd"] is not None for r in done) else None,
         "trial_seconds": sum(r["seconds"] or 0 for r in done),
         "wall_seconds": (max(r["finished_at"] for r in done) - min(r["started_at"] for r in done)) if done else 0.0,
@@ -93,6 +95,15 @@ def summarize(run_dir: Path) -> dict:
         if path.exists():
             telemetries.append(Telemetry.model_validate_json(path.read_text()))
     summary["telemetry"] = aggregate(telemetries)
-    summary["trial_list"] = [{"trial_id": r["trial_id"], "task": r["task"], "attempt": r["attempt"],
-                              "state": r["state"], "outcome": r["outcome"], "reward": r["reward"]} for r in rows]
+    summary["trial_list"] = [
+        {
+            "trial_id": r["trial_id"],
+            "task": r["task"],
+            "attempt": r["attempt"],
+            "state": r["state"],
+            "outcome": r["outcome"],
+            "reward": r["reward"],
+        }
+        for r in rows
+    ]
     return summary

@@ -9,26 +9,25 @@ import asyncio
 import subprocess
 import time
 import traceback
-from pathlib import Path
 
 from agentmill.agents.base import Agent, AgentResult, SandboxStart
 from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
-from agentmill.models.client import ContextExceededError, EndpointError
-from agentmill.runtime.open_files import allow_open_files
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
-from agentmill.runtime.loop_priority import removal_threads, trials_first
-from agentmill.runtime.paths import scratch_temp
+from agentmill.models.client import ContextExceededError, EndpointError
 from agentmill.rollout.early import StartFailed, run_early, runs_early, start_key
 from agentmill.rollout.result import Timings, TrialResult
+from agentmill.runtime.loop_priority import removal_threads, trials_first
+from agentmill.runtime.open_files import allow_open_files
+from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox.command import OneCommandSandbox
 from agentmill.sandbox.disk_quota import DiskQuotaExceeded, NoQuota, remove_folder, trial_quota
-from agentmill.sandbox.registry import create_sandbox
 from agentmill.sandbox.protocol import Limits
+from agentmill.sandbox.registry import create_sandbox
+from agentmill.tasks.behaviour import KindTrial, behaviour_for
 from agentmill.tasks.model import Task
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.staging import stage
-from agentmill.tasks.behaviour import KindTrial, behaviour_for
 
 
 def task_limits(task: Task) -> Limits:
@@ -40,12 +39,20 @@ BUILD_FAILED_NOTE = "the environment did not build (a step of the task's Dockerf
 
 
 @trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
-async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None) -> TrialResult:
+async def run_trial(
+    task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None
+) -> TrialResult:
     started = time.monotonic()
     allow_open_files()  # once per process: hundreds of trials in flight hold thousands of fds
     timings = Timings()
-    result = TrialResult(task=task.name, task_hash=task.content_hash, agent=agent.name,
-                         agent_version=agent.version, outcome=Outcome.SANDBOX_ERROR, timings=timings)
+    result = TrialResult(
+        task=task.name,
+        task_hash=task.content_hash,
+        agent=agent.name,
+        agent_version=agent.version,
+        outcome=Outcome.SANDBOX_ERROR,
+        timings=timings,
+    )
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
     kind_trial: KindTrial | None = None  # the task kind's part of the trial (tasks/behaviour.py)
@@ -111,7 +118,9 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
         t = time.monotonic() if early is None else t  # an early agent's time starts when its sandbox is ready
         try:
             if early is None:
-                await asyncio.wait_for(quota.guard(agent.run(task, sandbox, agent_result)), timeout=task.config.agent.timeout_sec)
+                await asyncio.wait_for(
+                    quota.guard(agent.run(task, sandbox, agent_result)), timeout=task.config.agent.timeout_sec
+                )
             else:
                 await quota.guard(run_early(agent, task, sandbox, early, agent_result, timings, t))
         except StartFailed as e:
@@ -119,7 +128,7 @@ async def run_trial(task: Task, agent: Agent, builder: ImageBuilder, *, agent_re
             return result
         except DiskQuotaExceeded as e:  # the agent filled its own disk: its failure, stopped there
             agent_outcome, result.exception = Outcome.AGENT_ERROR, str(e)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             agent_outcome = Outcome.AGENT_TIMEOUT
             result.exception = f"agent exceeded {task.config.agent.timeout_sec:g}s"
         except SandboxError as e:

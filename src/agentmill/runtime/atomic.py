@@ -36,7 +36,8 @@ def write_text_atomic(path: Path | str, text: str, *, encoding: str = "utf-8", e
     return Path(path)
 
 
-def write_json_atomic(path: Path | str, data: Any, *, indent: int | None = 2, trailing_newline: bool = False,
-                      ensure_ascii: bool = True) -> Path:
+def write_json_atomic(
+    path: Path | str, data: Any, *, indent: int | None = 2, trailing_newline: bool = False, ensure_ascii: bool = True
+) -> Path:
     text = json.dumps(data, indent=indent, ensure_ascii=ensure_ascii) + ("\n" if trailing_newline else "")
     return write_text_atomic(path, text)

@@ -63,10 +63,12 @@ _here = threading.local()  # .depth (trials running on this thread), .mode, .und
 
 def trials_first(fn):
     """Decorate a coroutine function that runs trials: its loop goes first while it runs."""
+
     @functools.wraps(fn)
     async def first(*args, **kwargs):
         with loop_first():
             return await fn(*args, **kwargs)
+
     return first
 
 
@@ -171,8 +173,11 @@ def _lower_file_threads(loop: asyncio.AbstractEventLoop) -> None:
     current = getattr(loop, "_default_executor", None)
     if current is not None and not getattr(current, "_thread_name_prefix", "").startswith("asyncio"):
         return
-    loop.set_default_executor(ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="agentmill-files",
-                                                 initializer=_lower_this_thread))
+    loop.set_default_executor(
+        ThreadPoolExecutor(
+            min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="agentmill-files", initializer=_lower_this_thread
+        )
+    )
     if current is not None:
         current.shutdown(wait=False)  # what it runs now still finishes
 
@@ -184,8 +189,11 @@ def removal_threads() -> ThreadPoolExecutor:
     """The executor for removing what finished trials leave behind: nothing running waits on it."""
     pid = os.getpid()
     if pid not in _removal_threads:
-        _removal_threads[pid] = ThreadPoolExecutor(2, thread_name_prefix="agentmill-removals",
-                                                   initializer=functools.partial(_lower_this_thread, REMOVAL_THREAD_NICE))
+        _removal_threads[pid] = ThreadPoolExecutor(
+            2,
+            thread_name_prefix="agentmill-removals",
+            initializer=functools.partial(_lower_this_thread, REMOVAL_THREAD_NICE),
+        )
     return _removal_threads[pid]
 
 

@@ -37,7 +37,9 @@ def cache_dir() -> Path:
 
 def scratch_dir() -> Path:
     """Per-sandbox root filesystems and control sockets, removed when the sandbox ends."""
-    return _base("AGENTMILL_SCRATCH", "/var/tmp/agentmill", Path(os.environ.get("TMPDIR", "/tmp")) / f"agentmill-{os.getuid()}")
+    return _base(
+        "AGENTMILL_SCRATCH", "/var/tmp/agentmill", Path(os.environ.get("TMPDIR", "/tmp")) / f"agentmill-{os.getuid()}"
+    )
 
 
 def scratch_temp(kind: str) -> Path:
@@ -74,8 +76,10 @@ def ensure_traversable(path: Path) -> Path:
         return path
     for ancestor in [path, *path.parents]:
         if ancestor.exists() and not ancestor.stat().st_mode & 0o001:
-            raise AgentmillError(f"{path}: sandboxes run as unprivileged uids and cannot enter {ancestor} "
-                                 f"(mode {oct(ancestor.stat().st_mode & 0o777)}); use a folder outside it")
+            raise AgentmillError(
+                f"{path}: sandboxes run as unprivileged uids and cannot enter {ancestor} "
+                f"(mode {oct(ancestor.stat().st_mode & 0o777)}); use a folder outside it"
+            )
     return path
 
 

@@ -9,5 +9,16 @@ from agentmill.sandbox.protocol import ExecResult, Limits, Sandbox, SandboxSpec
 from agentmill.sandbox.registry import backend_names, create_sandbox, get_backend, sandbox_backend
 from agentmill.sandbox.tmux import TmuxSession
 
-__all__ = ["BwrapOverlaySandbox", "BwrapSandbox", "ExecResult", "Limits", "Sandbox", "SandboxSpec", "TmuxSession", "backend_names",
-           "create_sandbox", "get_backend", "sandbox_backend"]
+__all__ = [
+    "BwrapOverlaySandbox",
+    "BwrapSandbox",
+    "ExecResult",
+    "Limits",
+    "Sandbox",
+    "SandboxSpec",
+    "TmuxSession",
+    "backend_names",
+    "create_sandbox",
+    "get_backend",
+    "sandbox_backend",
+]

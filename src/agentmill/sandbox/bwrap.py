@@ -20,15 +20,14 @@ import time
 import uuid
 from pathlib import Path
 
-from agentmill.runtime.child_processes import spawn
 from agentmill.errors import GuestError, SandboxError
+from agentmill.runtime.child_processes import spawn
 from agentmill.runtime.loops import PerLoop
 from agentmill.runtime.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
 from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
 from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values
-from agentmill.sandbox.protocol import Limits
-from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec
+from agentmill.sandbox.protocol import Capability, ExecResult, Limits, SandboxSpec
 from agentmill.sandbox.registry import sandbox_backend
 from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.sandbox.uids import TEMPLATE_UID, UidLease, lease_uid
@@ -69,8 +68,10 @@ def require_tools(overlay: bool = False) -> None:
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         missing.append("setpriv")
     if missing:
-        raise SandboxError(f"missing host tools: {', '.join(missing)} (install: apt-get install -y bubblewrap util-linux"
-                           f"{' fuse-overlayfs' if overlay else ''})")
+        raise SandboxError(
+            f"missing host tools: {', '.join(missing)} (install: apt-get install -y bubblewrap util-linux"
+            f"{' fuse-overlayfs' if overlay else ''})"
+        )
     _tools_found.add(overlay)
 
 
@@ -142,7 +143,7 @@ def launch_argv(cgroup_procs: list[str], limits: Limits, uid: int | None) -> lis
     resident memory, growing with it), for about the CPU the chain's three execs cost.
     """
     enter = " ".join(f"echo $$ > {f} &&" for f in cgroup_procs)
-    argv = ["/bin/sh", "-c", f"{enter} exec \"$@\"", "sh", "prlimit", *prlimit_args(limits), "--"]
+    argv = ["/bin/sh", "-c", f'{enter} exec "$@"', "sh", "prlimit", *prlimit_args(limits), "--"]
     if uid is not None:
         argv += ["setpriv", *_drop_privileges(uid), "--"]
     return argv
@@ -172,8 +173,14 @@ def overlay_launch_env(uid: int | None) -> dict[str, str]:
     return {"PATH": f"{package_assets('idmap')}:{LAUNCH_PATH}", "AGENTMILL_IDMAP": f"0 {uid} 1\\n1 {TEMPLATE_UID} 1\\n"}
 
 
-def _clean_up(cgroup: Cgroup | None, ovl: Path | None, ctl: Path | None, stderr_path: Path | None,
-              guest_fd: int | None, work: Path | None = None) -> None:
+def _clean_up(
+    cgroup: Cgroup | None,
+    ovl: Path | None,
+    ctl: Path | None,
+    stderr_path: Path | None,
+    guest_fd: int | None,
+    work: Path | None = None,
+) -> None:
     if guest_fd is not None:  # the socket's last reference: its release is kernel work, kept off the loop
         os.close(guest_fd)
     if cgroup is not None:
@@ -214,7 +221,7 @@ class BwrapSandbox:
         assert self._lease is not None
         return self._lease.uid
 
-    async def __aenter__(self) -> "BwrapSandbox":
+    async def __aenter__(self) -> BwrapSandbox:
         await self.start()
         return self
 
@@ -227,8 +234,9 @@ class BwrapSandbox:
         """Boot the guest exec server as the sandbox's first process; return once it listens."""
         await self._boot(guest_launch_argv(f"{CTL_DIR}/sock"), self.base_env(), self.spec.workdir)
 
-    async def start_command(self, argv: list[str], env: dict[str, str], cwd: str | None, *,
-                            stdin: int) -> asyncio.subprocess.Process:
+    async def start_command(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, *, stdin: int
+    ) -> asyncio.subprocess.Process:
         """Start the sandbox with `argv` as its first process instead of the guest (see
         sandbox/command.py): `stdin` is its fd 0, its stdout and stderr are the returned process's
         pipes, and its exit ends the sandbox. `env` is its whole environment. stop() after, as always."""
@@ -251,9 +259,11 @@ class BwrapSandbox:
                     _keep_root_times(spec, image_times)
                 command = stdin is not None
                 with open(self._stderr_path, "wb") as err:
-                    stdio = dict(stdin=stdin if command else subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE if command else subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE if command else err)
+                    stdio = dict(
+                        stdin=stdin if command else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE if command else subprocess.DEVNULL,
+                        stderr=subprocess.PIPE if command else err,
+                    )
                     self._proc = await self._launch(self._argv(inner, env, cwd), stdio)
                 if not command:
                     await self._wait_ready()
@@ -319,8 +329,9 @@ class BwrapSandbox:
         procs, limits = self._cgroup.procs_files(), self.spec.limits
         if launcher_wanted():
             return await launch(LaunchPlan(argv, self._launch_env(), procs, rlimit_values(limits), uid), **stdio)
-        return await spawn(*launch_argv(procs, limits, uid), *argv, start_new_session=True, env=self._launch_env(),
-                           **stdio)
+        return await spawn(
+            *launch_argv(procs, limits, uid), *argv, start_new_session=True, env=self._launch_env(), **stdio
+        )
 
     def _argv(self, inner: list[str], env: dict[str, str], cwd: str | None) -> list[str]:
         """bwrap's command line (behind the overlay's namespace and mount when there is one)."""
@@ -331,24 +342,70 @@ class BwrapSandbox:
         root = spec.rootfs
         if spec.lower is not None:  # the namespace's unshare takes the uid instead of setpriv
             root = self._ovl / "merged"
-            argv += [*overlay_namespace_argv(as_uid), "--", "/bin/sh", "-c", _OVERLAY, "sh",
-                     str(spec.lower), str(spec.rootfs), str(self._work), str(root)]
-        argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                 "--clearenv", "--uid", "0", "--gid", "0", "--hostname", spec.hostname]
+            argv += [
+                *overlay_namespace_argv(as_uid),
+                "--",
+                "/bin/sh",
+                "-c",
+                _OVERLAY,
+                "sh",
+                str(spec.lower),
+                str(spec.rootfs),
+                str(self._work),
+                str(root),
+            ]
+        argv += [
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--uid",
+            "0",
+            "--gid",
+            "0",
+            "--hostname",
+            spec.hostname,
+        ]
         if spec.network:
             argv += ["--share-net"]
         system = spec.system_root or Path("/")
-        argv += ["--bind", str(root), "/",
-                 "--ro-bind", str(system / "usr"), "/usr", "--ro-bind", str(system / "etc"), "/etc",
-                 "--ro-bind-try", str(system / "var/lib/dpkg"), "/var/lib/dpkg"]
+        argv += [
+            "--bind",
+            str(root),
+            "/",
+            "--ro-bind",
+            str(system / "usr"),
+            "/usr",
+            "--ro-bind",
+            str(system / "etc"),
+            "/etc",
+            "--ro-bind-try",
+            str(system / "var/lib/dpkg"),
+            "/var/lib/dpkg",
+        ]
         if spec.system_root is not None:
             pass  # the image's own /usr/local is part of its read-only /usr
         elif spec.usr_local is not None:
             argv += ["--bind" if spec.writable_usr_local else "--ro-bind", str(spec.usr_local), "/usr/local"]
         else:
             argv += ["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                 "--ro-bind", str(guest), GUEST_DIR, "--bind", str(self._ctl), CTL_DIR]
+        argv += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--ro-bind",
+            str(guest),
+            GUEST_DIR,
+            "--bind",
+            str(self._ctl),
+            CTL_DIR,
+        ]
         for inside, host in spec.ro_mounts.items():
             argv += ["--ro-bind", str(host), inside]
         for inside, host in spec.rw_mounts.items():
@@ -393,7 +450,9 @@ class BwrapSandbox:
         finally:
             exited.cancel()
         if self._proc.returncode is not None:
-            raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}")
+            raise SandboxError(
+                f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}"
+            )
         if not ready:
             raise SandboxError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {self._stderr_text()}")
         self._guest_fd = pin_socket(self._ctl / "sock", self.uid)
@@ -444,7 +503,7 @@ class BwrapSandbox:
             writer.write(json.dumps(request).encode() + b"\n")
             await writer.drain()
             line = await asyncio.wait_for(reader.readline(), None if timeout is None else timeout + _RPC_GRACE)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise SandboxError("sandbox guest did not answer in time") from None
         finally:
             writer.close()
@@ -459,15 +518,24 @@ class BwrapSandbox:
             raise GuestError(reply["error"], reply.get("kind", "error"))
         return reply
 
-    async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
+    async def exec(
+        self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20
+    ) -> ExecResult:
         argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         full_env = self.base_env()
         full_env.update(env or {})
-        reply = await self._rpc({
-            "op": "exec", "argv": argv, "env": full_env, "cwd": cwd or self.spec.workdir,
-            "timeout": timeout, "max_output": max_output,
-            "stdin": base64.b64encode(stdin).decode() if stdin is not None else None,
-        }, timeout)
+        reply = await self._rpc(
+            {
+                "op": "exec",
+                "argv": argv,
+                "env": full_env,
+                "cwd": cwd or self.spec.workdir,
+                "timeout": timeout,
+                "max_output": max_output,
+                "stdin": base64.b64encode(stdin).decode() if stdin is not None else None,
+            },
+            timeout,
+        )
         return ExecResult(
             returncode=reply["returncode"],
             stdout=base64.b64decode(reply["stdout"]).decode("utf-8", "replace"),

@@ -22,8 +22,8 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError, SandboxStartError
 from agentmill.sandbox.bwrap import START_TIMEOUT
@@ -52,10 +52,18 @@ class CommandResult(ExecResult):
     marks: str = "sxe"  # what the supervisor reported: exactly "sxe" unless something interfered
 
 
-async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | None = None,
-                      env: dict[str, str] | None = None, cwd: str | None = None, max_output: int = 16 << 20,
-                      linger: float = 0.0, at_exit: Callable[[], Awaitable[None]] | None = None,
-                      backend: str | None = None) -> CommandResult:
+async def run_command(
+    spec: SandboxSpec,
+    argv: list[str],
+    *,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    max_output: int = 16 << 20,
+    linger: float = 0.0,
+    at_exit: Callable[[], Awaitable[None]] | None = None,
+    backend: str | None = None,
+) -> CommandResult:
     """Run `argv` in a fresh sandbox of `spec` as its only job, then stop the sandbox.
 
     SandboxStartError when the sandbox failed to start; a timeout kills the sandbox and sets
@@ -68,8 +76,9 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     started = time.monotonic()
     marks_r, marks_w = os.pipe()
     try:
-        proc = await sb.start_command([SHELL, "-c", _SUPERVISE, "sh", f"{linger:g}", *argv], full_env,
-                                      cwd or spec.workdir, stdin=marks_w)
+        proc = await sb.start_command(
+            [SHELL, "-c", _SUPERVISE, "sh", f"{linger:g}", *argv], full_env, cwd or spec.workdir, stdin=marks_w
+        )
     except Exception as e:  # no free uid, a failed chown or cgroup, bwrap missing: never the command's doing
         os.close(marks_r)
         raise SandboxStartError(f"sandbox failed to start: {e}") from e
@@ -79,16 +88,22 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
     finally:
         os.close(marks_w)
     out, err = bytearray(), bytearray()
-    readers = [asyncio.ensure_future(_read_capped(proc.stdout, out, max_output)),
-               asyncio.ensure_future(_read_capped(proc.stderr, err, max_output))]
+    readers = [
+        asyncio.ensure_future(_read_capped(proc.stdout, out, max_output)),
+        asyncio.ensure_future(_read_capped(proc.stderr, err, max_output)),
+    ]
     marks = _Marks(marks_r)
     timed_out = False
     try:
         if not await marks.wait_for("s", proc, START_TIMEOUT):
             await asyncio.wait(readers, timeout=_SETTLE)  # bwrap's own complaint, whole
             if proc.returncode is None:
-                raise SandboxStartError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {_text(err).strip()[-2000:]}")
-            raise SandboxStartError(f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}")
+                raise SandboxStartError(
+                    f"sandbox did not start within {START_TIMEOUT:.0f}s: {_text(err).strip()[-2000:]}"
+                )
+            raise SandboxStartError(
+                f"sandbox failed to start: {_text(err).strip()[-2000:] or f'exit {proc.returncode}'}"
+            )
         if await marks.wait_for("x", proc, timeout):
             if at_exit is not None:
                 await at_exit()
@@ -104,8 +119,14 @@ async def run_command(spec: SandboxSpec, argv: list[str], *, timeout: float | No
         for task in readers:
             task.cancel()
     returncode = -9 if timed_out else proc.returncode
-    return CommandResult(returncode=returncode, stdout=_text(out[:max_output]), stderr=_text(err[:max_output]),
-                         timed_out=timed_out, duration=time.monotonic() - started, marks=marks.seen)
+    return CommandResult(
+        returncode=returncode,
+        stdout=_text(out[:max_output]),
+        stderr=_text(err[:max_output]),
+        timed_out=timed_out,
+        duration=time.monotonic() - started,
+        marks=marks.seen,
+    )
 
 
 class _Marks:
@@ -177,8 +198,14 @@ async def _through_guest(sb, argv, *, timeout, env, cwd, max_output, at_exit) ->
         run = await sb.exec(argv, timeout=timeout, env=env, cwd=cwd, max_output=max_output)
         if at_exit is not None and not run.timed_out:
             await at_exit()
-    return CommandResult(returncode=run.returncode, stdout=run.stdout, stderr=run.stderr, timed_out=run.timed_out,
-                         duration=run.duration, marks="s" if run.timed_out else "sxe")
+    return CommandResult(
+        returncode=run.returncode,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        timed_out=run.timed_out,
+        duration=run.duration,
+        marks="s" if run.timed_out else "sxe",
+    )
 
 
 class OneCommandSandbox:
@@ -198,20 +225,24 @@ class OneCommandSandbox:
     async def stop(self) -> None:
         """Nothing left running: the exec's sandbox stopped as it returned."""
 
-    async def __aenter__(self) -> "OneCommandSandbox":
+    async def __aenter__(self) -> OneCommandSandbox:
         return self
 
     async def __aexit__(self, *exc) -> None:
         return None
 
-    async def exec(self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20) -> ExecResult:
+    async def exec(
+        self, cmd, *, timeout=None, env=None, cwd=None, stdin=None, max_output: int = 16 << 20
+    ) -> ExecResult:
         if self._used or stdin is not None:
-            raise SandboxError("a one-command sandbox runs one command, without stdin: "
-                               "this agent must not declare runs_one_command")
+            raise SandboxError(
+                "a one-command sandbox runs one command, without stdin: this agent must not declare runs_one_command"
+            )
         self._used = True
         argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        return await run_command(self.spec, argv, timeout=timeout, env=env, cwd=cwd, max_output=max_output,
-                                 backend=self._backend)
+        return await run_command(
+            self.spec, argv, timeout=timeout, env=env, cwd=cwd, max_output=max_output, backend=self._backend
+        )
 
     def base_env(self) -> dict[str, str]:
         return create_sandbox(self.spec, backend=self._backend).base_env()

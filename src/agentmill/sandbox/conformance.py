@@ -13,8 +13,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from agentmill.errors import SandboxError
 from agentmill.runtime.paths import scratch_temp
@@ -70,13 +70,17 @@ def _host_processes_with(marker: str) -> list[int]:
 def _find_inside(marker: str) -> list[str]:
     """argv for a process scan inside the sandbox; the marker is split so the scan never finds itself."""
     head, tail = marker[:4], marker[4:]
-    return ["python3", "-c", "import os\n"
-            f"m = ({head!r} + {tail!r}).encode()\n"
-            "for p in os.listdir('/proc'):\n"
-            "    if p.isdigit() and int(p) != os.getpid():\n"
-            "        try:\n"
-            "            if m in open(f'/proc/{p}/cmdline', 'rb').read(): print(p)\n"
-            "        except OSError: pass\n"]
+    return [
+        "python3",
+        "-c",
+        "import os\n"
+        f"m = ({head!r} + {tail!r}).encode()\n"
+        "for p in os.listdir('/proc'):\n"
+        "    if p.isdigit() and int(p) != os.getpid():\n"
+        "        try:\n"
+        "            if m in open(f'/proc/{p}/cmdline', 'rb').read(): print(p)\n"
+        "        except OSError: pass\n",
+    ]
 
 
 @_check
@@ -109,6 +113,7 @@ async def check_files(factory: Factory) -> None:
         r = await sb.exec("stat -c %a /app/deep/dir/blob.bin; sha256sum < /app/deep/dir/blob.bin")
         mode, digest = r.stdout.split()[:2]
         import hashlib
+
         _expect(mode == "750", f"write_file must apply the mode, got {mode}")
         _expect(digest == hashlib.sha256(blob).hexdigest(), "commands must see the bytes written")
         await sb.exec("printf made-inside > /app/inside.txt")
@@ -145,12 +150,17 @@ async def check_limits(factory: Factory) -> None:
     async with _running(factory, limits=limits) as sb:
         r = await sb.exec(["python3", "-c", "b = bytearray(1 << 30); print('allocated')"], timeout=60)
         _expect("allocated" not in r.stdout and r.returncode != 0, "1 GiB must not fit in a 256 MiB sandbox")
-        fork = ("import os, time\nkids = []\nfor _ in range(200):\n    try:\n        pid = os.fork()\n"
-                "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30); os._exit(0)\n"
-                "    kids.append(pid)\nprint(len(kids), flush=True)\nfor k in kids:\n    os.kill(k, 9)\n")
+        fork = (
+            "import os, time\nkids = []\nfor _ in range(200):\n    try:\n        pid = os.fork()\n"
+            "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30); os._exit(0)\n"
+            "    kids.append(pid)\nprint(len(kids), flush=True)\nfor k in kids:\n    os.kill(k, 9)\n"
+        )
         r = await sb.exec(["python3", "-c", fork], timeout=60)
         count = int(r.stdout.split()[0]) if r.stdout.split() else -1
-        _expect(0 < count < limits.pids, f"pids limit {limits.pids}: {count} extra processes ran at once ({r.stderr[-200:]})")
+        _expect(
+            0 < count < limits.pids,
+            f"pids limit {limits.pids}: {count} extra processes ran at once ({r.stderr[-200:]})",
+        )
         r = await sb.exec("dd if=/dev/zero of=/app/big bs=1M count=32 2>&1; stat -c %s /app/big", timeout=60)
         size = int(r.stdout.split()[-1]) if r.stdout.split() and r.stdout.split()[-1].isdigit() else 0
         _expect(size <= limits.storage_mb << 20, f"storage limit {limits.storage_mb} MiB: wrote a {size}-byte file")
@@ -226,18 +236,31 @@ async def check_cleanup(factory: Factory) -> None:
 async def check_isolation(factory: Factory) -> None:
     marker = f"am-iso-{uuid.uuid4().hex[:8]}"
     async with _running(factory) as a, _running(factory) as b:
-        await a.exec(f"echo secret > /app/{marker}; echo secret > /tmp/{marker}; echo secret > /root/{marker}; "
-                     f"(exec -a {marker} sleep 300) >/dev/null 2>&1 &")
-        await a.exec("python3 -c \"import socket,time\ns=socket.socket(); s.bind(('127.0.0.1', 47111)); s.listen(1)\n"
-                      "open('/tmp/listening','w').close(); time.sleep(300)\" >/dev/null 2>&1 &")
+        await a.exec(
+            f"echo secret > /app/{marker}; echo secret > /tmp/{marker}; echo secret > /root/{marker}; "
+            f"(exec -a {marker} sleep 300) >/dev/null 2>&1 &"
+        )
+        await a.exec(
+            "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('127.0.0.1', 47111)); s.listen(1)\n"
+            "open('/tmp/listening','w').close(); time.sleep(300)\" >/dev/null 2>&1 &"
+        )
         await asyncio.sleep(0.5)
         r = await b.exec(f"ls /app/{marker} /tmp/{marker} /root/{marker} 2>/dev/null; true")
         _expect(r.stdout.strip() == "", f"one sandbox must not see another's files: {r.stdout!r}")
-        _expect(bool((await a.exec(_find_inside(marker))).stdout.strip()), "the marker process must run in the first sandbox")
+        _expect(
+            bool((await a.exec(_find_inside(marker))).stdout.strip()),
+            "the marker process must run in the first sandbox",
+        )
         r = await b.exec(_find_inside(marker))
         _expect(r.stdout.strip() == "", f"one sandbox must not see another's processes: {r.stdout!r}")
-        r = await b.exec(["python3", "-c", "import socket\ns=socket.socket(); s.settimeout(2)\n"
-                          "try:\n    s.connect(('127.0.0.1', 47111)); print('CONNECTED')\nexcept OSError:\n    pass"])
+        r = await b.exec(
+            [
+                "python3",
+                "-c",
+                "import socket\ns=socket.socket(); s.settimeout(2)\n"
+                "try:\n    s.connect(('127.0.0.1', 47111)); print('CONNECTED')\nexcept OSError:\n    pass",
+            ]
+        )
         _expect("CONNECTED" not in r.stdout, "one sandbox must not reach another's loopback servers")
         r = await a.exec(f"cat /app/{marker} && test -e /tmp/listening && echo ok")
         _expect(r.stdout.split()[-1:] == ["ok"], "the first sandbox keeps its own state")
@@ -246,8 +269,10 @@ async def check_isolation(factory: Factory) -> None:
 @_check
 async def check_system_read_only(factory: Factory) -> None:
     async with _running(factory) as sb:
-        r = await sb.exec("for p in /usr/bin/am-probe /etc/am-probe; do touch $p 2>/dev/null && echo WROTE $p; done; "
-                          "touch /app/ok && echo workspace-writable")
+        r = await sb.exec(
+            "for p in /usr/bin/am-probe /etc/am-probe; do touch $p 2>/dev/null && echo WROTE $p; done; "
+            "touch /app/ok && echo workspace-writable"
+        )
         _expect("WROTE" not in r.stdout, f"system directories must be read-only: {r.stdout.strip()}")
         _expect("workspace-writable" in r.stdout, "the workspace must be writable")
 
@@ -258,16 +283,23 @@ async def check_capabilities(factory: Factory) -> None:
     capability's members work on a started sandbox, and no undeclared one is there to be probed."""
     async with _running(factory) as sb:
         declared = sb.capabilities
-        _expect(isinstance(declared, frozenset) and declared <= set(Capability.MEMBERS),
-                f"capabilities must be a frozenset of {sorted(Capability.MEMBERS)}, got {declared!r}")
+        _expect(
+            isinstance(declared, frozenset) and declared <= set(Capability.MEMBERS),
+            f"capabilities must be a frozenset of {sorted(Capability.MEMBERS)}, got {declared!r}",
+        )
         for capability, members in Capability.MEMBERS.items():
             present = [m for m in members if callable(getattr(type(sb), m, None)) or getattr(sb, m, None) is not None]
             if capability in declared:
-                _expect(len(present) == len(members), f"declares {capability} but lacks {sorted(set(members) - set(present))}")
+                _expect(
+                    len(present) == len(members),
+                    f"declares {capability} but lacks {sorted(set(members) - set(present))}",
+                )
             else:
                 _expect(not present, f"offers {present} but does not declare {capability}")
         if Capability.CONTROL_DIR in declared:
-            _expect(Path(sb.control_dir).is_dir() and isinstance(sb.uid, int), "control_dir must be a folder, uid an int")
+            _expect(
+                Path(sb.control_dir).is_dir() and isinstance(sb.uid, int), "control_dir must be a folder, uid an int"
+            )
         if Capability.GUEST_SOCKET in declared:
             _expect(Path(sb.guest_socket).exists(), "guest_socket must lead to the running guest")
 

@@ -22,8 +22,9 @@ import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Awaitable, TypeVar
+from typing import TypeVar
 
 from agentmill.errors import AgentmillError
 
@@ -36,8 +37,23 @@ FULL_BELOW = 1 << 20
 _OVERHEAD = 0.04
 # 4 KiB blocks and an inode per 16 KiB at every size (mke2fs would pick 1 KiB blocks and more
 # inodes for small images), no journal, no reserve for root, no room kept for growing
-_MKFS = ["mkfs.ext4", "-q", "-F", "-T", "default", "-b", "4096", "-i", "16384", "-m", "0",
-         "-O", "^has_journal,^resize_inode", "-E", "lazy_itable_init=1,nodiscard"]
+_MKFS = [
+    "mkfs.ext4",
+    "-q",
+    "-F",
+    "-T",
+    "default",
+    "-b",
+    "4096",
+    "-i",
+    "16384",
+    "-m",
+    "0",
+    "-O",
+    "^has_journal,^resize_inode",
+    "-E",
+    "lazy_itable_init=1,nodiscard",
+]
 # noinit_itable: no kernel thread zeroes the inode tables afterwards (it would write the sparse file full)
 _MOUNT_OPTIONS = "loop,nosuid,nodev,noatime,noinit_itable"
 
@@ -73,8 +89,9 @@ class DiskQuota:
         return self.capacity - space >= self.size_mb << 20 or space < FULL_BELOW or inodes == 0
 
     def exceeded(self) -> DiskQuotaExceeded:
-        return DiskQuotaExceeded(f"disk quota exceeded: the trial's files reached its storage_mb ({self.size_mb} MB); "
-                                 "the agent was stopped")
+        return DiskQuotaExceeded(
+            f"disk quota exceeded: the trial's files reached its storage_mb ({self.size_mb} MB); the agent was stopped"
+        )
 
     async def guard(self, work: Awaitable[T]) -> T:
         """Await `work`, cancelling it and raising DiskQuotaExceeded once the filesystem is full."""
@@ -164,7 +181,9 @@ def remove_folder(folder: Path) -> None:
 def _run(argv: list[str]) -> None:
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
-        raise QuotaUnavailable(f"disk quota not enforced: {argv[0]} failed: {(done.stderr or done.stdout).strip()[-300:]}")
+        raise QuotaUnavailable(
+            f"disk quota not enforced: {argv[0]} failed: {(done.stderr or done.stdout).strip()[-300:]}"
+        )
 
 
 def trial_quota(folder: Path, size_mb: int) -> tuple[DiskQuota | NoQuota, str | None]:

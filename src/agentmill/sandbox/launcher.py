@@ -31,8 +31,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.runtime.child_processes import at_base
 from agentmill.errors import AgentmillError, SandboxError
+from agentmill.runtime.child_processes import at_base
 from agentmill.runtime.loop_priority import children_nice
 
 LAUNCHER_ENV = "AGENTMILL_LAUNCHER"
@@ -68,8 +68,12 @@ class _Launcher:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setblocking(False)
         self.proc = subprocess.Popen(
-            at_base((sys.executable, "-I", "-S", str(SERVER), str(theirs.fileno()))), pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+            at_base((sys.executable, "-I", "-S", str(SERVER), str(theirs.fileno()))),
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         theirs.close()
         self.sock, self.pid = ours, os.getpid()
 
@@ -90,8 +94,9 @@ def _current(dead: _Launcher | None = None) -> _Launcher:
         return _launcher
 
 
-async def launch(plan: LaunchPlan, *, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.DEVNULL) -> "LaunchedProcess":
+async def launch(
+    plan: LaunchPlan, *, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+) -> LaunchedProcess:
     """Start plan.argv through the launcher. stdin/stdout/stderr: an fd, a file, DEVNULL, or (for
     stdout and stderr) PIPE, read through the returned process's StreamReaders."""
     loop = asyncio.get_running_loop()
@@ -206,8 +211,10 @@ def _kill_unowned(received: asyncio.Future, ours: socket.socket, readers: list[i
     if not received.cancelled() and received.exception() is None:
         answer, fds = received.result()
         if "pid" in answer:
-            for kill in (lambda: signal.pidfd_send_signal(fds[0], signal.SIGKILL),
-                         lambda: os.killpg(answer["pid"], signal.SIGKILL)):  # an overlay's daemon too
+            for kill in (
+                lambda: signal.pidfd_send_signal(fds[0], signal.SIGKILL),
+                lambda: os.killpg(answer["pid"], signal.SIGKILL),
+            ):  # an overlay's daemon too
                 try:
                     kill()
                 except (OSError, IndexError):
@@ -233,9 +240,11 @@ async def _send(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: byte
             if e.errno != errno.EMSGSIZE:
                 raise
             # one message carries one plan: a socket takes at most its send buffer (about 200 KiB)
-            raise SandboxError(f"a launch plan of {len(data)} bytes (argv and env) is more than the launcher's "
-                               f"socket carries ({sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)} bytes); "
-                               f"{LAUNCHER_ENV}=0 starts sandboxes without it") from None
+            raise SandboxError(
+                f"a launch plan of {len(data)} bytes (argv and env) is more than the launcher's "
+                f"socket carries ({sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)} bytes); "
+                f"{LAUNCHER_ENV}=0 starts sandboxes without it"
+            ) from None
 
 
 async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tuple[dict, list[int]]:
@@ -249,7 +258,7 @@ async def _receive(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tupl
     fds = array.array("i")
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
     if not data:
         raise SandboxError("the launcher is gone (no answer)")
     return json.loads(data), list(fds)
@@ -270,7 +279,7 @@ async def _room(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
         loop.add_writer(key[1], _wake, loop, key, wait)
     try:
         await asyncio.wait_for(asyncio.shield(wait), ROOM_RECHECK)  # shield: one sender cancelled, not all
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _wake(loop, key, wait)  # everyone tries again; a closed socket then says so
 
 

@@ -23,8 +23,13 @@ import socket
 import sys
 import warnings  # noqa: F401  os.execvpe imports it: after the drop to a sandbox's uid, our stdlib may be unreadable
 
-_RLIMITS = {"nproc": resource.RLIMIT_NPROC, "nofile": resource.RLIMIT_NOFILE, "fsize": resource.RLIMIT_FSIZE,
-            "core": resource.RLIMIT_CORE, "as": resource.RLIMIT_AS}
+_RLIMITS = {
+    "nproc": resource.RLIMIT_NPROC,
+    "nofile": resource.RLIMIT_NOFILE,
+    "fsize": resource.RLIMIT_FSIZE,
+    "core": resource.RLIMIT_CORE,
+    "as": resource.RLIMIT_AS,
+}
 _PR_CAPBSET_DROP = 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _MAX_FDS = 4
@@ -159,13 +164,15 @@ def serve(control: socket.socket) -> None:
             fds = array.array("i")
             for level, kind, payload in ancillary:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
             if len(fds) == _MAX_FDS and not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
                 _start(data, list(fds), sel)
                 continue
             if fds:
-                _send(socket.socket(fileno=os.dup(fds[0])), {"error": f"a malformed request ({len(data)} bytes, "
-                                                                      f"{len(fds)} fds, flags {flags})"})
+                _send(
+                    socket.socket(fileno=os.dup(fds[0])),
+                    {"error": f"a malformed request ({len(data)} bytes, {len(fds)} fds, flags {flags})"},
+                )
             for fd in fds:
                 os.close(fd)
 

@@ -56,23 +56,33 @@ class Cgroup:
         self.paths: list[Path] = []
         v2 = _ROOT / "cgroup.controllers"
         if v2.exists():
-            self._make(_ROOT / _GROUP / name, {
-                "memory.max": str(limits.memory_mb << 20),
-                "memory.swap.max": "0",
-                "pids.max": str(limits.pids),
-                "cpu.max": f"{int(limits.cpus * 100_000)} 100000",
-            }, parent_controllers=True)
+            self._make(
+                _ROOT / _GROUP / name,
+                {
+                    "memory.max": str(limits.memory_mb << 20),
+                    "memory.swap.max": "0",
+                    "pids.max": str(limits.pids),
+                    "cpu.max": f"{int(limits.cpus * 100_000)} 100000",
+                },
+                parent_controllers=True,
+            )
             self._track(_ROOT / _GROUP / name)
         else:
-            self._make(_ROOT / "memory" / _GROUP / name, {
-                "memory.limit_in_bytes": str(limits.memory_mb << 20),
-                "memory.memsw.limit_in_bytes": str(limits.memory_mb << 20),
-            })
+            self._make(
+                _ROOT / "memory" / _GROUP / name,
+                {
+                    "memory.limit_in_bytes": str(limits.memory_mb << 20),
+                    "memory.memsw.limit_in_bytes": str(limits.memory_mb << 20),
+                },
+            )
             self._make(_ROOT / "pids" / _GROUP / name, {"pids.max": str(limits.pids)})
-            self._make(_ROOT / "cpu" / _GROUP / name, {
-                "cpu.cfs_period_us": "100000",
-                "cpu.cfs_quota_us": str(int(limits.cpus * 100_000)),
-            })
+            self._make(
+                _ROOT / "cpu" / _GROUP / name,
+                {
+                    "cpu.cfs_period_us": "100000",
+                    "cpu.cfs_quota_us": str(int(limits.cpus * 100_000)),
+                },
+            )
             if (_ROOT / "unified" / "cgroup.procs").exists():  # hybrid host: v2 only to track and kill
                 self._make(_ROOT / "unified" / _GROUP / name, {})
                 self._track(_ROOT / "unified" / _GROUP / name)

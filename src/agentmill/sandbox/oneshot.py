@@ -12,8 +12,9 @@ from agentmill.sandbox.protocol import ExecResult, Limits, SandboxSpec
 from agentmill.sandbox.registry import create_sandbox
 
 
-async def run_once(command: list[str], *, workspace: Path | None = None, timeout: float = 60.0,
-                   memory_mb: int = 2048) -> ExecResult:
+async def run_once(
+    command: list[str], *, workspace: Path | None = None, timeout: float = 60.0, memory_mb: int = 2048
+) -> ExecResult:
     scratch = scratch_temp("oneshot")
     rw, workdir, owner = {}, "/root", None
     if workspace is not None:
@@ -24,8 +25,7 @@ async def run_once(command: list[str], *, workspace: Path | None = None, timeout
         owner = (st.st_uid, st.st_gid)
         rw[str(workspace)] = workspace
         workdir = str(workspace)
-    spec = SandboxSpec(rootfs=scratch / "rootfs", rw_mounts=rw, workdir=workdir,
-                       limits=Limits(memory_mb=memory_mb))
+    spec = SandboxSpec(rootfs=scratch / "rootfs", rw_mounts=rw, workdir=workdir, limits=Limits(memory_mb=memory_mb))
     (scratch / "rootfs").mkdir()
     try:
         async with create_sandbox(spec) as sb:

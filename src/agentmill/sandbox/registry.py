@@ -12,7 +12,8 @@ whatever module of the package a caller imports first.
 from __future__ import annotations
 
 import os
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from agentmill.errors import SandboxError
 from agentmill.registry import Registry, UnknownNameError

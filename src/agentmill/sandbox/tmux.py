@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-from typing import Sequence
+from collections.abc import Sequence
 
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Capability, Sandbox
@@ -23,14 +23,49 @@ SOCKET = "/tmp/.agentmill-tmux"
 ECHO_TAIL = 24  # characters of the text typed last that a settled look waits to see echoed
 ECHO_WITHIN = 5.0  # seconds it waits for them at most (a loaded machine; or nothing echoes)
 # Keys that tmux understands by name; anything else is typed literally.
-SPECIAL_KEYS = {"Enter", "Escape", "Tab", "BSpace", "Up", "Down", "Left", "Right", "Home", "End",
-                "PageUp", "PageDown", "Space", "DC", "IC"} | {f"C-{c}" for c in "abcdefghijklmnopqrstuvwxyz\\[]"} | {f"M-{c}" for c in "abcdefghijklmnopqrstuvwxyz"}
+SPECIAL_KEYS = (
+    {
+        "Enter",
+        "Escape",
+        "Tab",
+        "BSpace",
+        "Up",
+        "Down",
+        "Left",
+        "Right",
+        "Home",
+        "End",
+        "PageUp",
+        "PageDown",
+        "Space",
+        "DC",
+        "IC",
+    }
+    | {f"C-{c}" for c in "abcdefghijklmnopqrstuvwxyz\\[]"}
+    | {f"M-{c}" for c in "abcdefghijklmnopqrstuvwxyz"}
+)
 
 
 class TmuxSession:
-    def __init__(self, sandbox: Sandbox, *, name: str = "main", width: int = 160, height: int = 48,
-                 history: int = 50_000, cwd: str | None = None, channel: bool | None = None):
-        self.sandbox, self.name, self.width, self.height, self.history, self.cwd = sandbox, name, width, height, history, cwd
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        name: str = "main",
+        width: int = 160,
+        height: int = 48,
+        history: int = 50_000,
+        cwd: str | None = None,
+        channel: bool | None = None,
+    ):
+        self.sandbox, self.name, self.width, self.height, self.history, self.cwd = (
+            sandbox,
+            name,
+            width,
+            height,
+            history,
+            cwd,
+        )
         self.use_channel = channel_enabled() if channel is None else channel
         self._channel: TmuxChannel | None = None
         self.channel_note = "" if self.use_channel else "off"  # why commands go by exec, when they do
@@ -59,8 +94,9 @@ class TmuxSession:
             except ChannelLost as e:
                 self._channel, self.channel_note = None, f"lost: {e}"
                 if effects and e.executed is not False:
-                    raise SandboxError(f"tmux {commands[0][0]}: the terminal's control channel was lost "
-                                       f"while the command ran ({e})") from None
+                    raise SandboxError(
+                        f"tmux {commands[0][0]}: the terminal's control channel was lost while the command ran ({e})"
+                    ) from None
         return await self._exec(*commands, timeout=timeout)
 
     async def _exec(self, *commands: Sequence[str], timeout: float = 30.0) -> str:
@@ -71,8 +107,10 @@ class TmuxSession:
         return result.stdout
 
     async def start(self) -> None:
-        create = (("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
-                  ("set-option", "-t", self.name, "history-limit", str(self.history)))
+        create = (
+            ("new-session", "-d", "-s", self.name, "-x", str(self.width), "-y", str(self.height)),
+            ("set-option", "-t", self.name, "history-limit", str(self.history)),
+        )
         opened = await self._open_channel(create) if self.use_channel else "none"
         if opened == "unknown":  # a client that failed may have left a session behind: start clean
             await self.sandbox.exec(self._tmux("kill-server"), timeout=5)
@@ -109,14 +147,21 @@ class TmuxSession:
         probe = ("display-message", "-p", "-t", self.name, "#{client_flags} #{window_width}x#{window_height}")
         commands = [*create, ("attach-session", "-f", CLIENT_FLAGS, "-t", self.name), probe]
         try:
-            channel, answer = await TmuxChannel.open(guest, self._tmux("-C", *_client_argv(commands)),
-                                                     self.sandbox.base_env(),
-                                                     self.cwd, blocks=len(commands))
+            channel, answer = await TmuxChannel.open(
+                guest,
+                self._tmux("-C", *_client_argv(commands)),
+                self.sandbox.base_env(),
+                self.cwd,
+                blocks=len(commands),
+            )
         except ChannelLost as e:
             self.channel_note = str(e)
             return "unknown"
         flags, _, size = answer.strip().rpartition(" ")
-        if not {"control-mode", "ignore-size", "no-output"} <= set(flags.split(",")) or size != f"{self.width}x{self.height}":
+        if (
+            not {"control-mode", "ignore-size", "no-output"} <= set(flags.split(","))
+            or size != f"{self.width}x{self.height}"
+        ):
             await channel.detach()
             self.channel_note = f"control client not as asked: {answer.strip()[:200]}"
             return "session" if size == f"{self.width}x{self.height}" else "unknown"
@@ -127,8 +172,11 @@ class TmuxSession:
         """Type keystrokes. A string is typed literally, its newlines pressed as Enter; a list may mix
         literal text with named keys ("C-c", "Enter", ...). One tmux command line types them all."""
         items = _split_newlines(keystrokes) if isinstance(keystrokes, str) else keystrokes
-        commands = [("send-keys", "-t", self.name, item) if item in SPECIAL_KEYS else ("send-keys", "-t", self.name, "-l", item)
-                    for item in items if item]
+        commands = [
+            ("send-keys", "-t", self.name, item) if item in SPECIAL_KEYS else ("send-keys", "-t", self.name, "-l", item)
+            for item in items
+            if item
+        ]
         if commands:
             last = items[-1] if items and items[-1] else ""
             tail = "" if last in SPECIAL_KEYS else last.rstrip()[-ECHO_TAIL:]
@@ -160,8 +208,9 @@ class TmuxSession:
         self._seen = await self._run(("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", self.name))
         return self._seen
 
-    async def settled_history(self, quiet: float = 0.02, at_most: float = 0.5, lines: int = 2000,
-                              echo_within: float = ECHO_WITHIN) -> str:
+    async def settled_history(
+        self, quiet: float = 0.02, at_most: float = 0.5, lines: int = 2000, echo_within: float = ECHO_WITHIN
+    ) -> str:
         """The scrollback once the echo of the text typed last has arrived and it has not changed for
         `quiet` seconds (waiting at most `at_most` for quiet): the shell echoes typed keys, and prints
         a completion, after send-keys has returned, so a single look can catch half of it, at a moment
@@ -236,8 +285,13 @@ def last_line(text: str) -> str:
 def prompt_returned(prompt: str, before: str, after: str) -> bool:
     """The screen grew by at least one finished line and its last line is the shell's prompt again."""
     before, after = before.rstrip("\n"), after.rstrip("\n")
-    return bool(prompt.strip()) and after != before and "\n" in after and last_line(after).rstrip() == prompt.rstrip() \
-        and (not after.startswith(before) or "\n" in after[len(before):])
+    return (
+        bool(prompt.strip())
+        and after != before
+        and "\n" in after
+        and last_line(after).rstrip() == prompt.rstrip()
+        and (not after.startswith(before) or "\n" in after[len(before) :])
+    )
 
 
 def _split_newlines(text: str) -> list[str]:

@@ -33,8 +33,8 @@ import asyncio
 import contextlib
 import json
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 CLIENT_FLAGS = "no-output,ignore-size"
 MAX_REPLY = 16 << 20  # as much as an exec's stdout may carry (Sandbox.exec's max_output)
@@ -76,10 +76,15 @@ def quote(arg: str) -> str:
 
 def request_lines(commands: Sequence[Sequence[str]], nonce: str) -> bytes:
     """The two lines of one request (see the module's docstring)."""
-    line = " ; ".join([f"display-message -p agentmill-{nonce}-a", *(" ".join(map(quote, c)) for c in commands),
-                       f"display-message -p agentmill-{nonce}-c"])
+    line = " ; ".join(
+        [
+            f"display-message -p agentmill-{nonce}-a",
+            *(" ".join(map(quote, c)) for c in commands),
+            f"display-message -p agentmill-{nonce}-c",
+        ]
+    )
     try:
-        return f"{line}\ndisplay-message -p agentmill-{nonce}-b\n".encode("utf-8")
+        return f"{line}\ndisplay-message -p agentmill-{nonce}-b\n".encode()
     except UnicodeEncodeError as e:  # a lone surrogate: the exec path decides what to do with it
         raise NotSendable(str(e)) from None
 
@@ -97,11 +102,15 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
         raise ChannelLost("tmux control answer without its marks") from None
     # no error: the first line answered whole, at once (nothing can come between its blocks), up to
     # its closing mark; after an error that mark is missing and the second line's mark ends it
-    ic = lines.index(after, ia + 1, ib) if after in lines[ia + 1:ib] else ib
-    if not (ia >= 1 and lines[ia - 1].startswith(b"%begin ") and lines[ia + 1].startswith(b"%end ")
-            and lines[ic - 1].startswith(b"%begin ")):
+    ic = lines.index(after, ia + 1, ib) if after in lines[ia + 1 : ib] else ib
+    if not (
+        ia >= 1
+        and lines[ia - 1].startswith(b"%begin ")
+        and lines[ia + 1].startswith(b"%end ")
+        and lines[ic - 1].startswith(b"%begin ")
+    ):
         raise ChannelLost("tmux control answer out of shape")
-    region = lines[ia + 2:ic - 1]  # between the opening mark's block and the closing one's
+    region = lines[ia + 2 : ic - 1]  # between the opening mark's block and the closing one's
     output: list[bytes] = []
     blocks, i = 0, 0
     while i < len(region):
@@ -109,14 +118,14 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
         if not line.startswith(b"%begin "):  # a notification between blocks
             i += 1
             continue
-        guard = line[len(b"%begin "):]
+        guard = line[len(b"%begin ") :]
         closes = [j for j in range(i + 1, len(region)) if region[j] in (b"%end " + guard, b"%error " + guard)]
         if not closes:
             raise ChannelLost("tmux control block without its end")
         blocks += 1
         # only the last command may print; its output may hold forged guard lines: its block ends at the last one
         close = closes[-1] if blocks == n_commands else closes[0]
-        output = region[i + 1:close]
+        output = region[i + 1 : close]
         if region[close].startswith(b"%error "):
             raise TmuxCommandError(b"\n".join(output).decode("utf-8", "replace").strip())
         i = close + 1
@@ -137,8 +146,9 @@ class TmuxChannel:
         self.lost: str | None = None  # why it is closed, once it is
 
     @classmethod
-    async def open(cls, guest_socket: Path, argv: list[str], env: dict[str, str], cwd: str | None,
-                   blocks: int = 1) -> tuple["TmuxChannel", str]:
+    async def open(
+        cls, guest_socket: Path, argv: list[str], env: dict[str, str], cwd: str | None, blocks: int = 1
+    ) -> tuple[TmuxChannel, str]:
         """Start the control client through the guest (`argv`: tmux -C and the commands it runs
         first, the attach among them) and wait for the answers to those `blocks` commands. Returns
         the channel and the last command's output; ChannelLost (executed=False) with the reason when
@@ -151,7 +161,7 @@ class TmuxChannel:
         try:
             writer.write(json.dumps({"op": "attach", "argv": argv, "env": env, "cwd": cwd}).encode() + b"\n")
             ok, text = await asyncio.wait_for(channel._first_answers(blocks), OPEN_TIMEOUT)
-        except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLost) as e:
+        except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLost) as e:
             ok, text = False, _why(e)
         if not ok:
             channel.close(f"attach failed: {text}")
@@ -200,7 +210,7 @@ class TmuxChannel:
             try:
                 self._writer.write(payload)
                 data = await asyncio.wait_for(self._read_reply(nonce), timeout)
-            except (asyncio.TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLarge) as e:
+            except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLarge) as e:
                 self.close(_why(e))
                 raise ChannelLost(self.lost, executed=None) from None
         try:
@@ -221,8 +231,8 @@ class TmuxChannel:
             if at >= 0:
                 eol = buf.find(b"\n", at + len(mark))
                 if eol >= 0:
-                    self._pending = buf[eol + 1:]
-                    return bytes(buf[:eol + 1])
+                    self._pending = buf[eol + 1 :]
+                    return bytes(buf[: eol + 1])
             searched = len(buf)
             if searched > MAX_REPLY:
                 raise ReplyTooLarge()

@@ -42,7 +42,7 @@ def _names(data: bytes) -> list[bytes]:
     names, at = [], 0
     while at + _EVENT.size <= len(data):
         _, _, _, size = _EVENT.unpack_from(data, at)
-        names.append(data[at + _EVENT.size: at + _EVENT.size + size].rstrip(b"\0"))
+        names.append(data[at + _EVENT.size : at + _EVENT.size + size].rstrip(b"\0"))
         at += _EVENT.size + size
     return names
 

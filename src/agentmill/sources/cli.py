@@ -4,7 +4,6 @@ report (out/report.json) of what was kept and what was dropped, and why."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -12,8 +11,11 @@ from rich.console import Console
 from agentmill.errors import AgentmillError
 from agentmill.sources.folders import SourceReport
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                  help="Generate task folders from public sources (functions, repo-bugs, ...).")
+app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Generate task folders from public sources (functions, repo-bugs, ...).",
+)
 console = Console(stderr=True)
 out_console = Console(soft_wrap=True)  # summary lines stay whole (tests and scripts read them)
 
@@ -25,11 +27,17 @@ def _fail(message: str) -> None:
 
 def _summary(report: SourceReport, out: Path) -> None:
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.reasons.items())) or "none"
-    out_console.print(f"{report.kind}: {len(report.kept)} tasks kept of {report.candidates} candidates in "
-                      f"{report.seconds:.0f} s ({report.tasks_per_minute:.1f} tasks/min); dropped: {reasons}", highlight=False)
+    out_console.print(
+        f"{report.kind}: {len(report.kept)} tasks kept of {report.candidates} candidates in "
+        f"{report.seconds:.0f} s ({report.tasks_per_minute:.1f} tasks/min); dropped: {reasons}",
+        highlight=False,
+    )
     for p in report.extra.get("projects", []):
-        out_console.print(f"  {p['project']}: {p['kept']} tasks, {p['tried']} mutants tried, {p['valid']} valid, "
-                          f"{p['seconds']} s ({p['tasks_per_minute']} tasks/min)", highlight=False)
+        out_console.print(
+            f"  {p['project']}: {p['kept']} tasks, {p['tried']} mutants tried, {p['valid']} valid, "
+            f"{p['seconds']} s ({p['tasks_per_minute']} tasks/min)",
+            highlight=False,
+        )
     out_console.print(f"tasks: {out / 'tasks'}\nreport: {out / 'report.json'}", highlight=False)
 
 
@@ -37,9 +45,13 @@ def _summary(report: SourceReport, out: Path) -> None:
 def functions_cmd(
     table: Path = typer.Argument(..., help="A .jsonl or .parquet table: one function contract per row."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
-    column: list[str] = typer.Option([], "--column", help="FIELD=COLUMN: read a field from another column "
-                                     "(fields: id, statement, signature, tests, solution). Repeatable."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N rows."),
+    column: list[str] = typer.Option(
+        [],
+        "--column",
+        help="FIELD=COLUMN: read a field from another column "
+        "(fields: id, statement, signature, tests, solution). Repeatable.",
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N rows."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
 ) -> None:
     """One task per row (write the function in /app/solution.py), checked oracle 1 / nop 0."""
@@ -63,11 +75,11 @@ def repo_bugs_cmd(
     repo: list[Path] = typer.Option([], "--repo", help="A local git checkout of a Python project. Repeatable."),
     max_tasks: int = typer.Option(10, "--max", min=1, help="Tasks per project (at most)."),
     seed: int = typer.Option(0, "--seed", help="Which mutations are tried first."),
-    tries: Optional[int] = typer.Option(None, "--tries", min=1, help="Mutants run per project (default 12 x --max)."),
+    tries: int | None = typer.Option(None, "--tries", min=1, help="Mutants run per project (default 12 x --max)."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
-    model: Optional[str] = typer.Option(None, "--model", help="A teacher that rewrites the issue texts (optional)."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="The teacher's OpenAI-compatible endpoint."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
+    model: str | None = typer.Option(None, "--model", help="A teacher that rewrites the issue texts (optional)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="The teacher's OpenAI-compatible endpoint."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
 ) -> None:
     """Issue-resolution tasks: plausible bugs planted in a real project, found by its own tests."""
     from agentmill.sources.repo_bugs import generate
@@ -78,8 +90,16 @@ def repo_bugs_cmd(
         if bool(model) != bool(base_url):
             _fail("--model and --base-url go together (the teacher that writes the issues)")
         teacher = {"name": model, "base_url": base_url, "api_key_env": api_key_env} if model else None
-        report = generate(out, pypi=pypi, repos=repo, max_tasks=max_tasks, seed=seed, max_tries=tries,
-                          concurrency=concurrency, teacher=teacher)
+        report = generate(
+            out,
+            pypi=pypi,
+            repos=repo,
+            max_tasks=max_tasks,
+            seed=seed,
+            max_tries=tries,
+            concurrency=concurrency,
+            teacher=teacher,
+        )
     except AgentmillError as e:
         _fail(str(e))
     _summary(report, out)
@@ -92,7 +112,7 @@ def stackexchange_cmd(
     tag: list[str] = typer.Option([], "--tag", help="Only questions with this tag (repeatable: any of them)."),
     min_score: int = typer.Option(0, "--min-score", help="Only questions scored at least this."),
     any_answer: bool = typer.Option(False, "--any-question", help="Also questions without an accepted answer."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most N tasks."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks."),
 ) -> None:
     """One unverified task per question (verifier kind none: SFT data; RL exports refuse them)."""
     from agentmill.sources.stackexchange import generate
@@ -108,10 +128,10 @@ def stackexchange_cmd(
 def generate_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (tasks/ and report.json)."),
     topic: list[str] = typer.Option([], "--topic", help="A seed topic (repeatable)."),
-    topics: Optional[Path] = typer.Option(None, "--topics", help="A file of seed topics, one per line."),
+    topics: Path | None = typer.Option(None, "--topics", help="A file of seed topics, one per line."),
     model: str = typer.Option(..., "--model", help="The teacher's model name at the endpoint."),
     base_url: str = typer.Option(..., "--base-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Environment variable holding the key."),
     per_topic: int = typer.Option(1, "--per-topic", min=1, help="Tasks asked for per topic."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", min=1, help="Checks run at once."),
 ) -> None:
@@ -120,8 +140,15 @@ def generate_cmd(
 
     try:
         seeds = list(topic) + (read_topics(topics) if topics else [])
-        report = generate(seeds, out, base_url=base_url, model=model, api_key_env=api_key_env, per_topic=per_topic,
-                          concurrency=concurrency)
+        report = generate(
+            seeds,
+            out,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            per_topic=per_topic,
+            concurrency=concurrency,
+        )
     except AgentmillError as e:
         _fail(str(e))
     _summary(report, out)

@@ -122,8 +122,9 @@ def run_sync(coro: Coroutine) -> Any:
     return box["value"]
 
 
-async def admit(out: Path, report: SourceReport, *, concurrency: int = 4, builder=None,
-                why: dict[str, str] | None = None) -> None:
+async def admit(
+    out: Path, report: SourceReport, *, concurrency: int = 4, builder=None, why: dict[str, str] | None = None
+) -> None:
     """Check every candidate in `<out>/candidates` (oracle 1, nop 0); move the admitted to `<out>/tasks`.
 
     `why` maps a verdict to the reason a kind reports for it (functions: unsolvable -> the
@@ -146,10 +147,12 @@ async def admit(out: Path, report: SourceReport, *, concurrency: int = 4, builde
 
 def timed(report: SourceReport):
     """Context manager adding the elapsed seconds to the report."""
+
     class _T:
         def __enter__(self):
             self.t0 = time.monotonic()
 
         def __exit__(self, *exc):
             report.seconds += time.monotonic() - self.t0
+
     return _T()

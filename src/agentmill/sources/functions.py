@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
-from agentmill.sources.folders import (SourceReport, admit, cached_output, fresh_output, heredoc, is_done, mark_done,
-                                       run_sync, slug, timed)
+from agentmill.sources.folders import (
+    SourceReport,
+    admit,
+    cached_output,
+    fresh_output,
+    heredoc,
+    is_done,
+    mark_done,
+    run_sync,
+    slug,
+    timed,
+)
 from agentmill.tasks.hashing import hash_file, hash_text
 from agentmill.tasks.io import write_task
 from agentmill.tasks.model import AgentSection, EnvironmentSection, TaskConfig, VerifierSection
@@ -80,23 +90,36 @@ def column_map(columns: dict[str, str] | None) -> dict[str, str]:
 
 
 def task_for_row(dest: Path, row: dict[str, Any]) -> Path:
-    config = TaskConfig(metadata={"source": "functions", "row": row.get("id")},
-                        agent=AgentSection(timeout_sec=600), verifier=VerifierSection(timeout_sec=120),
-                        environment=EnvironmentSection(memory_mb=1024, storage_mb=1024))
+    config = TaskConfig(
+        metadata={"source": "functions", "row": row.get("id")},
+        agent=AgentSection(timeout_sec=600),
+        verifier=VerifierSection(timeout_sec=120),
+        environment=EnvironmentSection(memory_mb=1024, storage_mb=1024),
+    )
     return write_task(
         dest,
         instruction=INSTRUCTION.format(statement=row["statement"].strip(), signature=row["signature"].strip()),
         config=config,
         test_sh=TEST_SH,
-        test_files={"test_solution.py": row["tests"], "pytest.ini": "[pytest]\n",
-                    **{name: (FILES / name).read_text(encoding="utf-8") for name in ("conftest.py", "grade_all.py")}},
+        test_files={
+            "test_solution.py": row["tests"],
+            "pytest.ini": "[pytest]\n",
+            **{name: (FILES / name).read_text(encoding="utf-8") for name in ("conftest.py", "grade_all.py")},
+        },
         solve_sh="#!/bin/bash\nset -euo pipefail\n" + heredoc("/app/solution.py", row["solution"]),
         dockerfile="FROM python:3.11-slim\nWORKDIR /app\n",
     )
 
 
-def generate(table: Path, out: Path, *, columns: dict[str, str] | None = None, limit: int | None = None,
-             concurrency: int = 4, builder=None) -> SourceReport:
+def generate(
+    table: Path,
+    out: Path,
+    *,
+    columns: dict[str, str] | None = None,
+    limit: int | None = None,
+    concurrency: int = 4,
+    builder=None,
+) -> SourceReport:
     """Write one checked task per row of `table` into `out/tasks`; the report says what was dropped."""
     cols = column_map(columns)
     rows = read_rows(table)
@@ -108,8 +131,11 @@ def generate(table: Path, out: Path, *, columns: dict[str, str] | None = None, l
             label = str(raw.get(cols["id"]) or f"row-{n}")
             missing = [k for k in REQUIRED if not isinstance(raw.get(cols[k]), str) or not raw[cols[k]].strip()]
             if missing:
-                report.drop(label, "bad_row", f"{table}: row {n}: missing or empty " +
-                            ", ".join(f"'{cols[k]}'" for k in missing))
+                report.drop(
+                    label,
+                    "bad_row",
+                    f"{table}: row {n}: missing or empty " + ", ".join(f"'{cols[k]}'" for k in missing),
+                )
                 continue
             row = {k: raw[cols[k]] for k in REQUIRED} | {"id": label}
             name = f"{slug(label, 48)}-{hash_text(*(row[k] for k in REQUIRED))[:6]}"
@@ -119,8 +145,15 @@ def generate(table: Path, out: Path, *, columns: dict[str, str] | None = None, l
             seen.add(name)
             report.candidates += 1
             task_for_row(out / "candidates" / name, row)
-        run_sync(admit(out, report, concurrency=concurrency, builder=builder,
-                       why={"unsolvable": "reference_fails", "vacuous": "vacuous_tests"}))
+        run_sync(
+            admit(
+                out,
+                report,
+                concurrency=concurrency,
+                builder=builder,
+                why={"unsolvable": "reference_fails", "vacuous": "vacuous_tests"},
+            )
+        )
     report.write(out)
     mark_done(out)
     return report

@@ -17,8 +17,16 @@ from typing import Any
 
 from agentmill.errors import AgentmillError
 from agentmill.models.client import ModelClient
-from agentmill.sources.folders import (SourceReport, cached_output, fresh_output, is_done, mark_done, run_sync, slug,
-                                       timed)
+from agentmill.sources.folders import (
+    SourceReport,
+    cached_output,
+    fresh_output,
+    is_done,
+    mark_done,
+    run_sync,
+    slug,
+    timed,
+)
 from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.io import write_task
 from agentmill.tasks.model import AgentSection, EnvironmentSection, TaskConfig, VerifierSection
@@ -35,10 +43,17 @@ Reply with one JSON object and nothing else:
  "solution": "#!/bin/bash ... a script that solves the task"}
 The tests must fail on the untouched environment and pass after the solution runs."""
 
-SCHEMA = {"type": "object", "required": ["name", "instruction", "dockerfile", "tests", "solution"],
-          "properties": {"name": {"type": "string"}, "instruction": {"type": "string"},
-                         "dockerfile": {"type": "string"}, "solution": {"type": "string"},
-                         "tests": {"type": "object", "additionalProperties": {"type": "string"}}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["name", "instruction", "dockerfile", "tests", "solution"],
+    "properties": {
+        "name": {"type": "string"},
+        "instruction": {"type": "string"},
+        "dockerfile": {"type": "string"},
+        "solution": {"type": "string"},
+        "tests": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
 
 
 def parse_reply(text: str) -> dict[str, Any]:
@@ -64,7 +79,7 @@ def parse_reply(text: str) -> dict[str, Any]:
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return {tuple(words[i:i + 3]) for i in range(max(1, len(words) - 2))}
+    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
 
 
 def similarity(a: str, b: str) -> float:
@@ -74,12 +89,21 @@ def similarity(a: str, b: str) -> float:
 
 def write_candidate(dest: Path, data: dict[str, Any], topic: str) -> Path:
     tests = dict(data["tests"])
-    config = TaskConfig(metadata={"source": "generate", "topic": topic},
-                        agent=AgentSection(timeout_sec=600), verifier=VerifierSection(timeout_sec=120),
-                        environment=EnvironmentSection(memory_mb=1024))
-    return write_task(dest, instruction=data["instruction"].strip() + "\n", config=config,
-                      test_sh=tests.pop("test.sh"), test_files=tests, solve_sh=data["solution"],
-                      dockerfile=data["dockerfile"])
+    config = TaskConfig(
+        metadata={"source": "generate", "topic": topic},
+        agent=AgentSection(timeout_sec=600),
+        verifier=VerifierSection(timeout_sec=120),
+        environment=EnvironmentSection(memory_mb=1024),
+    )
+    return write_task(
+        dest,
+        instruction=data["instruction"].strip() + "\n",
+        config=config,
+        test_sh=tests.pop("test.sh"),
+        test_files=tests,
+        solve_sh=data["solution"],
+        dockerfile=data["dockerfile"],
+    )
 
 
 def _rejection(result) -> str:
@@ -96,8 +120,16 @@ def _rejection(result) -> str:
     return result.verdict
 
 
-async def _generate(topics: list[str], out: Path, client: ModelClient, report: SourceReport, *, per_topic: int,
-                    concurrency: int, builder) -> None:
+async def _generate(
+    topics: list[str],
+    out: Path,
+    client: ModelClient,
+    report: SourceReport,
+    *,
+    per_topic: int,
+    concurrency: int,
+    builder,
+) -> None:
     import asyncio
     import shutil
 
@@ -107,8 +139,9 @@ async def _generate(topics: list[str], out: Path, client: ModelClient, report: S
     async def ask(topic: str, n: int):
         user = f"Topic: {topic}\nWrite task {n + 1} of {per_topic} on this topic."
         try:
-            reply = await client.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
-                                      json_schema=SCHEMA)
+            reply = await client.chat(
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], json_schema=SCHEMA
+            )
         except Exception as e:  # noqa: BLE001 - the endpoint's failure, reported per topic
             return topic, None, f"endpoint: {e}"
         try:
@@ -131,7 +164,7 @@ async def _generate(topics: list[str], out: Path, client: ModelClient, report: S
             report.drop(name, "broken", str(e))
     results = await check_tasks([c[2] for c in candidates], concurrency=concurrency, builder=builder)
     admitted: list[tuple[str, str]] = []  # (name, instruction)
-    for (topic, data, task), result in zip(candidates, results):  # in topic order: the first of twins wins
+    for (_topic, _data, task), result in zip(candidates, results):  # in topic order: the first of twins wins
         if result.verdict != "ok":
             report.drop(task.name, _rejection(result), result.reason)
             continue
@@ -145,8 +178,18 @@ async def _generate(topics: list[str], out: Path, client: ModelClient, report: S
     shutil.rmtree(out / "candidates", ignore_errors=True)
 
 
-def generate(topics: list[str], out: Path, *, base_url: str, model: str, api_key_env: str | None = None,
-             per_topic: int = 1, concurrency: int = 4, builder=None, temperature: float = 0.7) -> SourceReport:
+def generate(
+    topics: list[str],
+    out: Path,
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str | None = None,
+    per_topic: int = 1,
+    concurrency: int = 4,
+    builder=None,
+    temperature: float = 0.7,
+) -> SourceReport:
     if not topics:
         raise AgentmillError("generate: no seed topics (give --topic or a topics file)")
     from agentmill.models.client import SamplingParams
@@ -155,8 +198,13 @@ def generate(topics: list[str], out: Path, *, base_url: str, model: str, api_key
     report = SourceReport(kind="generate")
 
     async def go():
-        client = ModelClient.from_env(base_url=base_url, model=model, api_key_env=api_key_env,
-                                      sampling=SamplingParams(temperature=temperature), max_retries=2)
+        client = ModelClient.from_env(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            sampling=SamplingParams(temperature=temperature),
+            max_retries=2,
+        )
         try:
             await _generate(topics, out, client, report, per_topic=per_topic, concurrency=concurrency, builder=builder)
         finally:
@@ -183,13 +231,20 @@ def generate_tasks_dir(path: Path | str | None, params: dict[str, Any] | None = 
     model = dict(params.pop("model", {}) or {})
     per_topic = int(params.pop("per_topic", 1))
     if params:
-        raise AgentmillError(f"generate source: unknown option(s) {', '.join(sorted(params))} "
-                             "(known: topics, model, per_topic)")
+        raise AgentmillError(
+            f"generate source: unknown option(s) {', '.join(sorted(params))} (known: topics, model, per_topic)"
+        )
     if not model.get("name") or not model.get("base_url"):
-        raise AgentmillError('generate source: params.model needs name and base_url (the teacher endpoint)')
+        raise AgentmillError("generate source: params.model needs name and base_url (the teacher endpoint)")
     identity = json.dumps([topics, model.get("name"), per_topic], sort_keys=True)  # not the URL: it moves
     out = cached_output("generate", VERSION, identity)
     if not is_done(out):
-        generate(topics, out, base_url=model["base_url"], model=model["name"], api_key_env=model.get("api_key_env"),
-                 per_topic=per_topic)
+        generate(
+            topics,
+            out,
+            base_url=model["base_url"],
+            model=model["name"],
+            api_key_env=model.get("api_key_env"),
+            per_topic=per_topic,
+        )
     return out / "tasks"

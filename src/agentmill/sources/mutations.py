@@ -11,8 +11,18 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-FLIP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-        ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+FLIP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 NON_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 
 
@@ -25,7 +35,7 @@ class Mutation:
     replacement: str
 
     def apply(self, source: str) -> str:
-        return source[: self.start] + self.replacement + source[self.end:]
+        return source[: self.start] + self.replacement + source[self.end :]
 
 
 class _Offsets:
@@ -39,8 +49,9 @@ class _Offsets:
         # ast offsets are UTF-8 byte columns; convert through the line's bytes
         def at(line: int, col: int) -> int:
             start = self.line_starts[line - 1]
-            text = self.source[start:self.line_starts[line]] if line < len(self.line_starts) else self.source[start:]
+            text = self.source[start : self.line_starts[line]] if line < len(self.line_starts) else self.source[start:]
             return start + len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
+
         return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
 
     def line_span(self, node: ast.stmt) -> tuple[int, int]:
@@ -48,8 +59,18 @@ class _Offsets:
         return self.line_starts[node.lineno - 1], self.line_starts[min(node.end_lineno, len(self.line_starts) - 1)]
 
 
-OP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-           ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+OP_TEXT = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
 
 
 def _between(off: _Offsets, a: ast.AST, b: ast.AST) -> tuple[int, int]:
@@ -73,10 +94,21 @@ def _sites(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, off: _Offsets)
             old = OP_TEXT[type(node.ops[0])]
             if " ".join(src[s:e].split()) == old:  # the operator alone between them (no comments, parens)
                 new = OP_TEXT[FLIP[type(node.ops[0])]]
-                yield Mutation("flip_comparison", qual, s, e, src[s:e].replace(old, new) if old != "in" or "not" in src[s:e]
-                               else src[s:e].replace("in", "not in"))
-        elif isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value <= 64 \
-                and getattr(node, "_parent_ok", False):
+                yield Mutation(
+                    "flip_comparison",
+                    qual,
+                    s,
+                    e,
+                    src[s:e].replace(old, new)
+                    if old != "in" or "not" in src[s:e]
+                    else src[s:e].replace("in", "not in"),
+                )
+        elif (
+            isinstance(node, ast.Constant)
+            and type(node.value) is int
+            and 0 <= node.value <= 64
+            and getattr(node, "_parent_ok", False)
+        ):
             s, e = off.span(node)
             if src[s:e] == str(node.value):
                 yield Mutation("off_by_one", qual, s, e, str(node.value + 1))
@@ -87,7 +119,11 @@ def _sites(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, off: _Offsets)
             old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
             if src[s:e].strip() == old:
                 yield Mutation("bool_op", qual, s, e, src[s:e].replace(old, new))
-        elif isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             yield _swap(off, node.args[0], node.args[1], "swap_arguments", qual)
         # off-by-one sites: integers added or subtracted, slice bounds, range() bounds
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):

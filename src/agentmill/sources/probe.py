@@ -39,8 +39,14 @@ def _readable(path: Path) -> None:
     subprocess.run(["chmod", "-R", "a+rX", str(path)], check=True)
 
 
-async def run_suite(project: Path, tests: Path, *, timeout: float = 300.0, pythonpath: list[str] = (),
-                    extra_mounts: dict[str, Path] | None = None) -> SuiteRun:
+async def run_suite(
+    project: Path,
+    tests: Path,
+    *,
+    timeout: float = 300.0,
+    pythonpath: list[str] = (),
+    extra_mounts: dict[str, Path] | None = None,
+) -> SuiteRun:
     """pytest over `tests`/suite with `project` at /app; outcomes by node id (relative to /tests)."""
     toolkit = ensure_toolkit(build=True)
     if toolkit is None:
@@ -54,14 +60,37 @@ async def run_suite(project: Path, tests: Path, *, timeout: float = 300.0, pytho
         ensure_traversable(p)
     _readable(tests)
     owner = project.stat()
-    env = {"PYTHONPATH": ":".join([*pythonpath, "/app/src", "/app"]), "PYTHONDONTWRITEBYTECODE": "1",
-           "AGENTMILL_OUTCOMES": "/logs/verifier/outcomes.json", "HOME": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin",
-           "COLUMNS": "200"}
-    spec = SandboxSpec(rootfs=scratch / "rootfs", rw_mounts={"/app": project, "/logs/verifier": logs},
-                       ro_mounts={MOUNT: toolkit, "/tests": tests, **(extra_mounts or {})}, workdir="/app", env=env,
-                       limits=Limits(memory_mb=2048, pids=512))
-    cmd = [f"{MOUNT}/venv/bin/python", "-s", "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "--rootdir=/tests", "--confcutdir=/tests", "-c", "/tests/pytest.ini", "/tests/suite"]
+    env = {
+        "PYTHONPATH": ":".join([*pythonpath, "/app/src", "/app"]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "AGENTMILL_OUTCOMES": "/logs/verifier/outcomes.json",
+        "HOME": "/tmp",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "COLUMNS": "200",
+    }
+    spec = SandboxSpec(
+        rootfs=scratch / "rootfs",
+        rw_mounts={"/app": project, "/logs/verifier": logs},
+        ro_mounts={MOUNT: toolkit, "/tests": tests, **(extra_mounts or {})},
+        workdir="/app",
+        env=env,
+        limits=Limits(memory_mb=2048, pids=512),
+    )
+    cmd = [
+        f"{MOUNT}/venv/bin/python",
+        "-s",
+        "-P",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir=/tests",
+        "--confcutdir=/tests",
+        "-c",
+        "/tests/pytest.ini",
+        "/tests/suite",
+    ]
     try:
         async with create_sandbox(spec) as sb:
             res = await sb.exec(cmd, timeout=timeout)

@@ -61,13 +61,36 @@ async def _sandboxed_download(pin: str, dest: Path):
     (scratch / "rootfs").mkdir()
     out.mkdir()
     ensure_traversable(out)
-    spec = SandboxSpec(rootfs=scratch / "rootfs", rw_mounts={"/dl": out}, workdir="/tmp", network=True,
-                       env={"HOME": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "PIP_NO_CACHE_DIR": "1",
-                            "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    spec = SandboxSpec(
+        rootfs=scratch / "rootfs",
+        rw_mounts={"/dl": out},
+        workdir="/tmp",
+        network=True,
+        env={
+            "HOME": "/tmp",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "PIP_NO_CACHE_DIR": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        },
+    )
     try:
         async with create_sandbox(spec) as sb:
-            res = await sb.exec(["/usr/bin/python3", "-m", "pip", "download", "-q", "--no-binary", ":all:",
-                                 "--no-deps", pin, "-d", "/dl"], timeout=600)
+            res = await sb.exec(
+                [
+                    "/usr/bin/python3",
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-binary",
+                    ":all:",
+                    "--no-deps",
+                    pin,
+                    "-d",
+                    "/dl",
+                ],
+                timeout=600,
+            )
         for f in out.iterdir():
             if f.is_file() and not f.is_symlink():
                 shutil.copyfile(f, dest / f.name)
@@ -83,7 +106,9 @@ def from_repo(repo: Path, work: Path) -> Project:
         raise AgentmillError(f"--repo {repo}: not a folder")
     listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True)
     if listed.returncode != 0:
-        raise AgentmillError(f"--repo {repo}: not a git checkout ({listed.stderr.decode(errors='replace').strip()[:200]})")
+        raise AgentmillError(
+            f"--repo {repo}: not a git checkout ({listed.stderr.decode(errors='replace').strip()[:200]})"
+        )
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     root = work / "unpacked" / repo.name
     for rel in filter(None, listed.stdout.decode().split("\0")):
@@ -165,8 +190,10 @@ def _classify(project: Project) -> Project:
             continue
         project.sources.append(rel)
     if not any(_is_test_file(p.name) or p.is_dir() for p in (root / t for t in project.tests)):
-        raise AgentmillError(f"{project.label}: no test suite at the top of the project (test_*.py files or a "
-                             "tests/ folder); repo_bugs needs the project's own tests")
+        raise AgentmillError(
+            f"{project.label}: no test suite at the top of the project (test_*.py files or a "
+            "tests/ folder); repo_bugs needs the project's own tests"
+        )
     if not project.sources:
         raise AgentmillError(f"{project.label}: no library code (.py files outside the tests) to plant bugs in")
     return project

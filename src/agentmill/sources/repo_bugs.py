@@ -26,8 +26,16 @@ from typing import Any
 
 from agentmill.errors import AgentmillError
 from agentmill.runtime.paths import scratch_temp
-from agentmill.sources.folders import (SourceReport, admit, cached_output, fresh_output, is_done, mark_done, run_sync,
-                                       slug)
+from agentmill.sources.folders import (
+    SourceReport,
+    admit,
+    cached_output,
+    fresh_output,
+    is_done,
+    mark_done,
+    run_sync,
+    slug,
+)
 from agentmill.sources.mutations import Mutation, mutations, still_parses
 from agentmill.sources.probe import SuiteRun, run_suite
 from agentmill.sources.projects import Project, from_pypi, from_repo
@@ -60,12 +68,28 @@ def _deps_folder(project: Project, work: Path) -> Path | None:
     if not project.dependencies:
         return None
     target = work / "deps"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "--only-binary", ":all:", "--target", str(target), *project.dependencies],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--only-binary",
+            ":all:",
+            "--target",
+            str(target),
+            *project.dependencies,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
-        raise AgentmillError(f"{project.label}: its dependencies {project.dependencies} did not install from the "
-                             f"registry as wheels: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        raise AgentmillError(
+            f"{project.label}: its dependencies {project.dependencies} did not install from the "
+            f"registry as wheels: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        )
     return target
 
 
@@ -98,33 +122,66 @@ def instruction(project: Project, failing: list[str], messages: dict[str, str], 
     hidden = [str(source_file), source_file.name]
     shown = [t.removeprefix("suite/") for t in failing[:3]]
     first = shown[0].split("::")[-1].split("[")[0]
-    parts = [f"# `{first}` fails\n",
-             f"Something is broken in `{project.label}`. The project is in `/app`; its test suite has started to "
-             f"fail. {len(failing)} test{'s' if len(failing) != 1 else ''} fail{'s' if len(failing) == 1 else ''}, "
-             "for example:\n"]
+    parts = [
+        f"# `{first}` fails\n",
+        f"Something is broken in `{project.label}`. The project is in `/app`; its test suite has started to "
+        f"fail. {len(failing)} test{'s' if len(failing) != 1 else ''} fail{'s' if len(failing) == 1 else ''}, "
+        "for example:\n",
+    ]
     for full, short in zip(failing[:3], shown):
         parts.append(f"`{short}`:\n\n```\n{_symptom(messages.get(full, ''), hidden)}\n```\n")
-    parts.append("Find the cause in the project's code and fix it so that the whole test suite passes again. "
-                 "Do not change the tests.\n")
+    parts.append(
+        "Find the cause in the project's code and fix it so that the whole test suite passes again. "
+        "Do not change the tests.\n"
+    )
     return "\n".join(parts)
 
 
-def _task_folder(dest: Path, project: Project, rel: Path, buggy: str, original: str, run: SuiteRun,
-                 f2p: list[str], p2p: list[str], mutation: Mutation, tests_dir: Path) -> Path:
-    patch = "".join(difflib.unified_diff(buggy.splitlines(True), original.splitlines(True),
-                                         f"a/{rel}", f"b/{rel}"))
-    deps = f"RUN pip install --no-cache-dir {' '.join(repr(d) for d in project.dependencies)}\n" \
-        if project.dependencies else ""
-    config = TaskConfig(metadata={"source": "repo_bugs", "project": project.label, "operator": mutation.operator,
-                                  "function": mutation.function, "fail_to_pass": len(f2p), "pass_to_pass": len(p2p)},
-                        agent=AgentSection(timeout_sec=900), verifier=VerifierSection(timeout_sec=300),
-                        environment=EnvironmentSection(memory_mb=2048))
-    write_task(dest, instruction=instruction(project, f2p, run.messages, rel), config=config,
-               test_sh=(FILES / "test.sh").read_text(encoding="utf-8"),
-               solve_sh="#!/bin/bash\nset -euo pipefail\ncd /app\npatch -p1 --no-backup-if-mismatch < /solution/fix.patch\n",
-               dockerfile=f"FROM python:3.11-slim\nWORKDIR /app\n{deps}COPY project/ /app/\nENV PYTHONPATH=/app/src:/app\n")
-    shutil.copytree(project.root, dest / "environment" / "project", symlinks=False,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+def _task_folder(
+    dest: Path,
+    project: Project,
+    rel: Path,
+    buggy: str,
+    original: str,
+    run: SuiteRun,
+    f2p: list[str],
+    p2p: list[str],
+    mutation: Mutation,
+    tests_dir: Path,
+) -> Path:
+    patch = "".join(difflib.unified_diff(buggy.splitlines(True), original.splitlines(True), f"a/{rel}", f"b/{rel}"))
+    deps = (
+        f"RUN pip install --no-cache-dir {' '.join(repr(d) for d in project.dependencies)}\n"
+        if project.dependencies
+        else ""
+    )
+    config = TaskConfig(
+        metadata={
+            "source": "repo_bugs",
+            "project": project.label,
+            "operator": mutation.operator,
+            "function": mutation.function,
+            "fail_to_pass": len(f2p),
+            "pass_to_pass": len(p2p),
+        },
+        agent=AgentSection(timeout_sec=900),
+        verifier=VerifierSection(timeout_sec=300),
+        environment=EnvironmentSection(memory_mb=2048),
+    )
+    write_task(
+        dest,
+        instruction=instruction(project, f2p, run.messages, rel),
+        config=config,
+        test_sh=(FILES / "test.sh").read_text(encoding="utf-8"),
+        solve_sh="#!/bin/bash\nset -euo pipefail\ncd /app\npatch -p1 --no-backup-if-mismatch < /solution/fix.patch\n",
+        dockerfile=f"FROM python:3.11-slim\nWORKDIR /app\n{deps}COPY project/ /app/\nENV PYTHONPATH=/app/src:/app\n",
+    )
+    shutil.copytree(
+        project.root,
+        dest / "environment" / "project",
+        symlinks=False,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     (dest / "environment" / "project" / rel).write_text(buggy, encoding="utf-8")
     shutil.rmtree(dest / "tests")
     shutil.copytree(tests_dir, dest / "tests")
@@ -135,8 +192,9 @@ def _task_folder(dest: Path, project: Project, rel: Path, buggy: str, original: 
     return dest
 
 
-async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: int, seed: int,
-               max_tries: int | None = None) -> dict[str, Any]:
+async def mine(
+    project: Project, out: Path, report: SourceReport, *, max_tasks: int, seed: int, max_tries: int | None = None
+) -> dict[str, Any]:
     """Find up to `max_tasks` distinct valid bugs in `project`, written as candidates under out/candidates."""
     t0 = time.monotonic()
     work = scratch_temp("repo-bugs")
@@ -151,11 +209,15 @@ async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: 
         passing = sorted(baseline.passed)
         stats |= {"passing_tests": len(passing), "suite_seconds": round(baseline.seconds, 2)}
         if not passing:
-            raise AgentmillError(f"{project.label}: no test of its suite passes in the sandbox; output:\n"
-                                 f"{baseline.output[-1500:]}")
+            raise AgentmillError(
+                f"{project.label}: no test of its suite passes in the sandbox; output:\n{baseline.output[-1500:]}"
+            )
         timeout = max(30.0, 4 * baseline.seconds + 10)
-        sites = [(rel, m) for rel in project.sources
-                 for m in mutations((project.root / rel).read_text(encoding="utf-8", errors="replace"))]
+        sites = [
+            (rel, m)
+            for rel in project.sources
+            for m in mutations((project.root / rel).read_text(encoding="utf-8", errors="replace"))
+        ]
         stats["sites"] = len(sites)
         seen: set[str] = set()
         budget = max_tries or max_tasks * 12
@@ -177,8 +239,17 @@ async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: 
             finally:
                 (app / rel).write_text(original, encoding="utf-8")
             f2p = sorted(set(passing) - run.passed)
-            why = ("timeout" if run.timed_out else "no_outcomes" if not run.outcomes else "no_test_fails" if not f2p
-                   else "too_broad" if len(f2p) > MAX_BROKEN * len(passing) else None)
+            why = (
+                "timeout"
+                if run.timed_out
+                else "no_outcomes"
+                if not run.outcomes
+                else "no_test_fails"
+                if not f2p
+                else "too_broad"
+                if len(f2p) > MAX_BROKEN * len(passing)
+                else None
+            )
             if why:
                 stats["reasons"][why] = stats["reasons"].get(why, 0) + 1
                 continue
@@ -193,9 +264,18 @@ async def mine(project: Project, out: Path, report: SourceReport, *, max_tasks: 
     return stats
 
 
-def generate(out: Path, *, pypi: list[str] = (), repos: list[Path] = (), max_tasks: int = 10, seed: int = 0,
-             max_tries: int | None = None, concurrency: int = 4, builder=None,
-             teacher: dict[str, Any] | None = None) -> SourceReport:
+def generate(
+    out: Path,
+    *,
+    pypi: list[str] = (),
+    repos: list[Path] = (),
+    max_tasks: int = 10,
+    seed: int = 0,
+    max_tries: int | None = None,
+    concurrency: int = 4,
+    builder=None,
+    teacher: dict[str, Any] | None = None,
+) -> SourceReport:
     """Mine every project, then admit the candidates with `check`; per-project throughput in the report.
     `teacher` ({name, base_url, api_key_env}): the issue texts are rewritten by that model (issue_writer.py)."""
     if not pypi and not repos:
@@ -211,8 +291,15 @@ def generate(out: Path, *, pypi: list[str] = (), repos: list[Path] = (), max_tas
     if teacher:
         report.extra["template_kept"] = run_sync(_teacher_issues(out, teacher))
     t_check = time.monotonic()
-    run_sync(admit(out, report, concurrency=concurrency, builder=builder,
-                   why={"unsolvable": "revert_fails", "vacuous": "bug_not_seen"}))
+    run_sync(
+        admit(
+            out,
+            report,
+            concurrency=concurrency,
+            builder=builder,
+            why={"unsolvable": "revert_fails", "vacuous": "bug_not_seen"},
+        )
+    )
     check_seconds = time.monotonic() - t_check
     report.seconds = time.monotonic() - t0
     for p in projects:  # checking time shared by each project's number of candidates
@@ -231,8 +318,9 @@ async def _teacher_issues(out: Path, teacher: dict[str, Any]) -> dict[str, str]:
     from agentmill.models.client import ModelClient
     from agentmill.sources.issue_writer import rewrite_issues
 
-    client = ModelClient.from_env(base_url=teacher["base_url"], model=teacher["name"],
-                                  api_key_env=teacher.get("api_key_env"), max_retries=2)
+    client = ModelClient.from_env(
+        base_url=teacher["base_url"], model=teacher["name"], api_key_env=teacher.get("api_key_env"), max_retries=2
+    )
     try:
         return await rewrite_issues(sorted((out / "candidates").iterdir()), client)
     finally:
@@ -248,12 +336,17 @@ def repo_bugs_tasks_dir(path: Path | str | None, params: dict[str, Any] | None =
     max_tasks, seed = int(params.pop("max", 10)), int(params.pop("seed", 0))
     teacher = params.pop("model", None)  # { name, base_url, api_key_env }: the issue writer
     if params:
-        raise AgentmillError(f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} (known: pypi, max, seed, model)")
+        raise AgentmillError(
+            f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} (known: pypi, max, seed, model)"
+        )
     if teacher is not None and not (isinstance(teacher, dict) and teacher.get("name") and teacher.get("base_url")):
-        raise AgentmillError("repo_bugs source: params.model needs name and base_url (the teacher that writes the issues)")
+        raise AgentmillError(
+            "repo_bugs source: params.model needs name and base_url (the teacher that writes the issues)"
+        )
     repos = [Path(path)] if path else []
-    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed, teacher and teacher["name"]])] + \
-        [hash_tree(r) for r in repos]  # the teacher by name, not by its URL (it moves)
+    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed, teacher and teacher["name"]])] + [
+        hash_tree(r) for r in repos
+    ]  # the teacher by name, not by its URL (it moves)
     out = cached_output("repo_bugs", *identity)
     if not is_done(out):
         generate(out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher)

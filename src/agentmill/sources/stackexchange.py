@@ -30,13 +30,41 @@ VERSION = "1"
 # The rule: a tag or a command named in the question's code -> the Debian packages that provide it.
 # Tools every Debian image has (sed, grep, find, tar, bash, coreutils) need nothing.
 PACKAGES = {
-    "jq": ["jq"], "awk": ["gawk"], "gawk": ["gawk"], "git": ["git"], "curl": ["curl"], "wget": ["wget"],
-    "rsync": ["rsync"], "python": ["python3"], "python3": ["python3"], "perl": ["perl"], "sqlite": ["sqlite3"],
-    "sqlite3": ["sqlite3"], "tmux": ["tmux"], "zip": ["zip", "unzip"], "unzip": ["unzip"], "make": ["make"],
-    "gcc": ["gcc"], "vim": ["vim"], "imagemagick": ["imagemagick"], "convert": ["imagemagick"],
-    "ffmpeg": ["ffmpeg"], "xmlstarlet": ["xmlstarlet"], "csvkit": ["csvkit"], "bc": ["bc"], "openssl": ["openssl"],
-    "ssh": ["openssh-client"], "cron": ["cron"], "less": ["less"], "file": ["file"], "tree": ["tree"],
-    "xxd": ["xxd"], "pandoc": ["pandoc"], "gzip": ["gzip"], "bzip2": ["bzip2"], "xz": ["xz-utils"],
+    "jq": ["jq"],
+    "awk": ["gawk"],
+    "gawk": ["gawk"],
+    "git": ["git"],
+    "curl": ["curl"],
+    "wget": ["wget"],
+    "rsync": ["rsync"],
+    "python": ["python3"],
+    "python3": ["python3"],
+    "perl": ["perl"],
+    "sqlite": ["sqlite3"],
+    "sqlite3": ["sqlite3"],
+    "tmux": ["tmux"],
+    "zip": ["zip", "unzip"],
+    "unzip": ["unzip"],
+    "make": ["make"],
+    "gcc": ["gcc"],
+    "vim": ["vim"],
+    "imagemagick": ["imagemagick"],
+    "convert": ["imagemagick"],
+    "ffmpeg": ["ffmpeg"],
+    "xmlstarlet": ["xmlstarlet"],
+    "csvkit": ["csvkit"],
+    "bc": ["bc"],
+    "openssl": ["openssl"],
+    "ssh": ["openssh-client"],
+    "cron": ["cron"],
+    "less": ["less"],
+    "file": ["file"],
+    "tree": ["tree"],
+    "xxd": ["xxd"],
+    "pandoc": ["pandoc"],
+    "gzip": ["gzip"],
+    "bzip2": ["bzip2"],
+    "xz": ["xz-utils"],
 }
 CODE = re.compile(r"<code>(.*?)</code>", re.S)
 
@@ -69,9 +97,13 @@ def read_posts(posts: Path) -> tuple[dict[str, Question], dict[str, str]]:
             a = el.attrib
             if a.get("PostTypeId") == "1":
                 questions[a.get("Id", "")] = Question(
-                    id=a.get("Id", ""), title=a.get("Title", ""), body=a.get("Body", ""),
-                    tags=_tags(a.get("Tags", "")), score=int(a.get("Score", "0") or 0),
-                    accepted=a.get("AcceptedAnswerId"))
+                    id=a.get("Id", ""),
+                    title=a.get("Title", ""),
+                    body=a.get("Body", ""),
+                    tags=_tags(a.get("Tags", "")),
+                    score=int(a.get("Score", "0") or 0),
+                    accepted=a.get("AcceptedAnswerId"),
+                )
             elif a.get("PostTypeId") == "2":
                 answers[a.get("Id", "")] = a.get("Body", "")
             el.clear()
@@ -89,16 +121,26 @@ def packages_for(q: Question) -> list[str]:
 
 
 def dockerfile(packages: list[str]) -> str:
-    install = ("RUN apt-get update && apt-get install -y --no-install-recommends " + " ".join(packages) +
-               " && rm -rf /var/lib/apt/lists/*\n") if packages else ""
+    install = (
+        (
+            "RUN apt-get update && apt-get install -y --no-install-recommends "
+            + " ".join(packages)
+            + " && rm -rf /var/lib/apt/lists/*\n"
+        )
+        if packages
+        else ""
+    )
     return f"FROM debian:bookworm-slim\n{install}WORKDIR /app\n"
 
 
 def task_for(dest: Path, q: Question, answer: str) -> Path:
     instruction = f"# {html_to_markdown(q.title).strip()}\n\n{html_to_markdown(q.body)}"
-    config = TaskConfig(metadata={"source": "stackexchange", "question": q.id, "tags": q.tags, "score": q.score},
-                        agent=AgentSection(timeout_sec=900), verifier=VerifierSection(kind="none"),
-                        environment=EnvironmentSection(memory_mb=1024))
+    config = TaskConfig(
+        metadata={"source": "stackexchange", "question": q.id, "tags": q.tags, "score": q.score},
+        agent=AgentSection(timeout_sec=900),
+        verifier=VerifierSection(kind="none"),
+        environment=EnvironmentSection(memory_mb=1024),
+    )
     root = write_task(dest, instruction=instruction, config=config, test_sh="", dockerfile=dockerfile(packages_for(q)))
     shutil.rmtree(root / "tests")  # no verifier: nothing to stage
     (root / "solution").mkdir()
@@ -106,8 +148,9 @@ def task_for(dest: Path, q: Question, answer: str) -> Path:
     return root
 
 
-def generate(posts: Path, out: Path, *, tags: list[str] = (), min_score: int = 0, accepted: bool = True,
-             limit: int | None = None) -> SourceReport:
+def generate(
+    posts: Path, out: Path, *, tags: list[str] = (), min_score: int = 0, accepted: bool = True, limit: int | None = None
+) -> SourceReport:
     """One unverified task per question passing the filters, into out/tasks; counts per reason."""
     questions, answers = read_posts(posts)
     if out.exists() and any(out.iterdir()) and not (out / REPORT).is_file():
@@ -142,11 +185,17 @@ def generate(posts: Path, out: Path, *, tags: list[str] = (), min_score: int = 0
 def stackexchange_tasks_dir(path: Path | str, params: dict[str, Any] | None = None) -> Path:
     """`[[sources]] kind = "stackexchange"`: `path` is Posts.xml; params tags, min_score, accepted, limit."""
     params = dict(params or {})
-    opts = {"tags": list(params.pop("tags", [])), "min_score": int(params.pop("min_score", 0)),
-            "accepted": bool(params.pop("accepted", True)), "limit": params.pop("limit", None)}
+    opts = {
+        "tags": list(params.pop("tags", [])),
+        "min_score": int(params.pop("min_score", 0)),
+        "accepted": bool(params.pop("accepted", True)),
+        "limit": params.pop("limit", None),
+    }
     if params:
-        raise AgentmillError(f"stackexchange source: unknown option(s) {', '.join(sorted(params))} "
-                             "(known: tags, min_score, accepted, limit)")
+        raise AgentmillError(
+            f"stackexchange source: unknown option(s) {', '.join(sorted(params))} "
+            "(known: tags, min_score, accepted, limit)"
+        )
     posts = Path(path)
     if not posts.is_file():
         raise AgentmillError(f"{posts}: no such file (a StackExchange dump's Posts.xml)")

@@ -43,6 +43,7 @@ class Leak(BaseModel):
 
 class Original(BaseModel):
     """What the barrier protects, read from a task folder."""
+
     model_config = ConfigDict(extra="forbid")
     prompt: str
     seed_values: list[str]
@@ -110,8 +111,13 @@ def load_original(task_dir: Path, config: BarrierConfig | None = None) -> Origin
                 refs += _references(tree)
                 values += _literals(tree, cfg.min_literal_chars)
     dedup = lambda xs: sorted(set(xs))  # noqa: E731
-    return Original(prompt=prompt_path.read_text(), seed_values=dedup(seed_values), verifier_queries=queries,
-                    verifier_references=dedup(refs), verifier_values=dedup(values))
+    return Original(
+        prompt=prompt_path.read_text(),
+        seed_values=dedup(seed_values),
+        verifier_queries=queries,
+        verifier_references=dedup(refs),
+        verifier_values=dedup(values),
+    )
 
 
 def _words(text: str) -> list[str]:
@@ -121,7 +127,7 @@ def _words(text: str) -> list[str]:
 def _shared_spans(text: str, prompt_grams: set[tuple[str, ...]], n: int) -> list[str]:
     """Maximal runs of the text's words whose every n-gram also occurs in the prompt."""
     words = _words(text)
-    hits = [i for i in range(len(words) - n + 1) if tuple(words[i:i + n]) in prompt_grams]
+    hits = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) in prompt_grams]
     spans, start, end = [], None, None
     for i in hits:
         if start is not None and i <= end:
@@ -138,11 +144,14 @@ def _shared_spans(text: str, prompt_grams: set[tuple[str, ...]], n: int) -> list
 def check_card(card: CapabilityCard, original: Original, config: BarrierConfig | None = None) -> list[Leak]:
     cfg = config or BarrierConfig()
     pw = _words(original.prompt)
-    grams = {tuple(pw[i:i + cfg.ngram]) for i in range(len(pw) - cfg.ngram + 1)}
+    grams = {tuple(pw[i : i + cfg.ngram]) for i in range(len(pw) - cfg.ngram + 1)}
     literal_sets: list[tuple[LeakKind, str, list[str]]] = [
         ("seed_value", "environment/seed.sql", original.seed_values),
-        ("verifier_value", "tests/verifiers.json", [v for v in original.verifier_values
-                                                     if v not in original.seed_values]),
+        (
+            "verifier_value",
+            "tests/verifiers.json",
+            [v for v in original.verifier_values if v not in original.seed_values],
+        ),
         ("verifier_query", "tests/verifiers.json", original.verifier_queries),
     ]
     leaks: list[Leak] = []

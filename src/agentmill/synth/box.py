@@ -23,8 +23,15 @@ from pathlib import Path
 from agentmill.errors import TaskError
 from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
-from agentmill.synth.candidate import (COMPONENTS, Candidate, CandidateBody, CandidateParseError, candidate_schema,
-                                        parse_body, write_task_folder)
+from agentmill.synth.candidate import (
+    COMPONENTS,
+    Candidate,
+    CandidateBody,
+    CandidateParseError,
+    candidate_schema,
+    parse_body,
+    write_task_folder,
+)
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.critic import Diagnosis, ask_critic, gate_diagnosis, read_diagnosis, repair
 from agentmill.synth.dedupe import novelty_at_acceptance
@@ -39,6 +46,7 @@ from agentmill.tasks.tool_task import load_tool_task
 @dataclass
 class BoxEnv:
     """Everything boxes share."""
+
     config: SynthConfig
     store: SynthStore
     clients: dict[str, ModelClient]
@@ -54,7 +62,7 @@ class BoxEnv:
 
 
 async def _pause(env: BoxEnv, try_no: int, what: str) -> None:
-    delay = env.config.synth.outage_pause_s * 2 ** try_no
+    delay = env.config.synth.outage_pause_s * 2**try_no
     env.emit("pause", what=what, seconds=delay)
     await asyncio.sleep(delay)
 
@@ -68,7 +76,9 @@ async def _with_pauses(env: BoxEnv, what: str, ask):
         await _pause(env, try_no, f"{what}: {getattr(out, 'error', '')}")
 
 
-async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
+async def _generate(
+    env: BoxEnv, card_view: dict, parent: Candidate | None
+) -> tuple[CandidateBody | None, str, str | None]:
     for try_no in range(env.config.synth.outage_retries + 1):
         body, raw, error = await _generate_once(env, card_view, parent)
         if not (body is None and not raw and error and error.startswith("endpoint failed")):
@@ -78,12 +88,20 @@ async def _generate(env: BoxEnv, card_view: dict, parent: Candidate | None) -> t
     return body, raw, error
 
 
-async def _generate_once(env: BoxEnv, card_view: dict, parent: Candidate | None) -> tuple[CandidateBody | None, str, str | None]:
+async def _generate_once(
+    env: BoxEnv, card_view: dict, parent: Candidate | None
+) -> tuple[CandidateBody | None, str, str | None]:
     guidance = env.store.latest_guidance()
-    user = (f"Environment:\n{env.environment}\n\nCapability card:\n{dumps(card_view)}\n"
-            + (f"\nAccepted sample to vary (change the request, state, entities, reference and verifiers):\n"
-               f"{dumps(parent.body.model_dump())}\n" if parent is not None else "")
-            + (f"\nGuidance from the last meta-review:\n{guidance}\n" if guidance else ""))
+    user = (
+        f"Environment:\n{env.environment}\n\nCapability card:\n{dumps(card_view)}\n"
+        + (
+            f"\nAccepted sample to vary (change the request, state, entities, reference and verifiers):\n"
+            f"{dumps(parent.body.model_dump())}\n"
+            if parent is not None
+            else ""
+        )
+        + (f"\nGuidance from the last meta-review:\n{guidance}\n" if guidance else "")
+    )
     prompt = load_prompt("multiply" if parent is not None else "generator", env.config.synth.prompts)
     reply = await ask_json(env.clients["generator"], prompt, user, candidate_schema())
     if reply.endpoint_failed or reply.context_exceeded:
@@ -103,11 +121,28 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
     try:
         task = load_tool_task(task_dir)
     except TaskError as e:
-        return [GateResult(gate="lint", passed=False, code="task_format", message=str(e)[:800],
-                           category="bad_task_composition", components=["verifiers", "calls"])]
-    ctx = GateContext(candidate=cand, task=task, task_dir=task_dir, work_dir=work, builder=env.builder,
-                      clients=env.clients, settings=env.config, prompts=env.config.synth.prompts, card_view=card_view,
-                      accepted=env.store.accepted)
+        return [
+            GateResult(
+                gate="lint",
+                passed=False,
+                code="task_format",
+                message=str(e)[:800],
+                category="bad_task_composition",
+                components=["verifiers", "calls"],
+            )
+        ]
+    ctx = GateContext(
+        candidate=cand,
+        task=task,
+        task_dir=task_dir,
+        work_dir=work,
+        builder=env.builder,
+        clients=env.clients,
+        settings=env.config,
+        prompts=env.config.synth.prompts,
+        card_view=card_view,
+        accepted=env.store.accepted,
+    )
     results = []
     for gate in env.gates:
         started = time.monotonic()
@@ -115,9 +150,19 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
             try:
                 r = await gate.run(ctx)
             except Exception as e:  # noqa: BLE001 - a gate's own crash is the machinery's fault, never a crash of the run
-                r = GateResult(gate=gate.name, passed=False, code="gate_crashed", fault="infra",
-                               message=f"{type(e).__name__}: {e}"[:800])
-            if r.passed or r.fault != "infra" or r.details.get("retry") is False or try_no == env.config.synth.outage_retries:
+                r = GateResult(
+                    gate=gate.name,
+                    passed=False,
+                    code="gate_crashed",
+                    fault="infra",
+                    message=f"{type(e).__name__}: {e}"[:800],
+                )
+            if (
+                r.passed
+                or r.fault != "infra"
+                or r.details.get("retry") is False
+                or try_no == env.config.synth.outage_retries
+            ):
                 break
             await _pause(env, try_no, f"{gate.name}: {r.code}: {r.message[:200]}")
         r.seconds = time.monotonic() - started
@@ -129,13 +174,16 @@ async def run_gates(env: BoxEnv, cand: Candidate, work: Path, card_view: dict) -
     return results
 
 
-async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | None = None,
-                  parent: Candidate | None = None) -> bool:
+async def run_box(
+    env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | None = None, parent: Candidate | None = None
+) -> bool:
     """True when the candidate was accepted."""
     store, settings = env.store, env.config.synth
     card = store.card(card_id)
     card_view = card.generator_view()  # the information barrier: never the source task
-    store.start_candidate(candidate_id, card_id, "multiply" if parent else "target", parent.candidate_id if parent else None, slot)
+    store.start_candidate(
+        candidate_id, card_id, "multiply" if parent else "target", parent.candidate_id if parent else None, slot
+    )
     env.emit("box_start", candidate=candidate_id, card=card_id)
     work = store.out / "work" / candidate_id
     body: CandidateBody | None = None
@@ -155,15 +203,25 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
                 if not raw and error and error.startswith("context exceeded"):
                     # the generator cannot hold the environment and the card: the configuration's fault
                     # (a model too small for the gym), never the candidate's; no pause will change it
-                    store.add_gate(attempt, GateResult(gate="generate", passed=False, code="context_exceeded",
-                                                       fault="infra", message=error[:800]))
+                    store.add_gate(
+                        attempt,
+                        GateResult(
+                            gate="generate", passed=False, code="context_exceeded", fault="infra", message=error[:800]
+                        ),
+                    )
                     store.finish_attempt(attempt, time.monotonic() - started)
                     store.interrupt(candidate_id, f"config: generator {error}"[:2000])
                     env.emit("gate", gate="generate", passed=False, code="context_exceeded")
                     env.emit("box_done", candidate=candidate_id, accepted=False)
                     return False
-                failed = GateResult(gate="parse", passed=False, code="unparseable", message=error or "",
-                                    category="bad_task_composition", components=list(COMPONENTS))
+                failed = GateResult(
+                    gate="parse",
+                    passed=False,
+                    code="unparseable",
+                    message=error or "",
+                    category="bad_task_composition",
+                    components=list(COMPONENTS),
+                )
                 store.add_gate(attempt, failed)
                 store.add_diagnosis(attempt, gate_diagnosis(failed, note="the generator's reply is not a candidate;"))
                 store.finish_attempt(attempt, time.monotonic() - started)
@@ -172,8 +230,13 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
                 continue
         else:
             raw = repair_raw
-        cand = Candidate(candidate_id=candidate_id, card_id=card_id, kind="multiply" if parent else "target",
-                         parent_id=parent.candidate_id if parent else None, body=body)
+        cand = Candidate(
+            candidate_id=candidate_id,
+            card_id=card_id,
+            kind="multiply" if parent else "target",
+            parent_id=parent.candidate_id if parent else None,
+            body=body,
+        )
         attempt = store.add_attempt(candidate_id, n, origin, body.model_dump_json(), raw, None)
         attempt_dir = work / f"a{n}"
         results = await run_gates(env, cand, attempt_dir, card_view)
@@ -197,13 +260,17 @@ async def run_box(env: BoxEnv, card_id: str, candidate_id: str, *, slot: int | N
             env.emit("box_done", candidate=candidate_id, accepted=False)
             return False
         # the critic is advisory: down past its pauses, the gate's own hint stands in
-        reply = await _with_pauses(env, "critic", lambda: ask_critic(env.clients["critic"], card_view, body, failed,
-                                                                     settings.prompts))
+        reply = await _with_pauses(
+            env, "critic", lambda: ask_critic(env.clients["critic"], card_view, body, failed, settings.prompts)
+        )
         diagnosis: Diagnosis = read_diagnosis(reply, failed)
         store.add_diagnosis(attempt, diagnosis)
         if n < settings.max_repairs:
-            fixed = await _with_pauses(env, "repair", lambda: repair(env.clients["generator"], card_view, body, diagnosis,
-                                                                     failed, settings.prompts))
+            fixed = await _with_pauses(
+                env,
+                "repair",
+                lambda: repair(env.clients["generator"], card_view, body, diagnosis, failed, settings.prompts),
+            )
             store.add_repair(attempt, diagnosis.components, fixed.body is not None, fixed.error)
             if fixed.endpoint_failed:  # an outage, not a verdict: the box stops without blaming the candidate
                 store.finish_attempt(attempt, time.monotonic() - started)

@@ -38,6 +38,7 @@ class EntityRef(BaseModel):
 class Document(BaseModel):
     """A knowledge document the task's setup gives the agent (a runbook, a policy page): part of the task
     tuple, shown under the system specification and kept as a file of the task."""
+
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1, max_length=200)
     text: str = Field(min_length=1)
@@ -51,6 +52,7 @@ class CallSpec(BaseModel):
 
 class CandidateBody(BaseModel):
     """What the generator writes: exactly the parts of a task."""
+
     model_config = ConfigDict(extra="forbid")
     system: str = Field(min_length=1)
     prompt: str = Field(min_length=1)
@@ -59,8 +61,11 @@ class CandidateBody(BaseModel):
     answer: str | None = None
     verifiers: list[dict[str, Any]] = Field(min_length=1, description="EnterpriseOps-Gym verifier objects")
     entities: list[EntityRef] = Field(default_factory=list, description="existing records the task is about")
-    alternatives: list[list[CallSpec]] = Field(default_factory=list, description="other valid call sequences that "
-                                               "solve the task (another tool path); the verifiers must accept each")
+    alternatives: list[list[CallSpec]] = Field(
+        default_factory=list,
+        description="other valid call sequences that "
+        "solve the task (another tool path); the verifiers must accept each",
+    )
     documents: list[Document] = Field(default_factory=list, description="knowledge documents the agent is given")
 
 
@@ -76,13 +81,25 @@ class Candidate(BaseModel):
 # a JSON scalar: what an entity value or an expected value may be (an untyped `Any` has no grammar)
 _SCALAR = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]}
 # the verifier shape the generator prompt asks for (the lint still accepts every EnterpriseOps-Gym type)
-_VERIFIER = {"type": "object", "additionalProperties": False, "required": ["name", "verifier_type", "validation_config"],
-             "properties": {"name": {"type": "string", "minLength": 1}, "verifier_type": {"const": "database_state"},
-                            "validation_config": {
-                                "type": "object", "additionalProperties": False, "required": ["query", "expected_value"],
-                                "properties": {"query": {"type": "string", "minLength": 1}, "expected_value": _SCALAR,
-                                               "comparison_type": {"type": "string", "enum": [
-                                                   "equals", "greater_than", "less_than", "contains"]}}}}}
+_VERIFIER = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "verifier_type", "validation_config"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "verifier_type": {"const": "database_state"},
+        "validation_config": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query", "expected_value"],
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "expected_value": _SCALAR,
+                "comparison_type": {"type": "string", "enum": ["equals", "greater_than", "less_than", "contains"]},
+            },
+        },
+    },
+}
 
 
 def _typed(schema: dict) -> dict:
@@ -108,8 +125,12 @@ def candidate_schema() -> dict:
 def repair_schema(components: list[str]) -> dict:
     """A repair reply: exactly the implicated components, nothing else."""
     full = candidate_schema()
-    schema = {"type": "object", "properties": {c: full["properties"][c] for c in components},
-              "required": list(components), "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {c: full["properties"][c] for c in components},
+        "required": list(components),
+        "additionalProperties": False,
+    }
     if "$defs" in full:
         schema["$defs"] = full["$defs"]
     return schema
@@ -128,10 +149,11 @@ def _json_object(text: str) -> Any:
         if start < 0 or end <= start:
             raise CandidateParseError(f"no JSON object in the reply: {text[:200]!r}") from None
         try:
-            return json.loads(body[start:end + 1])
+            return json.loads(body[start : end + 1])
         except json.JSONDecodeError as e:
-            raise CandidateParseError(f"the reply's JSON does not parse ({e.msg} at column {e.colno}): "
-                                      f"{text[:200]!r}") from None
+            raise CandidateParseError(
+                f"the reply's JSON does not parse ({e.msg} at column {e.colno}): {text[:200]!r}"
+            ) from None
 
 
 def parse_body(text: str) -> CandidateBody:
@@ -161,15 +183,19 @@ def apply_repair(body: CandidateBody, changes: dict[str, Any]) -> CandidateBody:
         return CandidateBody.model_validate(merged)
     except ValidationError as e:
         err = e.errors()[0]
-        raise CandidateParseError(f"the repaired candidate is invalid: field "
-                                  f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
+        raise CandidateParseError(
+            f"the repaired candidate is invalid: field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
+        ) from None
 
 
 class GymSet(BaseModel):
     """The environment generated tasks run on: bundled gym names, or one local gym folder."""
+
     model_config = ConfigDict(extra="forbid")
     gyms: list[str] = Field(default_factory=list, description="bundled gyms (itsm, collab)")
-    gym_dir: Path | None = Field(None, description="a gym folder (schema.sql, seed.sql, tools.py) copied into each task")
+    gym_dir: Path | None = Field(
+        None, description="a gym folder (schema.sql, seed.sql, tools.py) copied into each task"
+    )
 
 
 def system_text(b: CandidateBody) -> str:
@@ -195,12 +221,17 @@ def write_task_folder(candidate: Candidate, dest: Path, env: GymSet) -> Path:
         (dest / "documents").mkdir(exist_ok=True)
         (dest / "documents" / f"{i:02d}.md").write_text(f"# {doc.title.strip()}\n\n{doc.text.strip()}\n")
     gyms = ", ".join(json.dumps(g) for g in env.gyms)
-    lineage = {"card": candidate.card_id, "kind": candidate.kind, **({"parent": candidate.parent_id} if candidate.parent_id else {})}
+    lineage = {
+        "card": candidate.card_id,
+        "kind": candidate.kind,
+        **({"parent": candidate.parent_id} if candidate.parent_id else {}),
+    }
     meta = "\n".join(f"synth_{k} = {json.dumps(v)}" for k, v in lineage.items())
     (dest / "task.toml").write_text(
         f'version = "1.0"\n\n[metadata]\nauthor_name = "agentmill synth"\ncategory = "synth"\n{meta}\n\n'
-        f'[agent]\ntimeout_sec = 300.0\n\n[verifier]\ntimeout_sec = 120.0\n\n'
-        f'[environment]\nkind = "tools"\n' + (f"gyms = [{gyms}]\n" if gyms else ""))
+        f"[agent]\ntimeout_sec = 300.0\n\n[verifier]\ntimeout_sec = 120.0\n\n"
+        f'[environment]\nkind = "tools"\n' + (f"gyms = [{gyms}]\n" if gyms else "")
+    )
     if env.gym_dir is not None:
         shutil.copytree(env.gym_dir, dest / "environment" / "gym", ignore=shutil.ignore_patterns("__pycache__"))
     if b.seed_sql.strip():
@@ -208,5 +239,6 @@ def write_task_folder(candidate: Candidate, dest: Path, env: GymSet) -> Path:
     (dest / "tests" / "verifiers.json").write_text(json.dumps(b.verifiers, indent=1))
     calls = [c.model_dump() for c in b.calls]
     (dest / "solution" / "calls.json").write_text(
-        json.dumps({"calls": calls, "answer": b.answer} if b.answer else calls, indent=1))
+        json.dumps({"calls": calls, "answer": b.answer} if b.answer else calls, indent=1)
+    )
     return dest

@@ -12,8 +12,15 @@ from collections.abc import Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 # The fields the generator reads, in order; the barrier checks exactly these.
-GENERATOR_FIELDS = ("capability", "tools", "workflow", "target_failure", "teacher_success",
-                    "end_state_properties", "variable_dimensions")
+GENERATOR_FIELDS = (
+    "capability",
+    "tools",
+    "workflow",
+    "target_failure",
+    "teacher_success",
+    "end_state_properties",
+    "variable_dimensions",
+)
 
 
 class CapabilityCard(BaseModel):
@@ -33,8 +40,12 @@ class CapabilityCard(BaseModel):
     def writer_schema(cls) -> dict:
         """The card writer's reply: the generator's fields only (ids and provenance are ours)."""
         full = cls.model_json_schema()
-        return {"type": "object", "additionalProperties": False, "required": list(GENERATOR_FIELDS),
-                "properties": {f: full["properties"][f] for f in GENERATOR_FIELDS}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(GENERATOR_FIELDS),
+            "properties": {f: full["properties"][f] for f in GENERATOR_FIELDS},
+        }
 
     def generator_view(self) -> dict:
         return self.model_dump(include=set(GENERATOR_FIELDS))

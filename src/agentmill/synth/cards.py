@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agentmill.agents.tools import ToolsAgent
 from agentmill.errors import AgentmillError
 from agentmill.models.client import ModelClient
-from agentmill.agents.tools import ToolsAgent
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.folder import resolve_run_dir
 from agentmill.rollout.ledger import Ledger
@@ -70,17 +70,21 @@ def _trajectory_text(run_dir: Path, task: str, want_pass: bool) -> str | None:
         path = run_dir / "trials" / r["trial_id"] / "trajectory.json"
         if path.is_file():
             steps = json.loads(path.read_text()).get("steps", [])
-            return dumps([{k: s.get(k) for k in ("source", "message", "tool_calls", "observation") if s.get(k)}
-                          for s in steps])[:30000]
+            return dumps(
+                [{k: s.get(k) for k in ("source", "message", "tool_calls", "observation") if s.get(k)} for s in steps]
+            )[:30000]
     return None
 
 
-async def write_card(client: ModelClient, task_dir: Path, target_traj: str, teacher_traj: str,
-                     prompts: Path | None) -> CapabilityCard | str:
+async def write_card(
+    client: ModelClient, task_dir: Path, target_traj: str, teacher_traj: str, prompts: Path | None
+) -> CapabilityCard | str:
     """The card, or why none could be written."""
     task = Path(task_dir).name
-    user = (f"Task prompt:\n{(Path(task_dir) / 'instruction.md').read_text()}\n\n"
-            f"Target model's failing trajectory:\n{target_traj}\n\nTeacher's successful trajectory:\n{teacher_traj}")
+    user = (
+        f"Task prompt:\n{(Path(task_dir) / 'instruction.md').read_text()}\n\n"
+        f"Target model's failing trajectory:\n{target_traj}\n\nTeacher's successful trajectory:\n{teacher_traj}"
+    )
     reply = await ask_json(client, load_prompt("card", prompts), user, CapabilityCard.writer_schema())
     if not isinstance(reply.data, dict):
         return f"card writer reply unusable: {reply.error}"
@@ -96,14 +100,23 @@ async def write_card(client: ModelClient, task_dir: Path, target_traj: str, teac
 async def diagnosis_rollout(tasks_dir: Path, run_dir: Path, client: ModelClient, attempts: int, max_turns: int) -> None:
     """The `tools` agent of one model on the evaluation tasks, k attempts each: a normal, resumable rollout."""
     tasks = load_dataset(tasks_dir).tasks
-    config = RolloutConfig(dataset=str(tasks_dir), task_hashes={t.name: t.content_hash for t in tasks},
-                           agent=ToolsAgent.name, agent_version=ToolsAgent.version, model=client.model,
-                           sampling=client.sampling, max_turns=max_turns, attempts=attempts, base_url=client.base_url)
+    config = RolloutConfig(
+        dataset=str(tasks_dir),
+        task_hashes={t.name: t.content_hash for t in tasks},
+        agent=ToolsAgent.name,
+        agent_version=ToolsAgent.version,
+        model=client.model,
+        sampling=client.sampling,
+        max_turns=max_turns,
+        attempts=attempts,
+        base_url=client.base_url,
+    )
     await run_rollout(config, tasks, run_dir, client=client)
 
 
-async def cards_from_diagnosis(config: SynthConfig, clients: dict[str, ModelClient],
-                               store: SynthStore) -> tuple[list[CapabilityCard], list[str]]:
+async def cards_from_diagnosis(
+    config: SynthConfig, clients: dict[str, ModelClient], store: SynthStore
+) -> tuple[list[CapabilityCard], list[str]]:
     d = config.diagnosis
     client = clients["card_writer"]
     if d.run_rollouts:
@@ -117,7 +130,9 @@ async def cards_from_diagnosis(config: SynthConfig, clients: dict[str, ModelClie
         if t.label not in labels:
             continue
         target = _trajectory_text(d.target_run, t.task, want_pass=False)
-        teacher = _trajectory_text(d.teacher_run, t.task, want_pass=True) or _trajectory_text(d.teacher_run, t.task, False)
+        teacher = _trajectory_text(d.teacher_run, t.task, want_pass=True) or _trajectory_text(
+            d.teacher_run, t.task, False
+        )
         if target is None or teacher is None:
             problems.append(f"{t.task}: no trajectories to read")
             continue
@@ -128,8 +143,10 @@ async def cards_from_diagnosis(config: SynthConfig, clients: dict[str, ModelClie
         leaks = check_card_against_task(card, d.tasks / t.task, config.barrier or BarrierConfig())
         if leaks:
             store.barrier_rejection(card, [leak.model_dump() for leak in leaks])
-            problems.append(f"{t.task}: card rejected by the information barrier: {leaks[0].kind} {leaks[0].value!r} "
-                            f"in {leaks[0].field}")
+            problems.append(
+                f"{t.task}: card rejected by the information barrier: {leaks[0].kind} {leaks[0].value!r} "
+                f"in {leaks[0].field}"
+            )
             continue
         cards.append(card)
     return cards, problems

@@ -41,6 +41,15 @@ def role_probes(config: SynthConfig, where: str) -> list:
     from agentmill.models.preflight import Probe
     from agentmill.models.session import served_name
 
-    return [Probe(role=role, base_url=rc.base_url, model=served_name(rc.model), api_key_env=rc.api_key_env,
-                  key_hint=f"[roles.{role}] api_key_env in {where}", tools=role in TOOL_ROLES)
-            for role, rc in sorted(config.roles.items()) if not rc.is_local and rc.base_url]
+    return [
+        Probe(
+            role=role,
+            base_url=rc.base_url,
+            model=served_name(rc.model),
+            api_key_env=rc.api_key_env,
+            key_hint=f"[roles.{role}] api_key_env in {where}",
+            tools=role in TOOL_ROLES,
+        )
+        for role, rc in sorted(config.roles.items())
+        if not rc.is_local and rc.base_url
+    ]

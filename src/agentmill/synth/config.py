@@ -36,7 +36,7 @@ class _Strict(BaseModel):
 
 
 class RoleConfig(_Strict):
-    base_url: str | None = Field(None, description="the endpoint; not for model = \"local\" (the embedded SmolLM2)")
+    base_url: str | None = Field(None, description='the endpoint; not for model = "local" (the embedded SmolLM2)')
     model: str
     api_key_env: str | None = None
     temperature: float = Field(0.7, ge=0)
@@ -50,7 +50,7 @@ class RoleConfig(_Strict):
     json_schema: bool = Field(True, description="ask for schema-constrained JSON where the role answers JSON")
 
     @model_validator(mode="after")
-    def _endpoint(self) -> "RoleConfig":
+    def _endpoint(self) -> RoleConfig:
         if self.base_url is None and self.model != LOCAL_MODEL:
             raise ValueError(f"model '{self.model}' needs base_url (or use model = \"{LOCAL_MODEL}\")")
         return self
@@ -60,17 +60,28 @@ class RoleConfig(_Strict):
         return self.model == LOCAL_MODEL
 
     def sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed)
+        return SamplingParams(
+            temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens, seed=self.seed
+        )
 
     def client(self, local_url: str | None = None, role: str = "NAME") -> ModelClient:
         """`local_url`: where the embedded model is served, for a role with model = "local"."""
         if self.is_local and local_url is None:
-            raise AgentmillError("the embedded model is not running (open the roles with synth.clients.open_role_clients)")
-        return ModelClient.from_env(base_url=local_url if self.is_local else self.base_url,
-                                    model=served_name(self.model), api_key_env=self.api_key_env,
-                                    key_hint=f"[roles.{role}] api_key_env",
-                                    sampling=self.sampling(), timeout=self.timeout, max_retries=self.max_retries,
-                                    backoff_base=0.2, max_concurrency=self.concurrency, prices=self.prices)
+            raise AgentmillError(
+                "the embedded model is not running (open the roles with synth.clients.open_role_clients)"
+            )
+        return ModelClient.from_env(
+            base_url=local_url if self.is_local else self.base_url,
+            model=served_name(self.model),
+            api_key_env=self.api_key_env,
+            key_hint=f"[roles.{role}] api_key_env",
+            sampling=self.sampling(),
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff_base=0.2,
+            max_concurrency=self.concurrency,
+            prices=self.prices,
+        )
 
 
 class BallotConfig(_Strict):
@@ -82,7 +93,7 @@ class BallotConfig(_Strict):
     concurrency: int = Field(6, ge=1)
 
     @model_validator(mode="after")
-    def _reachable(self) -> "BallotConfig":
+    def _reachable(self) -> BallotConfig:
         if self.solver_min_solves > self.k:
             raise ValueError(f"solver_min_solves {self.solver_min_solves} > k {self.k}: no candidate could pass")
         return self
@@ -110,14 +121,25 @@ class SynthSettings(_Strict):
     cards: Path | None = Field(None, description="JSONL of capability cards (else [diagnosis] writes them)")
     prompts: Path | None = Field(None, description="a folder overriding the bundled prompt files")
     semantic_min_score: float = Field(6.0, ge=0, le=10)
-    benchmarks: list[Path] = Field(default_factory=list, description="evaluation task folders no sample may overlap "
-                                   "(the diagnosis tasks always count)")
-    duplicate_threshold: float = Field(0.85, gt=0, le=1, description="request/state/calls similarity (Jaccard of word "
-                                       "3-grams) at which a candidate repeats an accepted sample")
+    benchmarks: list[Path] = Field(
+        default_factory=list,
+        description="evaluation task folders no sample may overlap (the diagnosis tasks always count)",
+    )
+    duplicate_threshold: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="request/state/calls similarity (Jaccard of word "
+        "3-grams) at which a candidate repeats an accepted sample",
+    )
     outage_pause_s: float = Field(30.0, ge=0, description="first pause when an endpoint or sandbox fails (doubles)")
     outage_retries: int = Field(3, ge=0, description="pauses before a box ends interrupted")
-    max_tokens: int | None = Field(None, gt=0, description="budget: prompt + completion tokens of every role, all runs "
-                                   "of this folder together; no box starts once it is spent")
+    max_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="budget: prompt + completion tokens of every role, all runs "
+        "of this folder together; no box starts once it is spent",
+    )
     max_cost_usd: float | None = Field(None, gt=0, description="budget: cost of every priced role, all runs together")
 
 
@@ -130,7 +152,7 @@ class SynthConfig(_Strict):
     roles: dict[str, RoleConfig]
 
     @model_validator(mode="after")
-    def _complete(self) -> "SynthConfig":
+    def _complete(self) -> SynthConfig:
         needed = list(ROLES) if self.ballot.enabled else [r for r in ROLES if r not in ("target", "solver")]
         if self.diagnosis is not None:
             needed.append("card_writer")
@@ -150,7 +172,11 @@ def _resolve(cfg: SynthConfig, base: Path) -> SynthConfig:
     def fix(p: Path | None) -> Path | None:
         return None if p is None else (p if p.is_absolute() else (base / p).resolve())
 
-    cfg.synth.cards, cfg.synth.prompts, cfg.env.gym_dir = fix(cfg.synth.cards), fix(cfg.synth.prompts), fix(cfg.env.gym_dir)
+    cfg.synth.cards, cfg.synth.prompts, cfg.env.gym_dir = (
+        fix(cfg.synth.cards),
+        fix(cfg.synth.prompts),
+        fix(cfg.env.gym_dir),
+    )
     cfg.synth.benchmarks = [fix(p) for p in cfg.synth.benchmarks]
     if cfg.diagnosis is not None:
         d = cfg.diagnosis
@@ -165,13 +191,17 @@ def _check_gyms(env: GymSet, path: Path) -> None:
     known = bundled_gym_names()
     for name in env.gyms:
         if name not in known:
-            raise AgentmillError(f"{path}: field 'env.gyms': unknown gym {name!r} (bundled: {', '.join(known)}; "
-                                 "or gym_dir = a gym folder)")
+            raise AgentmillError(
+                f"{path}: field 'env.gyms': unknown gym {name!r} (bundled: {', '.join(known)}; "
+                "or gym_dir = a gym folder)"
+            )
     if env.gym_dir is not None:
         missing = [f for f in ("schema.sql", "tools.py") if not (env.gym_dir / f).is_file()]
         if not env.gym_dir.is_dir() or missing:
-            raise AgentmillError(f"{path}: field 'env.gym_dir': {env.gym_dir}: "
-                                 + ("no such folder" if not env.gym_dir.is_dir() else f"not a gym (no {', '.join(missing)})"))
+            raise AgentmillError(
+                f"{path}: field 'env.gym_dir': {env.gym_dir}: "
+                + ("no such folder" if not env.gym_dir.is_dir() else f"not a gym (no {', '.join(missing)})")
+            )
 
 
 def load_config(path: Path) -> SynthConfig:
@@ -188,7 +218,9 @@ def load_config(path: Path) -> SynthConfig:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         # a check across fields has no location: its message names what is wrong
-        raise AgentmillError(f"{path}: " + (f"field '{field}': " if field else "") + err["msg"].removeprefix("Value error, ")) from None
+        raise AgentmillError(
+            f"{path}: " + (f"field '{field}': " if field else "") + err["msg"].removeprefix("Value error, ")
+        ) from None
     cfg = _resolve(cfg, path.parent.resolve())
     _check_gyms(cfg.env, path)
     for bench in cfg.synth.benchmarks:

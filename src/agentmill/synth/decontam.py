@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.recipe.records import TaskEntry
 from agentmill.recipe.stages.task_filters.decontaminate import Params, build_index, verdict
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.tasks.model import Task
 
 SHARED_FILES = ["task.toml", "environment/Dockerfile", "environment/gym/*", "system.md"]

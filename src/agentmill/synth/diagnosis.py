@@ -30,7 +30,7 @@ class Thresholds(BaseModel):
     avoid_min: float = Field(2 / 3, ge=0, le=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Thresholds":
+    def _ordered(self) -> Thresholds:
         if self.target_max >= self.avoid_min:
             raise ValueError(f"target_max ({self.target_max}) must be below avoid_min ({self.avoid_min})")
         return self
@@ -42,7 +42,7 @@ class TaskPasses(BaseModel):
     passes: int = Field(ge=0)
 
     @model_validator(mode="after")
-    def _bounded(self) -> "TaskPasses":
+    def _bounded(self) -> TaskPasses:
         if self.passes > self.attempts:
             raise ValueError(f"passes ({self.passes}) exceed attempts ({self.attempts})")
         return self
@@ -86,18 +86,21 @@ def classify_task(task: str, target: TaskPasses, teacher: TaskPasses, th: Thresh
         return out("undecided", "no attempted teacher trials")
     if s >= th.teacher_min - EPS:
         return out("teach", f"target {target.passes}/{target.attempts}, teacher {teacher.passes}/{teacher.attempts}")
-    return out("stretch", f"both fail: target {target.passes}/{target.attempts}, "
-                          f"teacher {teacher.passes}/{teacher.attempts}")
+    return out(
+        "stretch", f"both fail: target {target.passes}/{target.attempts}, teacher {teacher.passes}/{teacher.attempts}"
+    )
 
 
-def classify(target: dict[str, TaskPasses], teacher: dict[str, TaskPasses],
-             thresholds: Thresholds | None = None) -> Diagnosis:
+def classify(
+    target: dict[str, TaskPasses], teacher: dict[str, TaskPasses], thresholds: Thresholds | None = None
+) -> Diagnosis:
     """Every task seen by either model, in name order; a side with no trials counts as 0/0."""
     th = thresholds or Thresholds()
     empty = TaskPasses(attempts=0, passes=0)
     tasks = sorted(set(target) | set(teacher))
-    return Diagnosis(thresholds=th, tasks=[classify_task(n, target.get(n, empty), teacher.get(n, empty), th)
-                                           for n in tasks])
+    return Diagnosis(
+        thresholds=th, tasks=[classify_task(n, target.get(n, empty), teacher.get(n, empty), th) for n in tasks]
+    )
 
 
 def read_pass_counts(run_dir: Path) -> dict[str, TaskPasses]:

@@ -22,8 +22,9 @@ class JsonReply:
 async def ask_json(client: ModelClient, system: str, user: str, schema: dict | None = None) -> JsonReply:
     """`schema`: asked for as constrained decoding where the endpoint supports it; the reply is parsed anyway."""
     try:
-        reply = await client.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                                  json_schema=schema)
+        reply = await client.chat(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}], json_schema=schema
+        )
     except EndpointError as e:
         return JsonReply(None, "", f"endpoint failed: {e}", endpoint_failed=True)
     except ContextExceededError as e:

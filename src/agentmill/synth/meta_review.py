@@ -38,10 +38,16 @@ def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int, *, at_
     boxes = store.finished_boxes("target") if at_boxes is None else at_boxes
     cards = store.cards()
     accepted = store.accepted_counts()
-    progress = {c["card_id"]: (accepted.get(c["card_id"], 0) / c["target_count"]) if c["target_count"] else 1.0 for c in cards}
+    progress = {
+        c["card_id"]: (accepted.get(c["card_id"], 0) / c["target_count"]) if c["target_count"] else 1.0 for c in cards
+    }
     mean = sum(progress.values()) / len(progress) if progress else 0.0
-    finished = {r["card_id"]: r["n"] for r in store.rows(
-        "SELECT card_id, COUNT(*) AS n FROM candidates WHERE kind = 'target' AND state IN ('accepted', 'rejected') GROUP BY card_id")}
+    finished = {
+        r["card_id"]: r["n"]
+        for r in store.rows(
+            "SELECT card_id, COUNT(*) AS n FROM candidates WHERE kind = 'target' AND state IN ('accepted', 'rejected') GROUP BY card_id"
+        )
+    }
     # the diagnoses written since the last review (by row, not by time: an attempt that started before
     # the last review but was diagnosed after it is still news)
     last = store.rows("SELECT review FROM meta_reviews ORDER BY n DESC LIMIT 1")
@@ -73,9 +79,18 @@ def meta_review(store: SynthStore, scheduler: Scheduler, flag_after: int, *, at_
         lines.append("Make the workflow need every step of the card; the target solves the current ones.")
     cov = coverage(store)
     lines += guidance(cov)
-    review = {"after_boxes": boxes, "progress": {k: round(v, 3) for k, v in progress.items()}, "multipliers": weights,
-              "over_represented": over, "gaps": gaps, "flagged": flagged, "diagnoses": dict(counts),
-              "systematic": systematic, "guidance": " ".join(lines), **cov,
-              "diagnoses_upto": recent[-1]["id"] if recent else since}
+    review = {
+        "after_boxes": boxes,
+        "progress": {k: round(v, 3) for k, v in progress.items()},
+        "multipliers": weights,
+        "over_represented": over,
+        "gaps": gaps,
+        "flagged": flagged,
+        "diagnoses": dict(counts),
+        "systematic": systematic,
+        "guidance": " ".join(lines),
+        **cov,
+        "diagnoses_upto": recent[-1]["id"] if recent else since,
+    }
     store.add_meta_review(boxes, review)
     return review

@@ -33,10 +33,23 @@ def write_jsonl(store: SynthStore) -> Path:
     rows = []
     for c in store.accepted():
         b = c.body
-        rows.append(json.dumps({"id": c.candidate_id, "card_id": c.card_id, "kind": c.kind, "parent_id": c.parent_id,
-                                "system_prompt": b.system, "user_prompt": b.prompt, "seed_sql": b.seed_sql,
-                                "calls": [x.model_dump() for x in b.calls], "answer": b.answer,
-                                "verifiers": b.verifiers}, ensure_ascii=False))
+        rows.append(
+            json.dumps(
+                {
+                    "id": c.candidate_id,
+                    "card_id": c.card_id,
+                    "kind": c.kind,
+                    "parent_id": c.parent_id,
+                    "system_prompt": b.system,
+                    "user_prompt": b.prompt,
+                    "seed_sql": b.seed_sql,
+                    "calls": [x.model_dump() for x in b.calls],
+                    "answer": b.answer,
+                    "verifiers": b.verifiers,
+                },
+                ensure_ascii=False,
+            )
+        )
     path = store.out / "accepted.jsonl"
     write_text_atomic(path, "".join(r + "\n" for r in rows))
     return path

@@ -14,10 +14,9 @@ from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.synth.box import BoxEnv, run_box
 from agentmill.synth.budget import Budget
-from agentmill.synth.candidate import Candidate, CandidateBody, CallSpec, GymSet, write_task_folder
-from agentmill.synth.clients import open_role_clients
+from agentmill.synth.candidate import CallSpec, Candidate, CandidateBody, GymSet, write_task_folder
 from agentmill.synth.cards import cards_from_diagnosis, read_cards
-from agentmill.synth.user_cards import barrier_user_cards
+from agentmill.synth.clients import open_role_clients
 from agentmill.synth.config import SynthConfig
 from agentmill.synth.decontam import eval_sets
 from agentmill.synth.gates import default_gates
@@ -25,15 +24,23 @@ from agentmill.synth.meta_review import review_if_due
 from agentmill.synth.output import materialize
 from agentmill.synth.scheduler import CardQuota, Scheduler, run_workers
 from agentmill.synth.store import SynthStore
+from agentmill.synth.user_cards import barrier_user_cards
 from agentmill.tasks.tool_task import load_tool_task
 
 
 async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -> str:
     """The gyms' schema SQL and tool signatures, as the generator reads them. The tools are introspected
     inside a sandbox (tools.py is task code)."""
-    probe = Candidate(candidate_id="probe", card_id="probe", body=CandidateBody(
-        system="-", prompt="-", calls=[CallSpec(tool="-")],
-        verifiers=[{"name": "probe", "verifier_type": "tool_execution", "validation_config": {}}]))
+    probe = Candidate(
+        candidate_id="probe",
+        card_id="probe",
+        body=CandidateBody(
+            system="-",
+            prompt="-",
+            calls=[CallSpec(tool="-")],
+            verifiers=[{"name": "probe", "verifier_type": "tool_execution", "validation_config": {}}],
+        ),
+    )
     task = load_tool_task(write_task_folder(probe, work / "probe", env))
     async with task_sandbox(task, builder=builder) as sb:
         await prepare_tool_state(task, sb)
@@ -41,8 +48,14 @@ async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -
     parts = []
     for g in task.tool_spec.gyms:
         parts.append(f"## gym '{g.name}' tables (schema.sql)\n{(g.path / 'schema.sql').read_text()}")
-    parts.append("## tools\n" + "\n".join(f"- {t['name']}({', '.join(t['parameters'].get('properties', {}))}): "
-                                          f"{t['description'].splitlines()[0] if t['description'] else ''}" for t in tools))
+    parts.append(
+        "## tools\n"
+        + "\n".join(
+            f"- {t['name']}({', '.join(t['parameters'].get('properties', {}))}): "
+            f"{t['description'].splitlines()[0] if t['description'] else ''}"
+            for t in tools
+        )
+    )
     return "\n\n".join(parts)
 
 
@@ -92,8 +105,9 @@ async def run_synth(config: SynthConfig, out: Path, *, builder: ImageBuilder | N
         store.close()
 
 
-async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: ImageBuilder, on_event,
-               started: float) -> dict:
+async def _run(
+    config: SynthConfig, store: SynthStore, clients: dict, builder: ImageBuilder, on_event, started: float
+) -> dict:
     store.set_meta("config", config.model_dump_json())
     interrupted = store.interrupt_open()
     materialize(store, config.env)
@@ -104,12 +118,28 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
     if environment is None:
         environment = await describe_environment(config.env, builder, store.out / "work")
         store.set_meta("environment", environment)
-    env = BoxEnv(config=config, store=store, clients=clients, gates=default_gates(config.ballot.enabled, eval_sets(config)),
-                 builder=builder, environment=environment, on_event=on_event)
+    env = BoxEnv(
+        config=config,
+        store=store,
+        clients=clients,
+        gates=default_gates(config.ballot.enabled, eval_sets(config)),
+        builder=builder,
+        environment=environment,
+        on_event=on_event,
+    )
     accepted = store.accepted_counts()
-    scheduler = Scheduler([CardQuota(card_id=c["card_id"], target_count=c["target_count"],
-                                     accepted=accepted.get(c["card_id"], 0), multiplier=c["multiplier"])
-                           for c in store.cards()], seed=config.synth.seed)
+    scheduler = Scheduler(
+        [
+            CardQuota(
+                card_id=c["card_id"],
+                target_count=c["target_count"],
+                accepted=accepted.get(c["card_id"], 0),
+                multiplier=c["multiplier"],
+            )
+            for c in store.cards()
+        ],
+        seed=config.synth.seed,
+    )
     scheduler.next_index = store.next_slot()
     lock = asyncio.Lock()
 
@@ -130,14 +160,25 @@ async def _run(config: SynthConfig, store: SynthStore, clients: dict, builder: I
 
     budget = Budget(config.synth, store, clients)
     # interrupted boxes gave their slots back (store.slots_used); slot indexes stay unique (next_index)
-    await run_workers(scheduler, target_box, config.synth.workers, max(0, config.synth.max_slots - store.slots_used()),
-                      stop=budget.exhausted)
+    await run_workers(
+        scheduler,
+        target_box,
+        config.synth.workers,
+        max(0, config.synth.max_slots - store.slots_used()),
+        stop=budget.exhausted,
+    )
     await _multiply(env, config, budget)
     seconds = time.monotonic() - started
     store.set_meta("seconds", str(float(store.get_meta("seconds") or 0) + seconds))
-    return {"interrupted_before": interrupted, "card_problems": problems,
-            "accepted": len(store.accepted("target")), "multiplied": len(store.accepted("multiply")),
-            "gate_seconds": env.gate_seconds, "seconds": seconds, "budget_spent": budget.spent}
+    return {
+        "interrupted_before": interrupted,
+        "card_problems": problems,
+        "accepted": len(store.accepted("target")),
+        "multiplied": len(store.accepted("multiply")),
+        "gate_seconds": env.gate_seconds,
+        "seconds": seconds,
+        "budget_spent": budget.spent,
+    }
 
 
 async def _multiply(env: BoxEnv, config: SynthConfig, budget: Budget) -> None:

@@ -62,8 +62,9 @@ class Scheduler:
         if total <= 0:
             return None
         r = random.Random(f"{self.seed}:{self.next_index}").random() * total
-        chosen = next((cid for cid, w in weights if w > 0 and (r := r - w) < 0),
-                      [cid for cid, w in weights if w > 0][-1])  # float round-off falls to the last live card
+        chosen = next(
+            (cid for cid, w in weights if w > 0 and (r := r - w) < 0), [cid for cid, w in weights if w > 0][-1]
+        )  # float round-off falls to the last live card
         slot = Slot(index=self.next_index, card_id=chosen)
         self.next_index += 1
         self.in_flight[chosen] += 1
@@ -77,8 +78,13 @@ class Scheduler:
             self.quotas[slot.card_id].accepted += 1
 
 
-async def run_workers(scheduler: Scheduler, work: Callable[[Slot], Awaitable[bool]], workers: int,
-                      max_slots: int, stop: Callable[[], bool] | None = None) -> list[SlotResult]:
+async def run_workers(
+    scheduler: Scheduler,
+    work: Callable[[Slot], Awaitable[bool]],
+    workers: int,
+    max_slots: int,
+    stop: Callable[[], bool] | None = None,
+) -> list[SlotResult]:
     """`workers` concurrent loops, each taking the next slot when its last one is done, until every
     card is at its target, `max_slots` slots have started or `stop()` says so (a spent budget: slots
     already running finish). `work` returns whether it accepted."""

@@ -12,7 +12,9 @@ from agentmill.synth.store import SynthStore
 def synth_tasks_dir(out: Path | str) -> Path:
     out = Path(out).expanduser()
     if not (out / SynthStore.FILE).is_file():
-        raise AgentmillError(f"{out}: not a synth output folder (no {SynthStore.FILE}; made by `agentmill synth run --out`)")
+        raise AgentmillError(
+            f"{out}: not a synth output folder (no {SynthStore.FILE}; made by `agentmill synth run --out`)"
+        )
     tasks = out / "tasks"
     if not tasks.is_dir():
         raise AgentmillError(f"{out}: a synth output folder with no tasks/ yet (nothing accepted so far)")

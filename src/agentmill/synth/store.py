@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
-from agentmill.synth.card import CapabilityCard
 from agentmill.synth.candidate import Candidate
+from agentmill.synth.card import CapabilityCard
 from agentmill.synth.critic import Diagnosis
 from agentmill.synth.gates.base import GateResult
 
@@ -76,7 +76,7 @@ class SynthStore:
         self.db.executescript(SCHEMA)
 
     @classmethod
-    def open_existing(cls, out: Path) -> "SynthStore":
+    def open_existing(cls, out: Path) -> SynthStore:
         if not (Path(out) / cls.FILE).is_file():
             raise AgentmillError(f"{out}: not a synth output folder (no {cls.FILE}; run `agentmill synth run` first)")
         return cls(out)
@@ -101,12 +101,16 @@ class SynthStore:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        (key, value))
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     def add_card(self, card: CapabilityCard, target_count: int) -> None:
-        self.db.execute("INSERT OR IGNORE INTO cards (card_id, source_task, card, target_count) VALUES (?, ?, ?, ?)",
-                        (card.card_id, card.source_task, card.model_dump_json(), target_count))
+        self.db.execute(
+            "INSERT OR IGNORE INTO cards (card_id, source_task, card, target_count) VALUES (?, ?, ?, ?)",
+            (card.card_id, card.source_task, card.model_dump_json(), target_count),
+        )
 
     def cards(self) -> list[dict]:
         return [dict(r) for r in self.db.execute("SELECT * FROM cards ORDER BY card_id")]
@@ -116,27 +120,40 @@ class SynthStore:
         return CapabilityCard.model_validate_json(row[0])
 
     def set_multiplier(self, card_id: str, multiplier: float, flagged: str | None) -> None:
-        self.db.execute("UPDATE cards SET multiplier = ?, flagged = ? WHERE card_id = ?", (multiplier, flagged, card_id))
+        self.db.execute(
+            "UPDATE cards SET multiplier = ?, flagged = ? WHERE card_id = ?", (multiplier, flagged, card_id)
+        )
 
     def barrier_rejection(self, card: CapabilityCard, leaks: list[dict]) -> None:
-        self.db.execute("INSERT INTO barrier (card_id, source_task, leaks, at) VALUES (?, ?, ?, ?)",
-                        (card.card_id, card.source_task, json.dumps(leaks), time.time()))
+        self.db.execute(
+            "INSERT INTO barrier (card_id, source_task, leaks, at) VALUES (?, ?, ?, ?)",
+            (card.card_id, card.source_task, json.dumps(leaks), time.time()),
+        )
 
     # -- candidates and attempts -------------------------------------------------------------------
 
     def interrupt_open(self) -> int:
-        return self.db.execute("UPDATE candidates SET state = 'interrupted', reason = 'the run was killed', "
-                               "finished = ? WHERE state = 'open'", (time.time(),)).rowcount
+        return self.db.execute(
+            "UPDATE candidates SET state = 'interrupted', reason = 'the run was killed', "
+            "finished = ? WHERE state = 'open'",
+            (time.time(),),
+        ).rowcount
 
     def slots_used(self) -> int:
         """Target slots that count against max_slots: a box an outage or a kill ended `interrupted`
         gives its slot back, so a later run spends it again."""
-        return self.db.execute("SELECT COUNT(*) FROM candidates WHERE slot IS NOT NULL AND state != 'interrupted'").fetchone()[0]
+        return self.db.execute(
+            "SELECT COUNT(*) FROM candidates WHERE slot IS NOT NULL AND state != 'interrupted'"
+        ).fetchone()[0]
 
     def interrupted_since(self, started: float) -> list[str]:
         """The reasons of boxes ended `interrupted` since `started` (time.time())."""
-        return [r[0] for r in self.db.execute("SELECT reason FROM candidates WHERE state = 'interrupted' AND started >= ?",
-                                              (started,))]
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT reason FROM candidates WHERE state = 'interrupted' AND started >= ?", (started,)
+            )
+        ]
 
     def next_slot(self) -> int:
         row = self.db.execute("SELECT MAX(slot) FROM candidates").fetchone()
@@ -146,53 +163,86 @@ class SynthStore:
         row = self.db.execute("SELECT state FROM candidates WHERE candidate_id = ?", (candidate_id,)).fetchone()
         return row[0] if row else None
 
-    def start_candidate(self, candidate_id: str, card_id: str, kind: str, parent_id: str | None, slot: int | None) -> None:
+    def start_candidate(
+        self, candidate_id: str, card_id: str, kind: str, parent_id: str | None, slot: int | None
+    ) -> None:
         if kind == "multiply":
-            parent = self.db.execute("SELECT c.kind, a.candidate_id AS acc FROM candidates c LEFT JOIN acceptances a "
-                                     "USING (candidate_id) WHERE c.candidate_id = ?", (parent_id,)).fetchone()
+            parent = self.db.execute(
+                "SELECT c.kind, a.candidate_id AS acc FROM candidates c LEFT JOIN acceptances a "
+                "USING (candidate_id) WHERE c.candidate_id = ?",
+                (parent_id,),
+            ).fetchone()
             if parent is None or parent["acc"] is None:
                 raise LineageError(f"{candidate_id}: parent {parent_id!r} is not an accepted sample")
             if parent["kind"] != "target":
-                raise LineageError(f"{candidate_id}: parent {parent_id} is a multiply sample; only target samples seed variants")
+                raise LineageError(
+                    f"{candidate_id}: parent {parent_id} is a multiply sample; only target samples seed variants"
+                )
         elif parent_id is not None:
             raise LineageError(f"{candidate_id}: a target candidate has no parent")
-        self.db.execute("INSERT INTO candidates (candidate_id, card_id, kind, parent_id, slot, state, started) "
-                        "VALUES (?, ?, ?, ?, ?, 'open', ?)", (candidate_id, card_id, kind, parent_id, slot, time.time()))
+        self.db.execute(
+            "INSERT INTO candidates (candidate_id, card_id, kind, parent_id, slot, state, started) "
+            "VALUES (?, ?, ?, ?, ?, 'open', ?)",
+            (candidate_id, card_id, kind, parent_id, slot, time.time()),
+        )
 
     def add_attempt(self, candidate_id: str, n: int, origin: str, body: str | None, raw: str, error: str | None) -> int:
-        cur = self.db.execute("INSERT INTO attempts (candidate_id, n, origin, body, raw, error, started) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              (candidate_id, n, origin, body, raw[:20000], error, time.time()))
+        cur = self.db.execute(
+            "INSERT INTO attempts (candidate_id, n, origin, body, raw, error, started) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (candidate_id, n, origin, body, raw[:20000], error, time.time()),
+        )
         return cur.lastrowid
 
     def finish_attempt(self, attempt_id: int, seconds: float) -> None:
         self.db.execute("UPDATE attempts SET seconds = ? WHERE attempt_id = ?", (seconds, attempt_id))
 
     def add_gate(self, attempt_id: int, r: GateResult) -> None:
-        self.db.execute("INSERT INTO gate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (attempt_id, r.gate, int(r.passed), r.code, r.fault, r.category, r.message,
-                         json.dumps(r.details, default=str)[:200000], r.seconds))
+        self.db.execute(
+            "INSERT INTO gate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                attempt_id,
+                r.gate,
+                int(r.passed),
+                r.code,
+                r.fault,
+                r.category,
+                r.message,
+                json.dumps(r.details, default=str)[:200000],
+                r.seconds,
+            ),
+        )
 
     def add_diagnosis(self, attempt_id: int, d: Diagnosis) -> None:
-        self.db.execute("INSERT INTO diagnoses VALUES (?, ?, ?, ?, ?)",
-                        (attempt_id, d.category, json.dumps(d.components), d.explanation, d.by))
+        self.db.execute(
+            "INSERT INTO diagnoses VALUES (?, ?, ?, ?, ?)",
+            (attempt_id, d.category, json.dumps(d.components), d.explanation, d.by),
+        )
 
     def add_repair(self, attempt_id: int, components: list[str], ok: bool, error: str | None) -> None:
         self.db.execute("INSERT INTO repairs VALUES (?, ?, ?, ?)", (attempt_id, json.dumps(components), int(ok), error))
 
     def accept(self, cand: Candidate, attempt_id: int) -> None:
         now = time.time()
-        self._tx(("INSERT INTO acceptances VALUES (?, ?, ?, ?, ?, ?, ?)",
-                  (cand.candidate_id, cand.card_id, cand.kind, cand.parent_id, attempt_id, cand.model_dump_json(), now)),
-                 ("UPDATE candidates SET state = 'accepted', finished = ? WHERE candidate_id = ?", (now, cand.candidate_id)))
+        self._tx(
+            (
+                "INSERT INTO acceptances VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cand.candidate_id, cand.card_id, cand.kind, cand.parent_id, attempt_id, cand.model_dump_json(), now),
+            ),
+            ("UPDATE candidates SET state = 'accepted', finished = ? WHERE candidate_id = ?", (now, cand.candidate_id)),
+        )
 
     def interrupt(self, candidate_id: str, reason: str) -> None:
         """Not the candidate's fault (an outage): the box ends without a verdict."""
-        self.db.execute("UPDATE candidates SET state = 'interrupted', reason = ?, finished = ? WHERE candidate_id = ?",
-                        (reason[:2000], time.time(), candidate_id))
+        self.db.execute(
+            "UPDATE candidates SET state = 'interrupted', reason = ?, finished = ? WHERE candidate_id = ?",
+            (reason[:2000], time.time(), candidate_id),
+        )
 
     def reject(self, candidate_id: str, reason: str) -> None:
-        self.db.execute("UPDATE candidates SET state = 'rejected', reason = ?, finished = ? WHERE candidate_id = ?",
-                        (reason[:2000], time.time(), candidate_id))
+        self.db.execute(
+            "UPDATE candidates SET state = 'rejected', reason = ?, finished = ? WHERE candidate_id = ?",
+            (reason[:2000], time.time(), candidate_id),
+        )
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -201,10 +251,15 @@ class SynthStore:
         return [Candidate.model_validate_json(r[0]) for r in self.db.execute(sql, (kind,) if kind else ())]
 
     def accepted_counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.db.execute("SELECT card_id, COUNT(*) FROM acceptances WHERE kind = 'target' GROUP BY card_id")}
+        return {
+            r[0]: r[1]
+            for r in self.db.execute("SELECT card_id, COUNT(*) FROM acceptances WHERE kind = 'target' GROUP BY card_id")
+        }
 
     def finished_boxes(self, kind: str | None = None) -> int:
-        sql = "SELECT COUNT(*) FROM candidates WHERE state IN ('accepted', 'rejected')" + (" AND kind = ?" if kind else "")
+        sql = "SELECT COUNT(*) FROM candidates WHERE state IN ('accepted', 'rejected')" + (
+            " AND kind = ?" if kind else ""
+        )
         return self.db.execute(sql, (kind,) if kind else ()).fetchone()[0]
 
     def rows(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
@@ -214,16 +269,24 @@ class SynthStore:
         """The review and the cadence mark it settles (meta `reviewed_at_boxes`) in one transaction: a kill
         leaves either both or neither, so a review is never lost nor made twice."""
         n = self.db.execute("SELECT COUNT(*) FROM meta_reviews").fetchone()[0]
-        self._tx(("INSERT INTO meta_reviews VALUES (?, ?, ?, ?)", (n, after_boxes, json.dumps(review), time.time())),
-                 ("INSERT INTO meta (key, value) VALUES ('reviewed_at_boxes', ?) ON CONFLICT(key) DO UPDATE SET "
-                  "value = excluded.value", (str(after_boxes),)))
+        self._tx(
+            ("INSERT INTO meta_reviews VALUES (?, ?, ?, ?)", (n, after_boxes, json.dumps(review), time.time())),
+            (
+                "INSERT INTO meta (key, value) VALUES ('reviewed_at_boxes', ?) ON CONFLICT(key) DO UPDATE SET "
+                "value = excluded.value",
+                (str(after_boxes),),
+            ),
+        )
 
     def latest_guidance(self) -> str:
         row = self.db.execute("SELECT review FROM meta_reviews ORDER BY n DESC LIMIT 1").fetchone()
         return json.loads(row[0]).get("guidance", "") if row else ""
 
     def add_usage(self, role: str, requests: int, prompt: int, completion: int, cost: float) -> None:
-        self.db.execute("INSERT INTO usage VALUES (?, ?, ?, ?, ?) ON CONFLICT(role) DO UPDATE SET "
-                        "requests = requests + excluded.requests, prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
-                        "completion_tokens = completion_tokens + excluded.completion_tokens, "
-                        "cost_usd = cost_usd + excluded.cost_usd", (role, requests, prompt, completion, cost))
+        self.db.execute(
+            "INSERT INTO usage VALUES (?, ?, ?, ?, ?) ON CONFLICT(role) DO UPDATE SET "
+            "requests = requests + excluded.requests, prompt_tokens = prompt_tokens + excluded.prompt_tokens, "
+            "completion_tokens = completion_tokens + excluded.completion_tokens, "
+            "cost_usd = cost_usd + excluded.cost_usd",
+            (role, requests, prompt, completion, cost),
+        )

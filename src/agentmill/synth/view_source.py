@@ -56,16 +56,21 @@ class SynthViewSource:
         self._connect().close()  # fail now, with the file's name, if it is not a readable store
 
     def routes(self):
-        return {"summary": self.summary, "candidates": self.candidates, "candidate": self.candidate,
-                "lineage": self.lineage}
+        return {
+            "summary": self.summary,
+            "candidates": self.candidates,
+            "candidate": self.candidate,
+            "lineage": self.lineage,
+        }
 
     def close(self) -> None:
         pass
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(f"{self.file.resolve().as_uri()}?mode=ro", uri=True, timeout=10,
-                                 check_same_thread=False)
+            db = sqlite3.connect(
+                f"{self.file.resolve().as_uri()}?mode=ro", uri=True, timeout=10, check_same_thread=False
+            )
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA query_only = ON")
             db.execute("SELECT 1 FROM candidates LIMIT 1")
@@ -109,28 +114,47 @@ class SynthViewSource:
         states = {r[0]: r[1] for r in db.execute("SELECT state, COUNT(*) FROM candidates GROUP BY state")}
         kinds = {r[0]: r[1] for r in db.execute("SELECT kind, COUNT(*) FROM candidates GROUP BY kind")}
         gates = [r[0] for r in db.execute("SELECT DISTINCT gate FROM gate_results ORDER BY gate")]
-        codes = [{"gate": r[0], "code": r[1], "count": r[2]} for r in db.execute(
-            "SELECT gate, code, COUNT(*) FROM gate_results WHERE passed = 0 GROUP BY gate, code ORDER BY gate, code")]
-        return {"kind": self.kind, "title": self.title, "path": str(self.path),
-                "counts": {"cards": one("SELECT COUNT(*) FROM cards"), "candidates": one("SELECT COUNT(*) FROM candidates"),
-                           "attempts": one("SELECT COUNT(*) FROM attempts"),
-                           "accepted": one("SELECT COUNT(*) FROM acceptances"),
-                           "diagnoses": one("SELECT COUNT(*) FROM diagnoses"), "repairs": one("SELECT COUNT(*) FROM repairs"),
-                           "barrier_rejections": one("SELECT COUNT(*) FROM barrier"),
-                           "states": states, "kinds": kinds},
-                "funnel": funnel(_ReadOnlyStore(db)), "gates": gates, "failures": codes,
-                "cards": [r[0] for r in db.execute("SELECT card_id FROM cards ORDER BY card_id LIMIT 1000")]}
+        codes = [
+            {"gate": r[0], "code": r[1], "count": r[2]}
+            for r in db.execute(
+                "SELECT gate, code, COUNT(*) FROM gate_results WHERE passed = 0 GROUP BY gate, code ORDER BY gate, code"
+            )
+        ]
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "path": str(self.path),
+            "counts": {
+                "cards": one("SELECT COUNT(*) FROM cards"),
+                "candidates": one("SELECT COUNT(*) FROM candidates"),
+                "attempts": one("SELECT COUNT(*) FROM attempts"),
+                "accepted": one("SELECT COUNT(*) FROM acceptances"),
+                "diagnoses": one("SELECT COUNT(*) FROM diagnoses"),
+                "repairs": one("SELECT COUNT(*) FROM repairs"),
+                "barrier_rejections": one("SELECT COUNT(*) FROM barrier"),
+                "states": states,
+                "kinds": kinds,
+            },
+            "funnel": funnel(_ReadOnlyStore(db)),
+            "gates": gates,
+            "failures": codes,
+            "cards": [r[0] for r in db.execute("SELECT card_id FROM cards ORDER BY card_id LIMIT 1000")],
+        }
 
-    def _candidates(self, db, q: "CandidateQuery") -> dict:
+    def _candidates(self, db, q: CandidateQuery) -> dict:
         where, args = q.where()
         total = db.execute(f"SELECT COUNT(*) FROM candidates c {where}", args).fetchone()[0]
-        rows = [dict(r) for r in db.execute(
-            f"SELECT c.candidate_id, c.card_id, c.kind, c.parent_id, c.state, c.reason, c.started, c.finished, "
-            f"(SELECT COUNT(*) FROM attempts a WHERE a.candidate_id = c.candidate_id) AS attempts, "
-            f"(SELECT g.gate || ':' || g.code FROM gate_results g JOIN attempts a USING (attempt_id) "
-            f" WHERE a.candidate_id = c.candidate_id AND g.passed = 0 ORDER BY a.n DESC, g.rowid DESC LIMIT 1) AS last_failure "
-            f"FROM candidates c {where} ORDER BY c.card_id, c.candidate_id LIMIT ? OFFSET ?",
-            (*args, q.limit, q.offset))]
+        rows = [
+            dict(r)
+            for r in db.execute(
+                f"SELECT c.candidate_id, c.card_id, c.kind, c.parent_id, c.state, c.reason, c.started, c.finished, "
+                f"(SELECT COUNT(*) FROM attempts a WHERE a.candidate_id = c.candidate_id) AS attempts, "
+                f"(SELECT g.gate || ':' || g.code FROM gate_results g JOIN attempts a USING (attempt_id) "
+                f" WHERE a.candidate_id = c.candidate_id AND g.passed = 0 ORDER BY a.n DESC, g.rowid DESC LIMIT 1) AS last_failure "
+                f"FROM candidates c {where} ORDER BY c.card_id, c.candidate_id LIMIT ? OFFSET ?",
+                (*args, q.limit, q.offset),
+            )
+        ]
         return {"total": total, "offset": q.offset, "limit": q.limit, "candidates": rows}
 
     def _candidate(self, db, cid: str) -> dict:
@@ -145,40 +169,73 @@ class SynthViewSource:
         repairs = by_attempt("SELECT rowid AS _r, * FROM repairs WHERE attempt_id IN ({}) ORDER BY rowid")
         for a in attempts:
             a["body"] = _json_or_text(a["body"])
-            a["gates"] = [{**g, "passed": bool(g["passed"]), "details": _json_or_text(g["details"])}
-                          for g in gates.get(a["attempt_id"], [])]
-            a["diagnoses"] = [{**d, "components": _json_or_text(d["components"])} for d in diagnoses.get(a["attempt_id"], [])]
-            a["repairs"] = [{**r, "ok": bool(r["ok"]), "components": _json_or_text(r["components"])}
-                            for r in repairs.get(a["attempt_id"], [])]
+            a["gates"] = [
+                {**g, "passed": bool(g["passed"]), "details": _json_or_text(g["details"])}
+                for g in gates.get(a["attempt_id"], [])
+            ]
+            a["diagnoses"] = [
+                {**d, "components": _json_or_text(d["components"])} for d in diagnoses.get(a["attempt_id"], [])
+            ]
+            a["repairs"] = [
+                {**r, "ok": bool(r["ok"]), "components": _json_or_text(r["components"])}
+                for r in repairs.get(a["attempt_id"], [])
+            ]
         acc = db.execute("SELECT * FROM acceptances WHERE candidate_id = ?", (cid,)).fetchone()
         acceptance = None if acc is None else {**dict(acc), "body": _json_or_text(acc["body"])}
-        card = db.execute("SELECT card_id, source_task, card, target_count, multiplier, flagged FROM cards WHERE card_id = ?",
-                          (row["card_id"],)).fetchone()
-        variants = [dict(r) for r in db.execute(
-            "SELECT candidate_id, state FROM candidates WHERE parent_id = ? ORDER BY candidate_id LIMIT 200", (cid,))]
-        return {"candidate": dict(row), "attempts": attempts, "acceptance": acceptance, "variants": variants,
-                "card": None if card is None else {**dict(card), "card": _json_or_text(card["card"])}}
+        card = db.execute(
+            "SELECT card_id, source_task, card, target_count, multiplier, flagged FROM cards WHERE card_id = ?",
+            (row["card_id"],),
+        ).fetchone()
+        variants = [
+            dict(r)
+            for r in db.execute(
+                "SELECT candidate_id, state FROM candidates WHERE parent_id = ? ORDER BY candidate_id LIMIT 200", (cid,)
+            )
+        ]
+        return {
+            "candidate": dict(row),
+            "attempts": attempts,
+            "acceptance": acceptance,
+            "variants": variants,
+            "card": None if card is None else {**dict(card), "card": _json_or_text(card["card"])},
+        }
 
     def _cards_page(self, db, offset: int, limit: int) -> dict:
         total = db.execute("SELECT COUNT(*) FROM cards").fetchone()[0]
-        rows = [dict(r) for r in db.execute(
-            "SELECT k.card_id, k.source_task, k.target_count, k.multiplier, k.flagged, "
-            "(SELECT COUNT(*) FROM candidates c WHERE c.card_id = k.card_id) AS candidates, "
-            "(SELECT COUNT(*) FROM acceptances a WHERE a.card_id = k.card_id AND a.kind = 'target') AS targets, "
-            "(SELECT COUNT(*) FROM acceptances a WHERE a.card_id = k.card_id AND a.kind = 'multiply') AS variants "
-            "FROM cards k ORDER BY k.card_id LIMIT ? OFFSET ?", (limit, offset))]
+        rows = [
+            dict(r)
+            for r in db.execute(
+                "SELECT k.card_id, k.source_task, k.target_count, k.multiplier, k.flagged, "
+                "(SELECT COUNT(*) FROM candidates c WHERE c.card_id = k.card_id) AS candidates, "
+                "(SELECT COUNT(*) FROM acceptances a WHERE a.card_id = k.card_id AND a.kind = 'target') AS targets, "
+                "(SELECT COUNT(*) FROM acceptances a WHERE a.card_id = k.card_id AND a.kind = 'multiply') AS variants "
+                "FROM cards k ORDER BY k.card_id LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+        ]
         return {"total": total, "offset": offset, "limit": limit, "cards": rows}
 
     def _card_lineage(self, db, card_id: str) -> dict:
-        card = db.execute("SELECT card_id, source_task, card, target_count, multiplier, flagged FROM cards WHERE card_id = ?",
-                          (card_id,)).fetchone()
+        card = db.execute(
+            "SELECT card_id, source_task, card, target_count, multiplier, flagged FROM cards WHERE card_id = ?",
+            (card_id,),
+        ).fetchone()
         if card is None:
             raise _not_found(f"card {card_id!r}: not in this store")
         cols = "candidate_id, kind, parent_id, state, reason"
-        targets = [dict(r) for r in db.execute(
-            f"SELECT {cols} FROM candidates WHERE card_id = ? AND kind = 'target' ORDER BY candidate_id LIMIT 1000", (card_id,))]
-        variants = _group(db, f"SELECT {cols} FROM candidates WHERE parent_id IN ({{}}) "
-                              "ORDER BY candidate_id", tuple(t["candidate_id"] for t in targets), key="parent_id")
+        targets = [
+            dict(r)
+            for r in db.execute(
+                f"SELECT {cols} FROM candidates WHERE card_id = ? AND kind = 'target' ORDER BY candidate_id LIMIT 1000",
+                (card_id,),
+            )
+        ]
+        variants = _group(
+            db,
+            f"SELECT {cols} FROM candidates WHERE parent_id IN ({{}}) ORDER BY candidate_id",
+            tuple(t["candidate_id"] for t in targets),
+            key="parent_id",
+        )
         for t in targets:
             t["variants"] = variants.get(t["candidate_id"], [])
         return {"card": {**dict(card), "card": _json_or_text(card["card"])}, "targets": targets}
@@ -192,15 +249,23 @@ class CandidateQuery:
         self.offset, self.limit = offset, limit
 
     @classmethod
-    def from_params(cls, params: dict[str, list[str]]) -> "CandidateQuery":
+    def from_params(cls, params: dict[str, list[str]]) -> CandidateQuery:
         get = lambda k: params.get(k, [""])[-1].strip()  # noqa: E731
         state, kind = get("state") or get("status"), get("kind")
         if state and state not in STATES:
             raise BadParam(f"parameter 'state': {state!r} is not one of {', '.join(STATES)}")
         if kind and kind not in KINDS:
             raise BadParam(f"parameter 'kind': {kind!r} is not one of {', '.join(KINDS)}")
-        return cls(card=get("card"), gate=get("gate"), code=get("code"), state=state, kind=kind, q=get("q"),
-                   offset=_int(params, "offset", 0, 0, None), limit=_int(params, "limit", 50, 1, MAX_LIMIT))
+        return cls(
+            card=get("card"),
+            gate=get("gate"),
+            code=get("code"),
+            state=state,
+            kind=kind,
+            q=get("q"),
+            offset=_int(params, "offset", 0, 0, None),
+            limit=_int(params, "limit", 50, 1, MAX_LIMIT),
+        )
 
     def where(self) -> tuple[str, tuple]:
         clauses, args = [], []
@@ -227,7 +292,7 @@ def _group(db, sql: str, ids: tuple, key: str = "attempt_id") -> dict[Any, list[
     """Rows of `sql` (with `IN ({})` for the ids) grouped by `key`, in chunks SQLite accepts."""
     out: dict[Any, list[dict]] = {}
     for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
+        chunk = ids[i : i + 500]
         for r in db.execute(sql.format(",".join("?" * len(chunk))), chunk):
             d = dict(r)
             d.pop("_r", None)

@@ -33,8 +33,9 @@ class KindTrial:
     async def prepare(self, sandbox: Sandbox) -> None:
         """In the started agent sandbox, before the agent begins."""
 
-    async def verify(self, task: Task, image: Any, rootfs: Path, scratch: Path, limits: Limits,
-                     steps: list[Step]) -> VerifierResult:
+    async def verify(
+        self, task: Task, image: Any, rootfs: Path, scratch: Path, limits: Limits, steps: list[Step]
+    ) -> VerifierResult:
         from agentmill.verify.judged import judged_step_for  # at call time: the verifier sits above tasks
         from agentmill.verify.test_script import verify
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import tomli_w
 
-from agentmill.runtime.atomic import write_text_atomic
 from agentmill.errors import TaskError
+from agentmill.runtime.atomic import write_text_atomic
 from agentmill.tasks.tool_task import load_calls, parse_verifier
 
 KNOWN = ("system_prompt", "user_prompt", "verifiers", "gym_servers_config", "selected_tools", "restricted_tools")
@@ -74,7 +74,9 @@ def row_to_task(row: dict, dest: Path, *, where: str) -> Path:
     for i, v in enumerate(verifiers):
         parse_verifier(v, f"{where}: verifiers", i)
     servers = decoded["gym_servers_config"] or []
-    if not isinstance(servers, list) or not all(isinstance(s, dict) and isinstance(s.get("mcp_server_name"), str) for s in servers):
+    if not isinstance(servers, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("mcp_server_name"), str) for s in servers
+    ):
         raise TaskError(where, "'gym_servers_config' must be a list of objects with 'mcp_server_name'")
     gyms = [s["mcp_server_name"] for s in servers]
     root = dest
@@ -86,13 +88,19 @@ def row_to_task(row: dict, dest: Path, *, where: str) -> Path:
         env["tools"] = list(decoded["selected_tools"])
     if decoded["restricted_tools"]:
         env["restricted_tools"] = list(decoded["restricted_tools"])
-    eog = {"gym_servers_config": servers, "encoded": encoded,
-           "present": [k for k in KNOWN if k in row], "nulls": [k for k in KNOWN if k in row and row[k] is None],
-           "extra_json": json.dumps({k: v for k, v in row.items() if k not in KNOWN}, ensure_ascii=False)}
+    eog = {
+        "gym_servers_config": servers,
+        "encoded": encoded,
+        "present": [k for k in KNOWN if k in row],
+        "nulls": [k for k in KNOWN if k in row and row[k] is None],
+        "extra_json": json.dumps({k: v for k, v in row.items() if k not in KNOWN}, ensure_ascii=False),
+    }
     toml = {"version": "1.0", "metadata": {"source": "enterpriseops-gym", "eog": eog}, "environment": env}
     (root / "task.toml").write_text(tomli_w.dumps(toml), encoding="utf-8")
     (root / "tests").mkdir(exist_ok=True)
-    (root / "tests" / "verifiers.json").write_text(json.dumps(verifiers, indent=1, ensure_ascii=False), encoding="utf-8")
+    (root / "tests" / "verifiers.json").write_text(
+        json.dumps(verifiers, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
     return root
 
 
@@ -131,7 +139,7 @@ def task_to_row(root: Path) -> dict:
         raise TaskError(toml_path, f"unreadable: {e}") from None
     env = cfg.get("environment", {})
     if env.get("kind") != "tools":
-        raise TaskError(toml_path, "not a tools task ([environment] kind = \"tools\")")
+        raise TaskError(toml_path, 'not a tools task ([environment] kind = "tools")')
     eog = cfg.get("metadata", {}).get("eog", {})
     verifiers_path = root / "tests" / "verifiers.json"
     try:
@@ -149,8 +157,8 @@ def task_to_row(root: Path) -> dict:
         "system_prompt": system.read_text(encoding="utf-8") if system.is_file() else "",
         "user_prompt": (root / "instruction.md").read_text(encoding="utf-8"),
         "verifiers": verifiers,
-        "gym_servers_config": eog.get("gym_servers_config") or
-        [{"mcp_server_name": g, **DEFAULT_SERVER} for g in env.get("gyms", []) or ["gym"]],
+        "gym_servers_config": eog.get("gym_servers_config")
+        or [{"mcp_server_name": g, **DEFAULT_SERVER} for g in env.get("gyms", []) or ["gym"]],
         "selected_tools": selected,
         "restricted_tools": env.get("restricted_tools") or [],
     }
@@ -170,7 +178,11 @@ def task_to_row(root: Path) -> dict:
 
 def export_eog(dataset: Path, out: Path) -> tuple[int, list[str]]:
     """Every tools task folder under `dataset` (or `dataset` itself) as one JSONL row each."""
-    roots = [dataset] if (dataset / "task.toml").is_file() else sorted(p for p in dataset.iterdir() if (p / "task.toml").is_file())
+    roots = (
+        [dataset]
+        if (dataset / "task.toml").is_file()
+        else sorted(p for p in dataset.iterdir() if (p / "task.toml").is_file())
+    )
     rows, errors = [], []
     for root in roots:
         try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 import tomli_w
@@ -42,8 +42,10 @@ def load_harbor(root: Path) -> Task:
     tests_dir = root / "tests"
     unverified = config.verifier.kind == "none"
     if not unverified and not (tests_dir / "test.sh").is_file():
-        raise TaskError(tests_dir / "test.sh", "missing: the verifier entry point is required "
-                        "(or [verifier] kind = \"none\" for a task without one)")
+        raise TaskError(
+            tests_dir / "test.sh",
+            'missing: the verifier entry point is required (or [verifier] kind = "none" for a task without one)',
+        )
     env_dir = root / "environment"
     dockerfile = env_dir / "Dockerfile"
     solution_dir = root / "solution"

@@ -23,10 +23,22 @@ DEFAULT_RUNNER = Path(str(resources.files("agentmill.tasks") / "terminal_bench_d
 
 # task.yaml keys that map onto Harbor's schema; the rest is kept as metadata.
 _KNOWN = {
-    "instruction", "descriptions", "max_agent_timeout_sec", "max_test_timeout_sec",
-    "author_name", "author_email", "difficulty", "category", "tags", "parser_name",
-    "run_tests_in_same_shell", "disable_asciinema", "estimated_duration_sec",
-    "expert_time_estimate_min", "junior_time_estimate_min", "test_scripts",
+    "instruction",
+    "descriptions",
+    "max_agent_timeout_sec",
+    "max_test_timeout_sec",
+    "author_name",
+    "author_email",
+    "difficulty",
+    "category",
+    "tags",
+    "parser_name",
+    "run_tests_in_same_shell",
+    "disable_asciinema",
+    "estimated_duration_sec",
+    "expert_time_estimate_min",
+    "junior_time_estimate_min",
+    "test_scripts",
 }
 
 
@@ -46,7 +58,11 @@ def load_terminal_bench(root: Path) -> Task:
     if not isinstance(instruction, str) or not instruction.strip():
         raise TaskError(yaml_path, "field 'instruction': missing or not a non-empty string")
 
-    metadata = {k: v for k, v in raw.items() if k not in {"instruction", "descriptions", "max_agent_timeout_sec", "max_test_timeout_sec"}}
+    metadata = {
+        k: v
+        for k, v in raw.items()
+        if k not in {"instruction", "descriptions", "max_agent_timeout_sec", "max_test_timeout_sec"}
+    }
     config_raw = {
         "metadata": metadata,
         "agent": {"timeout_sec": raw.get("max_agent_timeout_sec", 360.0)},
@@ -61,8 +77,10 @@ def load_terminal_bench(root: Path) -> Task:
         if not (tests_dir / "test_outputs.py").is_file():
             raise TaskError(run_tests, "missing, and no tests/test_outputs.py for Terminal-Bench's default runner")
         run_tests = DEFAULT_RUNNER
-        warnings.append(f"{root / 'run-tests.sh'}: missing: Terminal-Bench's default runner is used "
-                        "(pytest over tests/test_outputs.py)")
+        warnings.append(
+            f"{root / 'run-tests.sh'}: missing: Terminal-Bench's default runner is used "
+            "(pytest over tests/test_outputs.py)"
+        )
     solution = root / "solution.sh"
     if not solution.is_file():
         warnings.append(f"{solution}: missing: no oracle solution")

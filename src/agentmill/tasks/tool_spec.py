@@ -7,7 +7,7 @@ with `database_state`, `response_check` and `tool_execution` configs. One schema
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,8 +65,9 @@ class ToolExecutionVerifier(_VerifierBase):
     validation_config: ToolExecutionConfig
 
 
-Verifier = Annotated[Union[DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier],
-                     Field(discriminator="verifier_type")]
+Verifier = Annotated[
+    DatabaseStateVerifier | ResponseCheckVerifier | ToolExecutionVerifier, Field(discriminator="verifier_type")
+]
 
 
 class ReferenceCall(_Record):

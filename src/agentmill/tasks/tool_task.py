@@ -58,17 +58,34 @@ def load_tool_task(root: Path) -> Task:
     calls, answer = load_calls(calls_path) if calls_path.is_file() else (None, None)
     if calls is None:
         warnings.append(f"{calls_path}: missing: no reference solution")
-    spec = ToolSpec(gyms=gyms, seeds=seeds, verifiers=tuple(verifiers), calls=calls, answer=answer,
-                    selected_tools=tuple(env.tools), restricted_tools=tuple(env.restricted_tools),
-                    tool_timeout_sec=env.tool_timeout_sec)
+    spec = ToolSpec(
+        gyms=gyms,
+        seeds=seeds,
+        verifiers=tuple(verifiers),
+        calls=calls,
+        answer=answer,
+        selected_tools=tuple(env.tools),
+        restricted_tools=tuple(env.restricted_tools),
+        tool_timeout_sec=env.tool_timeout_sec,
+    )
     env_dir = root / "environment"
     return Task(
-        name=root.name, path=root, format="harbor", instruction=instruction, config=config,
-        content_hash=_content_hash(root, gyms), environment_dir=env_dir if env_dir.is_dir() else None,
-        dockerfile=None, tests_sources=(root / "tests",), test_script="verifiers.json",
+        name=root.name,
+        path=root,
+        format="harbor",
+        instruction=instruction,
+        config=config,
+        content_hash=_content_hash(root, gyms),
+        environment_dir=env_dir if env_dir.is_dir() else None,
+        dockerfile=None,
+        tests_sources=(root / "tests",),
+        test_script="verifiers.json",
         solution_sources=(root / "solution",) if calls is not None else (),
         solution_script="calls.json" if calls is not None else None,
-        warnings=tuple(warnings), kind="tools", system=system, tool_spec=spec,
+        warnings=tuple(warnings),
+        kind="tools",
+        system=system,
+        tool_spec=spec,
     )
 
 
@@ -97,8 +114,11 @@ def resolve_gyms(root: Path, names: list[str], where: Path) -> tuple[GymRef, ...
         elif (BUNDLED_GYMS / name).is_dir():
             path, bundled = BUNDLED_GYMS / name, True
         else:
-            raise TaskError(where, f"field 'environment.gyms': unknown gym '{name}' (bundled: "
-                                   f"{', '.join(bundled_gym_names()) or 'none'}; or add environment/gym/)")
+            raise TaskError(
+                where,
+                f"field 'environment.gyms': unknown gym '{name}' (bundled: "
+                f"{', '.join(bundled_gym_names()) or 'none'}; or add environment/gym/)",
+            )
         if not (path / "schema.sql").is_file():
             raise TaskError(path / "schema.sql", f"missing: gym '{name}' needs a schema")
         out.append(GymRef(name=name, path=path.resolve(), bundled=bundled))
@@ -119,7 +139,11 @@ def _first_error(e: ValidationError) -> str:
     tags = {"database_state", "response_check", "tool_execution"}  # the union's branch, not a field
     field = ".".join(str(p) for p in err["loc"] if str(p) not in tags)
     value = err.get("input")
-    shown = json.dumps(value)[:80] if isinstance(value, (str, int, float, list, dict, bool)) or value is None else repr(value)[:80]
+    shown = (
+        json.dumps(value)[:80]
+        if isinstance(value, (str, int, float, list, dict, bool)) or value is None
+        else repr(value)[:80]
+    )
     return f"field '{field}': {err['msg']} (got {shown})" if field else f"{err['msg']} (got {shown})"
 
 
@@ -162,7 +186,7 @@ def load_calls(path: Path) -> tuple[tuple[ReferenceCall, ...], str | None]:
             raise TaskError(path, "'answer' must be a string")
         data = data.get("calls", [])
     if not isinstance(data, list):
-        raise TaskError(path, "must be a JSON list of {tool, arguments} (or {\"calls\": [...], \"answer\": ...})")
+        raise TaskError(path, 'must be a JSON list of {tool, arguments} (or {"calls": [...], "answer": ...})')
     calls = []
     for i, item in enumerate(data):
         try:

@@ -5,7 +5,7 @@ Only the fields agentmill writes are modelled; `extra` carries the rest, as the 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,7 +85,7 @@ class Trajectory(_Atif):
     final_metrics: FinalMetrics | None = None
     extra: dict[str, Any] | None = None
 
-    def summarize(self) -> "Trajectory":
+    def summarize(self) -> Trajectory:
         """Fill final_metrics from the steps."""
         agent_steps = [s for s in self.steps if s.source == "agent" and s.metrics is not None]
         costs = [s.metrics.cost_usd for s in agent_steps if s.metrics.cost_usd is not None]
@@ -101,4 +101,4 @@ class Trajectory(_Atif):
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

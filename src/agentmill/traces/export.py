@@ -38,8 +38,17 @@ class ExportReport:
     extra_files: list[Path] = field(default_factory=list)
 
 
-def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
-               tokenizer: str | Path | None = None, allow_empty: bool = False, workers: int | None = None) -> ExportReport:
+def export_run(
+    run_dir: Path,
+    fmt: str,
+    out: Path,
+    *,
+    spec: FilterSpec,
+    reasoning: Reasoning = "think",
+    tokenizer: str | Path | None = None,
+    allow_empty: bool = False,
+    workers: int | None = None,
+) -> ExportReport:
     """Export a rollout folder (or a recipe run folder's rollout) through the trace filters.
     Row formats go over `workers` processes (default: one per core for a large run; the same rows)."""
     if fmt not in FORMATS and fmt not in FOLDER_WRITERS:
@@ -47,8 +56,9 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasonin
     counter = TokenCounter.load(tokenizer)
     skipped: list[str] = []
     if fmt in ROW_BUILDERS:
-        report, funnel = _export_rows(trial_folders(run_dir), fmt, out, spec, counter, reasoning, allow_empty, workers,
-                                      skipped)
+        report, funnel = _export_rows(
+            trial_folders(run_dir), fmt, out, spec, counter, reasoning, allow_empty, workers, skipped
+        )
     else:
         funnel = Funnel(export_rules(spec, counter, fmt, reasoning))
         kept = (r for r in iter_traces(run_dir, errors=skipped) if funnel.admit(r) is None)
@@ -59,8 +69,17 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, spec: FilterSpec, reasonin
     return report
 
 
-def export_trials(folders: Sequence[Path], fmt: str, out: Path, *, spec: FilterSpec, reasoning: Reasoning = "think",
-                  tokenizer: str | Path | None = None, allow_empty: bool = False, workers: int | None = None) -> ExportReport:
+def export_trials(
+    folders: Sequence[Path],
+    fmt: str,
+    out: Path,
+    *,
+    spec: FilterSpec,
+    reasoning: Reasoning = "think",
+    tokenizer: str | Path | None = None,
+    allow_empty: bool = False,
+    workers: int | None = None,
+) -> ExportReport:
     """Export chosen trial folders (from one run or several, e.g. `agentmill synth export`'s ballot runs) as
     rows, through the same filters and row rules as `export_run`."""
     if fmt not in ROW_BUILDERS:
@@ -74,8 +93,17 @@ def export_trials(folders: Sequence[Path], fmt: str, out: Path, *, spec: FilterS
     return report
 
 
-def _export_rows(folders: Sequence[Path], fmt: str, out: Path, spec: FilterSpec, counter: TokenCounter, reasoning: Reasoning,
-                 allow_empty: bool, workers: int | None, skipped: list[str]) -> tuple[ExportReport, Funnel]:
+def _export_rows(
+    folders: Sequence[Path],
+    fmt: str,
+    out: Path,
+    spec: FilterSpec,
+    counter: TokenCounter,
+    reasoning: Reasoning,
+    allow_empty: bool,
+    workers: int | None,
+    skipped: list[str],
+) -> tuple[ExportReport, Funnel]:
     """One row per kept trial, made here or in worker processes (parallel.py), counted and written here in folder order."""
     maker_args = (spec, counter, fmt, reasoning)
     maker = RowMaker(*maker_args)
@@ -95,8 +123,9 @@ def _export_rows(folders: Sequence[Path], fmt: str, out: Path, spec: FilterSpec,
     return _rows_report(fmt, out, rows, counts["redactions"], allow_empty), maker.funnel
 
 
-def write_records(records: Iterable[TraceRecord], fmt: str, out: Path, *, reasoning: Reasoning = "think",
-                  allow_empty: bool = False) -> ExportReport:
+def write_records(
+    records: Iterable[TraceRecord], fmt: str, out: Path, *, reasoning: Reasoning = "think", allow_empty: bool = False
+) -> ExportReport:
     """Render and write already-filtered records (the recipe's export stage); rows -> `out`."""
     if fmt in FOLDER_WRITERS:  # one folder per run (harbor-job): `rows` counts the trials written
         trials, redactions = FOLDER_WRITERS[fmt](records, out, allow_empty=allow_empty)
@@ -146,8 +175,10 @@ def empty_message(funnel: list[FunnelStep], *, recipe: bool) -> str:
     step = emptied_by(funnel)
     if step is None:  # every trace passed the filters; the format made no row of them
         return f"0 rows from {funnel[-1].kept} traces ({allow})"
-    return (f"0 rows: the trace filter '{step.name}' ({step.description}) removed the last {step.dropped} "
-            f"trace{'s' if step.dropped != 1 else ''}: {relax_hint(step.name, recipe=recipe)}, or {allow}")
+    return (
+        f"0 rows: the trace filter '{step.name}' ({step.description}) removed the last {step.dropped} "
+        f"trace{'s' if step.dropped != 1 else ''}: {relax_hint(step.name, recipe=recipe)}, or {allow}"
+    )
 
 
 def merge_dataset_info(out: Path) -> Path:
@@ -160,7 +191,9 @@ def merge_dataset_info(out: Path) -> Path:
         except (OSError, ValueError) as e:
             raise AgentmillError(f"{info}: cannot merge into it: {e}") from None
         if not isinstance(data, dict):
-            raise AgentmillError(f"{info}: cannot merge into it: expected a JSON object of datasets, got {type(data).__name__}")
+            raise AgentmillError(
+                f"{info}: cannot merge into it: expected a JSON object of datasets, got {type(data).__name__}"
+            )
     data.update(dataset_info_entry(out.stem, out.name))
     write_json(data, info)
     return info

@@ -26,8 +26,12 @@ DEFAULT_DROP = ["agent_error", "sandbox_error", "infra_error", "verifier_error",
 class FilterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    min_turns: int | None = Field(5, ge=0, description="minimum assistant turns; unless set, 2 for a model-driven "
-                                                       "tool-calling agent's traces (they are short)")
+    min_turns: int | None = Field(
+        5,
+        ge=0,
+        description="minimum assistant turns; unless set, 2 for a model-driven "
+        "tool-calling agent's traces (they are short)",
+    )
     drop_outcomes: list[str] = Field(default_factory=lambda: list(DEFAULT_DROP))
     reward: Literal["success", "failure", "any"] = "any"
     min_reward: float | None = None
@@ -40,7 +44,7 @@ class FilterSpec(BaseModel):
     tamper: Literal["drop", "keep"] = Field("drop", description="trials with verifier tamper evidence")
 
     @classmethod
-    def from_toml(cls, path: Path) -> "FilterSpec":
+    def from_toml(cls, path: Path) -> FilterSpec:
         try:
             raw = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
@@ -52,7 +56,7 @@ class FilterSpec(BaseModel):
             err = e.errors()[0]
             raise AgentmillError(f"{path}: field '{'.'.join(map(str, err['loc']))}': {err['msg']}") from None
 
-    def merged(self, **overrides) -> "FilterSpec":
+    def merged(self, **overrides) -> FilterSpec:
         """This spec with the given (non-None) values replacing its own: flags override the file."""
         data = self.model_dump(exclude_unset=True)  # defaults stay defaults: min_turns' fits the agent
         data.update({k: v for k, v in overrides.items() if v is not None})
@@ -91,7 +95,9 @@ def default_min_turns(record: TraceRecord, default: int) -> int:
     return TOOL_MIN_TURNS if cls.needs_model and getattr(cls, "rendering", None) == "tool_calls" else default
 
 
-def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *, prompt_rows: bool = False) -> list[Rule]:
+def rules(
+    spec: FilterSpec, counter: TokenCounter | None = None, render=None, *, prompt_rows: bool = False
+) -> list[Rule]:
     """The active rules, in order: (name, description, keep?). `prompt_rows`: leave out trace-length rules."""
     if prompt_rows:
         spec = spec.model_copy(update={"min_turns": None, "max_tokens": None})
@@ -108,24 +114,56 @@ def rules(spec: FilterSpec, counter: TokenCounter | None = None, render=None, *,
     elif spec.reward == "failure":
         out.append(("reward", "keep failures", lambda r: r.outcome != "passed"))
     if spec.min_reward is not None:
-        out.append(("min_reward", f"reward >= {spec.min_reward:g}", lambda r: r.reward is not None and r.reward >= spec.min_reward))
+        out.append(
+            (
+                "min_reward",
+                f"reward >= {spec.min_reward:g}",
+                lambda r: r.reward is not None and r.reward >= spec.min_reward,
+            )
+        )
     if spec.completion != "any":
         want = spec.completion == "claimed"
         out.append(("completion", f"completion {spec.completion}", lambda r: r.telemetry.completion_claimed == want))
     if spec.min_turns and "min_turns" not in spec.model_fields_set:  # the default fits the agent
-        out.append(("min_turns", f">= {spec.min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
-                    lambda r: r.telemetry.assistant_turns >= default_min_turns(r, spec.min_turns)))
+        out.append(
+            (
+                "min_turns",
+                f">= {spec.min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
+                lambda r: r.telemetry.assistant_turns >= default_min_turns(r, spec.min_turns),
+            )
+        )
     elif spec.min_turns:
-        out.append(("min_turns", f">= {spec.min_turns} assistant turns", lambda r: r.telemetry.assistant_turns >= spec.min_turns))
+        out.append(
+            (
+                "min_turns",
+                f">= {spec.min_turns} assistant turns",
+                lambda r: r.telemetry.assistant_turns >= spec.min_turns,
+            )
+        )
     if spec.max_repeated_commands is not None:
-        out.append(("repeated_commands", f"<= {spec.max_repeated_commands} repeated commands",
-                    lambda r: r.telemetry.repeated_commands <= spec.max_repeated_commands))
+        out.append(
+            (
+                "repeated_commands",
+                f"<= {spec.max_repeated_commands} repeated commands",
+                lambda r: r.telemetry.repeated_commands <= spec.max_repeated_commands,
+            )
+        )
     if spec.max_error_rate is not None:
-        out.append(("error_rate", f"command error rate <= {spec.max_error_rate:g}",
-                    lambda r: r.telemetry.error_rate <= spec.max_error_rate))
+        out.append(
+            (
+                "error_rate",
+                f"command error rate <= {spec.max_error_rate:g}",
+                lambda r: r.telemetry.error_rate <= spec.max_error_rate,
+            )
+        )
     if spec.max_truncated is not None:
-        out.append(("truncation", f"<= {spec.max_truncated} truncated observations",
-                    lambda r: r.telemetry.truncated_observations <= spec.max_truncated))
+        out.append(
+            (
+                "truncation",
+                f"<= {spec.max_truncated} truncated observations",
+                lambda r: r.telemetry.truncated_observations <= spec.max_truncated,
+            )
+        )
     if spec.max_tokens is not None:
         counter = counter or TokenCounter()
         if render is None:
@@ -196,10 +234,15 @@ def emptied_by(funnel: list[FunnelStep]) -> FunnelStep | None:
 
 # How to keep more records when a rule removes them all: (with `agentmill export` flags, in a recipe).
 RELAX = {
-    "tamper": ("pass --tamper keep, only on purpose (these trials carry tamper evidence)",
-               'set [trace_filters] tamper = "keep" only on purpose (these trials carry tamper evidence)'),
+    "tamper": (
+        "pass --tamper keep, only on purpose (these trials carry tamper evidence)",
+        'set [trace_filters] tamper = "keep" only on purpose (these trials carry tamper evidence)',
+    ),
     "subagents": ("pass --subagents keep", 'set [trace_filters] subagents = "keep"'),
-    "outcome": ("pass --keep-all-outcomes or fewer --drop-outcome", "drop fewer outcomes in [trace_filters] drop_outcomes"),
+    "outcome": (
+        "pass --keep-all-outcomes or fewer --drop-outcome",
+        "drop fewer outcomes in [trace_filters] drop_outcomes",
+    ),
     "reward": ("pass --reward any", 'set [trace_filters] reward = "any"'),
     "min_reward": ("lower --min-reward", "lower [trace_filters] min_reward"),
     "completion": ("pass --completion any", 'set [trace_filters] completion = "any"'),

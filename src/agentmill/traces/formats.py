@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +45,11 @@ def trl_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
     """`tools` is the JSON text of the tool list sent ("[]" when none): JSON schemas of different
     tools cannot share one Arrow type (Parquet and `datasets` would refuse or null-fill them), so, as
     with tool-call arguments, the text is kept; pass `json.loads(row["tools"])` to a chat template."""
-    return {"messages": rendered.messages, "tools": json.dumps(rendered.tools, ensure_ascii=False),
-            "provenance": provenance(rec)}
+    return {
+        "messages": rendered.messages,
+        "tools": json.dumps(rendered.tools, ensure_ascii=False),
+        "provenance": provenance(rec),
+    }
 
 
 _SHAREGPT_ROLE = {"user": "human", "assistant": "gpt", "tool": "observation"}
@@ -74,15 +77,25 @@ def sharegpt_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
             conv.append({"from": _SHAREGPT_ROLE[m["role"]], "value": m["content"]})
     while conv and conv[-1]["from"] in ("human", "observation"):  # must end on the model's turn
         conv.pop()
-    return {"conversations": conv, "system": system, "tools": json.dumps(rendered.tools, ensure_ascii=False) if rendered.tools else "",
-            "provenance": provenance(rec)}
+    return {
+        "conversations": conv,
+        "system": system,
+        "tools": json.dumps(rendered.tools, ensure_ascii=False) if rendered.tools else "",
+        "provenance": provenance(rec),
+    }
 
 
 def function_call_value(message: dict[str, Any]) -> str:
-    calls = [{"name": c["function"]["name"], "arguments": _arguments_object(c["function"]["arguments"])}
-             for c in message["tool_calls"]]
+    calls = [
+        {"name": c["function"]["name"], "arguments": _arguments_object(c["function"]["arguments"])}
+        for c in message["tool_calls"]
+    ]
     content = message.get("content") or ""
-    think = content[:content.index("</think>") + len("</think>")] if content.startswith("<think>") and "</think>" in content else ""
+    think = (
+        content[: content.index("</think>") + len("</think>")]
+        if content.startswith("<think>") and "</think>" in content
+        else ""
+    )
     return think + json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
 
 
@@ -96,24 +109,35 @@ def _arguments_object(text: Any) -> Any:
 
 
 def dataset_info_entry(name: str, file_name: str) -> dict[str, Any]:
-    return {name: {
-        "file_name": file_name,
-        "formatting": "sharegpt",
-        "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
-        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
-                 "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"},
-    }}
+    return {
+        name: {
+            "file_name": file_name,
+            "formatting": "sharegpt",
+            "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
+            "tags": {
+                "role_tag": "from",
+                "content_tag": "value",
+                "user_tag": "human",
+                "assistant_tag": "gpt",
+                "observation_tag": "observation",
+                "function_tag": "function_call",
+                "system_tag": "system",
+            },
+        }
+    }
 
 
 def harbor_row(rec: TraceRecord, rendered: Rendered) -> dict[str, Any]:
-    conversations = [{"role": m["role"] if m["role"] != "tool" else "user", "content": m["content"]} for m in rendered.messages]
+    conversations = [
+        {"role": m["role"] if m["role"] != "tool" else "user", "content": m["content"]} for m in rendered.messages
+    ]
     started = rec.trajectory.steps[0].timestamp if rec.trajectory.steps else None
     return {
         "conversations": conversations,
         "agent": rec.trial.get("agent"),
         "model": rec.trial.get("model"),
         "model_provider": "openai-compatible" if rec.trial.get("model") else None,
-        "date": started or datetime.now(timezone.utc).isoformat(),
+        "date": started or datetime.now(UTC).isoformat(),
         "task": rec.trial.get("task"),
         "episode": f"episode-{rec.trial.get('attempt', 0)}",
         "run_id": rec.trial.get("task_source"),
@@ -136,10 +160,12 @@ def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
     prompt, then the task), so the policy starts where the agent's conversation starts."""
     unverified = sorted({r.trial.get("task") or r.trial["task_hash"] for r in records if r.outcome == "unverified"})
     if unverified:  # an RL reward comes from the task's verifier: these have none
-        raise AgentmillError(f"rl export: {len(unverified)} task(s) have no verifier (task.toml: verifier kind \"none\"), so "
-                             f"no reward to train on: {', '.join(unverified[:5])}{' ...' if len(unverified) > 5 else ''}. "
-                             "Leave them out with the trace filter drop_outcomes = [\"unverified\"], or export them "
-                             "for SFT (trl, sharegpt) instead.")
+        raise AgentmillError(
+            f'rl export: {len(unverified)} task(s) have no verifier (task.toml: verifier kind "none"), so '
+            f"no reward to train on: {', '.join(unverified[:5])}{' ...' if len(unverified) > 5 else ''}. "
+            'Leave them out with the trace filter drop_outcomes = ["unverified"], or export them '
+            "for SFT (trl, sharegpt) instead."
+        )
     by_task: dict[str, list[TraceRecord]] = {}
     for r in records:
         if r.telemetry.is_subagent:  # a summary request inside a trial (--subagents keep) is no attempt at the task
@@ -148,23 +174,34 @@ def rl_rows(records: list[TraceRecord]) -> list[dict[str, Any]]:
     rows = []
     for index, (task_hash, recs) in enumerate(by_task.items()):
         t = recs[0].trial
-        instruction = t.get("instruction") or next((s.message for s in recs[0].trajectory.steps if s.source == "user"), "")
+        instruction = t.get("instruction") or next(
+            (s.message for s in recs[0].trajectory.steps if s.source == "user"), ""
+        )
         passed = sum(r.outcome == "passed" for r in recs)
         with_tools = next((r for r in recs if sent_tools(r.trajectory) is not None), None)
         tools = sent_tools(with_tools.trajectory) if with_tools else None
         agent = "tools" if with_tools is not None else "terminus"
         prompt = opening(with_tools or recs[0]) or default_opening(agent, instruction)
-        rows.append({
-            "data_source": f"agentmill/{Path(t.get('task_source') or 'tasks').name}",
-            "prompt": prompt,
-            "ability": "agentic/tools" if tools is not None else "agentic/terminal",
-            "reward_model": {"style": "environment", "ground_truth": task_hash},
-            "extra_info": {"index": index, "task": t.get("task"), "task_hash": task_hash, "agent": agent,
-                           "verifier_hash": t.get("verifier_hash"), "teacher_pass_rate": passed / len(recs),
-                           "teacher_attempts": len(recs), "agentmill_version": __version__,
-                           "tools": json.dumps(tools, ensure_ascii=False) if tools is not None else "",
-                           "interaction_kwargs": {"name": "agentmill", "task_hash": task_hash}},
-        })
+        rows.append(
+            {
+                "data_source": f"agentmill/{Path(t.get('task_source') or 'tasks').name}",
+                "prompt": prompt,
+                "ability": "agentic/tools" if tools is not None else "agentic/terminal",
+                "reward_model": {"style": "environment", "ground_truth": task_hash},
+                "extra_info": {
+                    "index": index,
+                    "task": t.get("task"),
+                    "task_hash": task_hash,
+                    "agent": agent,
+                    "verifier_hash": t.get("verifier_hash"),
+                    "teacher_pass_rate": passed / len(recs),
+                    "teacher_attempts": len(recs),
+                    "agentmill_version": __version__,
+                    "tools": json.dumps(tools, ensure_ascii=False) if tools is not None else "",
+                    "interaction_kwargs": {"name": "agentmill", "task_hash": task_hash},
+                },
+            }
+        )
     return rows
 
 
@@ -188,8 +225,10 @@ def default_opening(agent: str, instruction: str) -> list[dict[str, str]]:
         return [{"role": "user", "content": instruction}]
     from agentmill.agents.terminus import prompt  # at call time: traces sit below agents
 
-    return [{"role": "system", "content": prompt.SYSTEM},
-            {"role": "user", "content": prompt.FIRST_TURN.format(instruction=instruction.strip(), screen="")}]
+    return [
+        {"role": "system", "content": prompt.SYSTEM},
+        {"role": "user", "content": prompt.FIRST_TURN.format(instruction=instruction.strip(), screen="")},
+    ]
 
 
 def build_rows(fmt: str, records: list[TraceRecord], reasoning: Reasoning) -> tuple[list[dict], int]:

@@ -17,14 +17,24 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
 from agentmill.traces.atif import Trajectory
 from agentmill.traces.harbor_atif import trajectory_to_harbor
-from agentmill.traces.harbor_config import (VERIFIER_ENVIRONMENT_MODE, agent_config, dataset_config, environment_config,
-                                            job_config, job_lock_head, task_config, task_digest, trial_config, trial_lock)
+from agentmill.traces.harbor_config import (
+    VERIFIER_ENVIRONMENT_MODE,
+    agent_config,
+    dataset_config,
+    environment_config,
+    job_config,
+    job_lock_head,
+    task_config,
+    task_digest,
+    trial_config,
+    trial_lock,
+)
 from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, error_policy, eval_key, harbor_exception
 from agentmill.traces.harbor_stats import JobTally
 from agentmill.traces.records import TraceRecord
@@ -46,7 +56,9 @@ def write_harbor_job(records: Iterable[TraceRecord], out: Path, *, allow_empty: 
     """Write `records` as the Harbor job folder `out`: (trials written, secrets redacted)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise AgentmillError(f"{out}: already exists; a Harbor job folder is written whole: remove it or choose another --out")
+        raise AgentmillError(
+            f"{out}: already exists; a Harbor job folder is written whole: remove it or choose another --out"
+        )
     tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -80,7 +92,7 @@ class _Job:
         self.tasks: dict[str, dict] = {}
         self.started: str | None = None  # the earliest trial start and the latest finish (ISO, one zone: they sort)
         self.finished: str | None = None
-        self.now = _iso(datetime.now(timezone.utc))
+        self.now = _iso(datetime.now(UTC))
         self.locks = None
         self.names: set[str] = set()
         self.folders: dict[str, str] = {}  # trial id -> its folder's name (where its subagents' trajectories go)
@@ -99,7 +111,9 @@ class _Job:
         (folder / "verifier").mkdir()
         trajectory, n = _redacted(rec.trajectory)
         self.redactions += n
-        if trajectory.steps:  # ATIF needs a step: a trial without one has no trajectory file, as Harbor's agents that write none
+        if (
+            trajectory.steps
+        ):  # ATIF needs a step: a trial without one has no trajectory file, as Harbor's agents that write none
             (folder / TRAJECTORY).write_text(_json_text(trajectory_to_harbor(trajectory)))
         for path, text in ((STDOUT, r.get("verifier_stdout") or ""), (STDERR, r.get("verifier_stderr") or "")):
             clean, n = redact(text)
@@ -118,32 +132,62 @@ class _Job:
         dataset = Path(task_source or "adhoc").name or "adhoc"
         task_path = t.get("task_path") or t["task"]
         agent = agent_config(t.get("agent"), t.get("model"))
-        config = trial_config(task=task_config(task_path, dataset), trial_name=name, trials_dir=str(self.out),
-                              agent=agent, job_id=str(self.id), environment=environment_config(imported.get("environment")))
+        config = trial_config(
+            task=task_config(task_path, dataset),
+            trial_name=name,
+            trials_dir=str(self.out),
+            agent=agent,
+            job_id=str(self.id),
+            environment=environment_config(imported.get("environment")),
+        )
         model_info = _model_info(t.get("model"))
         reward_valid = bool(rewards) and (exception is None or exception["policy"]["has_valid_reward"])
         agent_result = _agent_context(rec, trajectory)
         result = {
-            "schema_version": 1, "id": str(uuid.uuid5(self.id, rec.trial_id)), "task_name": t["task"], "trial_name": name,
-            "trial_uri": (self.out / name).resolve().as_uri(), "task_id": {"path": task_path},
-            "source": dataset, "task_checksum": t.get("task_hash") or "", "config": config,
-            "agent_info": {"name": t.get("agent"), "version": t.get("agent_version") or "unknown", "model_info": model_info},
+            "schema_version": 1,
+            "id": str(uuid.uuid5(self.id, rec.trial_id)),
+            "task_name": t["task"],
+            "trial_name": name,
+            "trial_uri": (self.out / name).resolve().as_uri(),
+            "task_id": {"path": task_path},
+            "source": dataset,
+            "task_checksum": t.get("task_hash") or "",
+            "config": config,
+            "agent_info": {
+                "name": t.get("agent"),
+                "version": t.get("agent_version") or "unknown",
+                "model_info": model_info,
+            },
             "agent_result": agent_result,
             "verifier_result": {"rewards": rewards} if rewards else None,
             "verifier_environment_mode": imported.get("verifier_environment_mode") or VERIFIER_ENVIRONMENT_MODE,
-            "exception_info": exception, **times, "step_results": None, "reward_valid": reward_valid,
+            "exception_info": exception,
+            **times,
+            "step_results": None,
+            "reward_valid": reward_valid,
         }
         self.environments[json.dumps(config["environment"], sort_keys=True)] = config["environment"]
         (folder / "config.json").write_text(json.dumps(config, indent=2))
         (folder / "result.json").write_text(_json_text(result))
-        lock = trial_lock(config, task_name=Path(task_path).name or t["task"], digest=task_digest(t.get("task_hash"), t["task"]),
-                          verifier_mode=result["verifier_environment_mode"])
+        lock = trial_lock(
+            config,
+            task_name=Path(task_path).name or t["task"],
+            digest=task_digest(t.get("task_hash"), t["task"]),
+            verifier_mode=result["verifier_environment_mode"],
+        )
         (folder / "lock.json").write_text(json.dumps(lock, indent=2))
         self._job_lock_entry(root, lock)
         key = eval_key(t.get("agent") or "agent", model_info["name"] if model_info else None, dataset)
         tokens = {k: agent_result[k] for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd")}
-        self.tally.add(key, trial_name=name, task=t["task"], rewards=rewards, reward_valid=reward_valid,
-                       exception_type=exception["exception_type"] if exception else None, tokens=tokens)
+        self.tally.add(
+            key,
+            trial_name=name,
+            task=t["task"],
+            rewards=rewards,
+            reward_valid=reward_valid,
+            exception_type=exception["exception_type"] if exception else None,
+            tokens=tokens,
+        )
         self.agents[(t.get("agent"), t.get("model"))] = agent
         if task_source:
             self.datasets[task_source] = dataset_config(task_source)
@@ -165,12 +209,18 @@ class _Job:
         trajectory, n = _redacted(rec.trajectory)
         self.redactions += n
         what = re.sub(r"[^A-Za-z0-9_-]", "-", rec.trial_id.rsplit(".", 1)[-1])
-        (root / parent / TRAJECTORY).with_name(f"trajectory.{what}.json").write_text(_json_text(trajectory_to_harbor(trajectory)))
+        (root / parent / TRAJECTORY).with_name(f"trajectory.{what}.json").write_text(
+            _json_text(trajectory_to_harbor(trajectory))
+        )
 
     def _name(self, task: str, trial_id: str, harbor_name) -> str:
         """The trial folder's name: the one Harbor gave a trial imported from it (when a plain name), else
         `<task>__<7 characters of the trial id>` (more characters if two trials would share a folder)."""
-        if isinstance(harbor_name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", harbor_name) and harbor_name not in self.names:
+        if (
+            isinstance(harbor_name, str)
+            and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", harbor_name)
+            and harbor_name not in self.names
+        ):
             name = harbor_name
         else:
             name = trial_name(task, trial_id)
@@ -190,12 +240,24 @@ class _Job:
     def finish(self, root: Path) -> None:
         started = self.started or self.now
         finished = self.finished or started
-        result = {"schema_version": 1, "id": str(self.id), "started_at": started, "updated_at": finished,
-                  "finished_at": finished, "n_total_trials": self.trials, "stats": self.tally.stats()}
-        config = job_config(job_name=self.out.name, jobs_dir=str(self.out.parent), n_attempts=self.max_attempt + 1,
-                            agents=list(self.agents.values()), datasets=list(self.datasets.values()),
-                            tasks=list(self.tasks.values()),
-                            environment=next(iter(self.environments.values())) if len(self.environments) == 1 else None)
+        result = {
+            "schema_version": 1,
+            "id": str(self.id),
+            "started_at": started,
+            "updated_at": finished,
+            "finished_at": finished,
+            "n_total_trials": self.trials,
+            "stats": self.tally.stats(),
+        }
+        config = job_config(
+            job_name=self.out.name,
+            jobs_dir=str(self.out.parent),
+            n_attempts=self.max_attempt + 1,
+            agents=list(self.agents.values()),
+            datasets=list(self.datasets.values()),
+            tasks=list(self.tasks.values()),
+            environment=next(iter(self.environments.values())) if len(self.environments) == 1 else None,
+        )
         (root / "config.json").write_text(json.dumps(config, indent=2))
         (root / "result.json").write_text(json.dumps(result, indent=2))
         self._write_job_lock(root)
@@ -239,18 +301,48 @@ def _model_info(model: str | None) -> dict | None:
 def _agent_context(rec: TraceRecord, trajectory: Trajectory) -> dict:
     t, r = rec.trial, rec.result
     tokens = r.get("tokens") or {}
-    cached = (rec.trajectory.final_metrics.total_cached_tokens if rec.trajectory.final_metrics else None)
-    keep = ("trial_id", "attempt", "task_hash", "task_path", "task_source", "task_metadata", "verifier_hash", "instruction",
-            "agent_version", "sampling")
-    usage = {"n_input_tokens": tokens.get("prompt", 0), "n_cache_tokens": cached, "n_output_tokens": tokens.get("completion", 0),
-             "cost_usd": r.get("cost_usd")}
-    by_model = {t["model"]: {**{k: v or 0 for k, v in usage.items() if k != "cost_usd"}, "cost_usd": usage["cost_usd"]}} if t.get("model") else None
-    return {**usage, "model_usage": by_model, "rollout_details": None,
-            "metadata": {METADATA_KEY: {**{k: t.get(k) for k in keep}, "outcome": r["outcome"], "exception": r.get("exception"),
-                                        "notes": r.get("notes") or [], "tamper": r.get("tamper") or [],
-                                        "timings": r.get("timings") or {}, "agent_metadata": r.get("agent_metadata") or {},
-                                        # a trajectory of no step is written nowhere else (see add)
-                                        **({} if trajectory.steps else {"trajectory": trajectory.model_dump(mode="json", exclude_none=True)})}}}
+    cached = rec.trajectory.final_metrics.total_cached_tokens if rec.trajectory.final_metrics else None
+    keep = (
+        "trial_id",
+        "attempt",
+        "task_hash",
+        "task_path",
+        "task_source",
+        "task_metadata",
+        "verifier_hash",
+        "instruction",
+        "agent_version",
+        "sampling",
+    )
+    usage = {
+        "n_input_tokens": tokens.get("prompt", 0),
+        "n_cache_tokens": cached,
+        "n_output_tokens": tokens.get("completion", 0),
+        "cost_usd": r.get("cost_usd"),
+    }
+    by_model = (
+        {t["model"]: {**{k: v or 0 for k, v in usage.items() if k != "cost_usd"}, "cost_usd": usage["cost_usd"]}}
+        if t.get("model")
+        else None
+    )
+    return {
+        **usage,
+        "model_usage": by_model,
+        "rollout_details": None,
+        "metadata": {
+            METADATA_KEY: {
+                **{k: t.get(k) for k in keep},
+                "outcome": r["outcome"],
+                "exception": r.get("exception"),
+                "notes": r.get("notes") or [],
+                "tamper": r.get("tamper") or [],
+                "timings": r.get("timings") or {},
+                "agent_metadata": r.get("agent_metadata") or {},
+                # a trajectory of no step is written nowhere else (see add)
+                **({} if trajectory.steps else {"trajectory": trajectory.model_dump(mode="json", exclude_none=True)}),
+            }
+        },
+    }
 
 
 def _exception(r: dict, trajectory: Trajectory, fallback_time: str) -> dict | None:
@@ -260,8 +352,13 @@ def _exception(r: dict, trajectory: Trajectory, fallback_time: str) -> dict | No
         return None
     kind, message = found
     when = _parsed(trajectory.steps[-1].timestamp) if trajectory.steps else None
-    return {"exception_type": kind, "exception_message": message, "exception_traceback": "",
-            "occurred_at": _iso(when) if when else fallback_time, "policy": error_policy(kind)}
+    return {
+        "exception_type": kind,
+        "exception_message": message,
+        "exception_traceback": "",
+        "occurred_at": _iso(when) if when else fallback_time,
+        "policy": error_policy(kind),
+    }
 
 
 def _parsed(text: str | None) -> datetime | None:
@@ -280,14 +377,24 @@ def _times(trajectory: Trajectory, timings: dict) -> dict:
     """Harbor records when each phase started and finished; agentmill records how long each took.
     The phases are laid end to end from the first step's timestamp (none without a trajectory)."""
     start = _parsed(trajectory.steps[0].timestamp) if trajectory.steps else None
-    keys = {"started_at": None, "finished_at": None, "environment_setup": None, "agent_setup": None,
-            "agent_execution": None, "verifier": None}
+    keys = {
+        "started_at": None,
+        "finished_at": None,
+        "environment_setup": None,
+        "agent_setup": None,
+        "agent_execution": None,
+        "verifier": None,
+    }
     if start is None:
         return keys
     iso = _iso
     t = start
-    for phase, seconds in (("environment_setup", timings.get("environment", 0.0)), ("agent_setup", timings.get("sandbox_start", 0.0)),
-                           ("agent_execution", timings.get("agent", 0.0)), ("verifier", timings.get("verifier", 0.0))):
+    for phase, seconds in (
+        ("environment_setup", timings.get("environment", 0.0)),
+        ("agent_setup", timings.get("sandbox_start", 0.0)),
+        ("agent_execution", timings.get("agent", 0.0)),
+        ("verifier", timings.get("verifier", 0.0)),
+    ):
         end = t + timedelta(seconds=seconds or 0.0)
         keys[phase] = {"started_at": iso(t), "finished_at": iso(end)}
         t = end
@@ -314,6 +421,6 @@ def _redacted(trajectory: Trajectory) -> tuple[Trajectory, int]:
         step.reasoning_content = clean(step.reasoning_content)
         for call in step.tool_calls or []:
             call.arguments = {k: clean(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
-        for res in (step.observation.results if step.observation else []):
+        for res in step.observation.results if step.observation else []:
             res.content = clean(res.content)
     return traj, count

@@ -42,8 +42,12 @@ def subagent_trajectories(trajectory: Trajectory) -> list[Trajectory]:
             continue
         sub = handoff.get("subagent") or {}
         steps = [Step.model_validate(s) for s in sub.get("steps") or []]
-        out.append(Trajectory(session_id=f"{trajectory.session_id}.summary-{handoff.get('handoff')}",
-                              agent=trajectory.agent, steps=steps,
-                              extra={**(trajectory.extra or {}), "parent_session_id": trajectory.session_id,
-                                     "subagent": "summary"}).summarize())
+        out.append(
+            Trajectory(
+                session_id=f"{trajectory.session_id}.summary-{handoff.get('handoff')}",
+                agent=trajectory.agent,
+                steps=steps,
+                extra={**(trajectory.extra or {}), "parent_session_id": trajectory.session_id, "subagent": "summary"},
+            ).summarize()
+        )
     return out

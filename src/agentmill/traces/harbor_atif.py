@@ -15,7 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentmill.traces.atif import AgentInfo, FinalMetrics, Metrics, Observation, ObservationResult, Step, ToolCall, Trajectory
+from agentmill.traces.atif import (
+    AgentInfo,
+    FinalMetrics,
+    Metrics,
+    Observation,
+    ObservationResult,
+    Step,
+    ToolCall,
+    Trajectory,
+)
 
 UNMODELLED = "atif_unmodelled"
 ABSENT = "atif_absent"
@@ -58,7 +67,9 @@ def _fold(data: dict, model: type[BaseModel], where: str) -> dict:
         if many:
             if not isinstance(value, list):
                 raise ValueError(f"{where}.{field}: expected a list")
-            known[field] = [_fold(_object(v, f"{where}.{field}[{i}]"), sub, f"{where}.{field}[{i}]") for i, v in enumerate(value)]
+            known[field] = [
+                _fold(_object(v, f"{where}.{field}[{i}]"), sub, f"{where}.{field}[{i}]") for i, v in enumerate(value)
+            ]
         else:
             known[field] = _fold(_object(value, f"{where}.{field}"), sub, f"{where}.{field}")
     absent = [f for f in _FILLED.get(model, ()) if known.get(f) is None]
@@ -69,7 +80,9 @@ def _fold(data: dict, model: type[BaseModel], where: str) -> dict:
     text_field = _TEXT_FIELDS.get(model)
     if text_field and isinstance(known.get(text_field), list):  # content parts: keep the text, park the parts
         unknown[text_field] = known[text_field]
-        known[text_field] = "\n".join(p.get("text", "") for p in known[text_field] if isinstance(p, dict) and p.get("type", "text") == "text")
+        known[text_field] = "\n".join(
+            p.get("text", "") for p in known[text_field] if isinstance(p, dict) and p.get("type", "text") == "text"
+        )
     if unknown:
         if "extra" not in model.model_fields:
             return known  # nowhere to keep them (ATIF's observation holds only results)

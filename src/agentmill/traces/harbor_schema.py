@@ -21,7 +21,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-
 TRAJECTORY = "agent/trajectory.json"
 STDOUT, STDERR = "verifier/test-stdout.txt", "verifier/test-stderr.txt"
 
@@ -177,10 +176,28 @@ EXCEPTION_OF: dict[str, str] = {  # outcomes by their value (verify/outcome.py):
 # A trial's reward counts in the job's stats only while every exception it recorded leaves the reward valid.
 # A type Harbor does not list gets all three; these are the types agentmill writes or reads back from Harbor.
 _POLICIES: dict[tuple[bool, bool, bool], tuple[str, ...]] = {
-    (False, True, True): ("AgentTimeoutError", "ContextLengthExceededError", "ContextWindowExceededError",
-                          "OutputLengthExceededError", "NonZeroAgentExitCodeError"),
-    (False, True, False): ("VerifierTimeoutError", "JudgeNotConfiguredError", "RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError"),
-    (True, True, False): ("APIConnectionError", "APIError", "RateLimitError", "InternalServerError", "ServiceUnavailableError", "Timeout"),
+    (False, True, True): (
+        "AgentTimeoutError",
+        "ContextLengthExceededError",
+        "ContextWindowExceededError",
+        "OutputLengthExceededError",
+        "NonZeroAgentExitCodeError",
+    ),
+    (False, True, False): (
+        "VerifierTimeoutError",
+        "JudgeNotConfiguredError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+    ),
+    (True, True, False): (
+        "APIConnectionError",
+        "APIError",
+        "RateLimitError",
+        "InternalServerError",
+        "ServiceUnavailableError",
+        "Timeout",
+    ),
     (True, False, False): ("EnvironmentStartTimeoutError", "SandboxBuildFailedError", "AgentSetupTimeoutError"),
     (False, False, False): ("CancelledError", "NoVerifierError"),
 }
@@ -207,8 +224,15 @@ def harbor_exception(outcome: str, exception: str | None, reward: float | None) 
 
 
 _VERIFIER_ERRORS = ("RewardFileNotFoundError", "RewardFileEmptyError", "VerifierOutputParseError", "VerifierError")
-_INFRA_WORDS = ("RateLimit", "APIConnection", "APITimeout", "APIError", "ServiceUnavailable", "InternalServer",
-                "Cancelled")  # a cancelled trial never finished: the machinery's doing, not the agent's
+_INFRA_WORDS = (
+    "RateLimit",
+    "APIConnection",
+    "APITimeout",
+    "APIError",
+    "ServiceUnavailable",
+    "InternalServer",
+    "Cancelled",
+)  # a cancelled trial never finished: the machinery's doing, not the agent's
 
 
 def outcome_of(exception_type: str | None, reward: float | None) -> str:

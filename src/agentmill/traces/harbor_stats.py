@@ -32,11 +32,26 @@ class JobTally:
     n_errored: int = 0
     n_cancelled: int = 0
     tokens: dict[str, int | float | None] = field(
-        default_factory=lambda: {"n_input_tokens": None, "n_cache_tokens": None, "n_output_tokens": None, "cost_usd": None})
+        default_factory=lambda: {
+            "n_input_tokens": None,
+            "n_cache_tokens": None,
+            "n_output_tokens": None,
+            "cost_usd": None,
+        }
+    )
     evals: dict[str, _Eval] = field(default_factory=dict)
 
-    def add(self, key: str, *, trial_name: str, task: str, rewards: dict[str, float], reward_valid: bool,
-            exception_type: str | None, tokens: dict[str, int | float | None]) -> None:
+    def add(
+        self,
+        key: str,
+        *,
+        trial_name: str,
+        task: str,
+        rewards: dict[str, float],
+        reward_valid: bool,
+        exception_type: str | None,
+        tokens: dict[str, int | float | None],
+    ) -> None:
         self.n_completed += 1
         e = self.evals.setdefault(key, _Eval())
         if reward_valid and rewards:
@@ -57,16 +72,29 @@ class JobTally:
                 self.tokens[name] = (self.tokens[name] or 0) + value
 
     def stats(self) -> dict[str, Any]:
-        return {"n_completed_trials": self.n_completed, "n_errored_trials": self.n_errored, "n_running_trials": 0,
-                "n_pending_trials": 0, "n_cancelled_trials": self.n_cancelled, "n_retries": 0,
-                "evals": {key: _eval_stats(e) for key, e in self.evals.items()}, **self.tokens}
+        return {
+            "n_completed_trials": self.n_completed,
+            "n_errored_trials": self.n_errored,
+            "n_running_trials": 0,
+            "n_pending_trials": 0,
+            "n_cancelled_trials": self.n_cancelled,
+            "n_retries": 0,
+            "evals": {key: _eval_stats(e) for key, e in self.evals.items()},
+            **self.tokens,
+        }
 
 
 def _eval_stats(e: _Eval) -> dict[str, Any]:
-    return {"n_trials": e.n_trials, "n_errors": e.n_errors, "metrics": [mean_metric(e.rewards)] if e.rewards else [],
-            "pass_at_k": pass_at_k(e.successes) if e.binary else {},
-            "reward_stats": {name: {_key(v): names for v, names in by_value.items()} for name, by_value in e.reward_stats.items()},
-            "exception_stats": e.exception_stats}
+    return {
+        "n_trials": e.n_trials,
+        "n_errors": e.n_errors,
+        "metrics": [mean_metric(e.rewards)] if e.rewards else [],
+        "pass_at_k": pass_at_k(e.successes) if e.binary else {},
+        "reward_stats": {
+            name: {_key(v): names for v, names in by_value.items()} for name, by_value in e.reward_stats.items()
+        },
+        "exception_stats": e.exception_stats,
+    }
 
 
 def _key(value: float) -> str:
@@ -88,7 +116,7 @@ def pass_at_k(successes: dict[str, list[float]]) -> dict[str, float]:
     if not successes:
         return {}
     fewest = min(len(v) for v in successes.values())
-    ks = sorted({*(2 ** i for i in range(1, fewest.bit_length()) if 2 ** i <= fewest), *range(5, fewest + 1, 5)})
+    ks = sorted({*(2**i for i in range(1, fewest.bit_length()) if 2**i <= fewest), *range(5, fewest + 1, 5)})
     return {str(k): sum(_estimate(len(v), int(sum(v)), k) for v in successes.values()) / len(successes) for k in ks}
 
 

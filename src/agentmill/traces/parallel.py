@@ -33,6 +33,7 @@ MAX_WORKERS = 8
 
 def export_rules(spec: FilterSpec, counter: TokenCounter, fmt: str, reasoning: Reasoning) -> list[Rule]:
     """The trace filters of an export (max_tokens counts the rows as this export renders them)."""
+
     def rendered(r: TraceRecord):
         x = render(r.trajectory, reasoning=reasoning)
         return x.messages, x.tools or None
@@ -114,7 +115,7 @@ def made_in_order(folders: Sequence[Path], maker: RowMaker, maker_args: tuple, w
     with pool:
         pending: deque = deque()
         for i in range(0, len(folders), CHUNK):
-            pending.append(pool.apply_async(_make_chunk, (folders[i:i + CHUNK],)))
+            pending.append(pool.apply_async(_make_chunk, (folders[i : i + CHUNK],)))
             if len(pending) >= workers * IN_FLIGHT:
                 yield from pending.popleft().get()
         while pending:

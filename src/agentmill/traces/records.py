@@ -45,7 +45,12 @@ def load_trace(folder: Path) -> TraceRecord:
         telemetry = Telemetry.model_validate_json(tele_path.read_text())
     else:  # runs written before telemetry existed: compute now (not stored: the folder is sealed)
         telemetry = compute_telemetry(trajectory, result)
-    if not isinstance(trial, dict) or not isinstance(result, dict) or "trial_id" not in trial or "outcome" not in result:
+    if (
+        not isinstance(trial, dict)
+        or not isinstance(result, dict)
+        or "trial_id" not in trial
+        or "outcome" not in result
+    ):
         raise ValueError("trial.json needs trial_id and result.json needs outcome")
     return TraceRecord(trial, result, trajectory, telemetry, folder=folder)
 
@@ -56,7 +61,9 @@ def subagent_records(rec: TraceRecord) -> list[TraceRecord]:
     out = []
     for trajectory in subagent_trajectories(rec.trajectory):
         trial = {**rec.trial, "trial_id": trajectory.session_id, "parent_trial_id": rec.trial_id}
-        out.append(TraceRecord(trial, rec.result, trajectory, compute_telemetry(trajectory, rec.result), folder=rec.folder))
+        out.append(
+            TraceRecord(trial, rec.result, trajectory, compute_telemetry(trajectory, rec.result), folder=rec.folder)
+        )
     return out
 
 

@@ -15,14 +15,24 @@ from agentmill.traces.text import clean_text, is_clean
 
 _NOT_MARKER = r"(?!\[REDACTED)"
 # Environment variables that hold credentials, by exact name or by suffix (MY_SERVICE_API_KEY).
-_KEY_NAMES = (r"(?:[A-Z0-9_]*_)?(?:API_?KEY|SECRET(?:_ACCESS)?_KEY|SECRET|ACCESS_?TOKEN|AUTH_?TOKEN|TOKEN|PASSWORD|PASSWD"
-              r"|PRIVATE_KEY|CLIENT_SECRET|SESSION_TOKEN|CREDENTIALS?)|DATABASE_URL|PGPASSWORD|MYSQL_PWD")
+_KEY_NAMES = (
+    r"(?:[A-Z0-9_]*_)?(?:API_?KEY|SECRET(?:_ACCESS)?_KEY|SECRET|ACCESS_?TOKEN|AUTH_?TOKEN|TOKEN|PASSWORD|PASSWD"
+    r"|PRIVATE_KEY|CLIENT_SECRET|SESSION_TOKEN|CREDENTIALS?)|DATABASE_URL|PGPASSWORD|MYSQL_PWD"
+)
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("private_key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----", re.DOTALL)),
+    (
+        "private_key",
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----", re.DOTALL),
+    ),
     # a key cut by a length limit or a pager: its head with the base64 lines that follow, or its tail
-    ("private_key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:\r?\n[A-Za-z-]+:[^\n]*)*(?:\r?\n(?=\r?\n))?"
-                               r"(?:\r?\n[A-Za-z0-9+/=]{8,}(?=\r?\n|\Z))*")),
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:\r?\n[A-Za-z-]+:[^\n]*)*(?:\r?\n(?=\r?\n))?"
+            r"(?:\r?\n[A-Za-z0-9+/=]{8,}(?=\r?\n|\Z))*"
+        ),
+    ),
     ("private_key", re.compile(r"(?:^[A-Za-z0-9+/=]{8,}\r?\n)*-----END [A-Z0-9 ]*PRIVATE KEY-----", re.MULTILINE)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -36,10 +46,21 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("bearer", re.compile(r"(?i)(authorization:\s*bearer\s+)" + _NOT_MARKER + r"[A-Za-z0-9._~+/-]{16,}=*")),
     # NAME=value / NAME: value / "NAME": "value" for credential variables; references ($X, ${X}),
     # empty values and placeholders in angle brackets are not secrets
-    ("env_secret", re.compile(r"""(\b(?:""" + _KEY_NAMES + r""")["']?\s*[=:]\s*["']?)""" + _NOT_MARKER
-                              + r"""(?![$<\s"'])[^\s"'`;&|]{4,}""")),
+    (
+        "env_secret",
+        re.compile(
+            r"""(\b(?:"""
+            + _KEY_NAMES
+            + r""")["']?\s*[=:]\s*["']?)"""
+            + _NOT_MARKER
+            + r"""(?![$<\s"'])[^\s"'`;&|]{4,}"""
+        ),
+    ),
     # user:password@host in any URL (not a placeholder: $VAR, %s, {x}, <x>)
-    ("url_password", re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)" + _NOT_MARKER + r"(?![$%{<])[^/\s@]+(?=@)")),
+    (
+        "url_password",
+        re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)" + _NOT_MARKER + r"(?![$%{<])[^/\s@]+(?=@)"),
+    ),
 ]
 
 

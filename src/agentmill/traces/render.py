@@ -35,9 +35,14 @@ Reasoning = Literal["think", "drop"]
 
 # trajectories of other harnesses' agents that call tools name no tool list: describe what they used
 TOOL_SCHEMAS = {
-    "bash": {"type": "function", "function": {"name": "bash", "description": "Run a shell command.",
-                                              "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
-                                                             "required": ["command"]}}},
+    "bash": {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    },
 }
 
 
@@ -53,7 +58,9 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
     messages: list[dict[str, Any]] = []
     used_tools: dict[str, dict] = {}
     redactions = 0
-    as_is = scrubbed_as_is(_texts(trajectory, text_protocol))  # almost always: then each text is kept without a pass of its own
+    as_is = scrubbed_as_is(
+        _texts(trajectory, text_protocol)
+    )  # almost always: then each text is kept without a pass of its own
 
     def text(value: str | None) -> str:
         nonlocal redactions
@@ -76,14 +83,23 @@ def render(trajectory: Trajectory, *, reasoning: Reasoning = "think") -> Rendere
             continue
         calls = []
         for call in step.tool_calls:
-            calls.append({"id": call.tool_call_id, "type": "function",
-                          "function": {"name": call.function_name, "arguments": text(arguments_text(call))}})
-            used_tools.setdefault(call.function_name, TOOL_SCHEMAS.get(call.function_name, _generic_schema(call.function_name)))
+            calls.append(
+                {
+                    "id": call.tool_call_id,
+                    "type": "function",
+                    "function": {"name": call.function_name, "arguments": text(arguments_text(call))},
+                }
+            )
+            used_tools.setdefault(
+                call.function_name, TOOL_SCHEMAS.get(call.function_name, _generic_schema(call.function_name))
+            )
         messages.append({"role": "assistant", "content": content, "tool_calls": calls})
         results = {r.source_call_id: r.content for r in (step.observation.results if step.observation else [])}
         for call in step.tool_calls:
             if call.tool_call_id in results:
-                messages.append({"role": "tool", "tool_call_id": call.tool_call_id, "content": text(results[call.tool_call_id])})
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.tool_call_id, "content": text(results[call.tool_call_id])}
+                )
     tools = sent_tools(trajectory)
     return Rendered(_end_on_reply(messages), tools if tools is not None else list(used_tools.values()), redactions)
 
@@ -142,10 +158,16 @@ def _observation(step: Step) -> str | None:
 
 
 def _generic_schema(name: str) -> dict:
-    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.",
-                                             "parameters": {"type": "object", "properties": {}}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {name} tool.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
 
 
 def _end_on_reply(messages: list[dict]) -> list[dict]:
     last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
-    return messages[:last + 1] if last >= 0 else messages
+    return messages[: last + 1] if last >= 0 else messages

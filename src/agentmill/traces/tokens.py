@@ -34,7 +34,7 @@ class TokenCounter:
         return f"tokenizer {self.source}" if self.exact else f"estimate ({CHARS_PER_TOKEN:g} characters per token)"
 
     @classmethod
-    def load(cls, path: str | Path | None) -> "TokenCounter":
+    def load(cls, path: str | Path | None) -> TokenCounter:
         if path is None:
             return cls()
         return cls(load_tokenizer(Path(path)), source=str(path))
@@ -61,7 +61,9 @@ def load_tokenizer(path: Path):
     try:
         from transformers import AutoTokenizer, PreTrainedTokenizerFast
     except ImportError:
-        raise AgentmillError("token counting with a tokenizer needs transformers and tokenizers (scripts/setup.sh installs them)") from None
+        raise AgentmillError(
+            "token counting with a tokenizer needs transformers and tokenizers (scripts/setup.sh installs them)"
+        ) from None
     if path.suffix == ".gguf":
         return gguf_tokenizer(path)
     if path.is_file() and path.name.endswith(".json"):
@@ -105,7 +107,10 @@ def gguf_tokenizer(path: Path):
         return tokens[idx] if isinstance(idx, int) and 0 <= idx < len(tokens) else None
 
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=special("bos"), eos_token=special("eos"),
-        unk_token=special("unknown"), pad_token=special("padding"),
+        tokenizer_object=tok,
+        bos_token=special("bos"),
+        eos_token=special("eos"),
+        unk_token=special("unknown"),
+        pad_token=special("padding"),
         chat_template=field("tokenizer.chat_template"),
     )

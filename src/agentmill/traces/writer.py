@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from agentmill.runtime.atomic import atomic_path, write_json_atomic
 from agentmill.errors import AgentmillError
+from agentmill.runtime.atomic import atomic_path, write_json_atomic
 
 SUFFIXES = (".jsonl", ".parquet")
 PARQUET_BATCH = 1000  # rows per row group: bounds memory for any number of rows

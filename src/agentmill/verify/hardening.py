@@ -21,8 +21,18 @@ from agentmill.sandbox.bwrap import ROOT_SYMLINKS
 from agentmill.verify.tamper import Tamper, TamperKind
 
 # Where the verifier mounts its own things: nothing the agent made may live at or resolve into these.
-PROTECTED = ("/tests", "/solution", "/logs", "/.agentmill", "/proc", "/sys", "/dev/fd", "/dev/stdin", "/dev/stdout",
-             "/dev/stderr")
+PROTECTED = (
+    "/tests",
+    "/solution",
+    "/logs",
+    "/.agentmill",
+    "/proc",
+    "/sys",
+    "/dev/fd",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+)
 # Mounted over from the host in every sandbox: the agent never wrote there, and a walk must not look.
 _HOST_MOUNTS = {"usr", "etc", "proc", "dev", "tmp", "sys"}
 _MAX_ENTRIES = 500_000
@@ -36,8 +46,17 @@ _STDLIB_ALLOWED = {"test", "this", "antigravity", "idlelib", "turtledemo", "__ph
 SHADOWED = RUNNER_MODULES | (set(sys.stdlib_module_names) - _STDLIB_ALLOWED)
 PYTEST_INI_NAMES = {"pytest.ini", ".pytest.ini", "conftest.py"}
 _PYTEST_SECTION = re.compile(rb"^\s*\[(tool\.pytest(\.ini_options)?|tool:pytest|pytest)\]", re.MULTILINE)
-SHELL_STARTUP = {".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc", ".zshenv", ".zprofile",
-                 ".envrc"}
+SHELL_STARTUP = {
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_logout",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".envrc",
+}
 # Shell start-up lines that would change how a sourcing test script runs its tools or judges.
 _STEERING_SHELL = re.compile(
     r"PYTEST|PYTHON[A-Z_]*=|BASH_ENV|\bENV=|LD_PRELOAD|LD_LIBRARY_PATH|\bPATH=|/logs\b|reward|"
@@ -97,8 +116,11 @@ class Hardening:
             os.chmod(src, stat.S_IMODE(st.st_mode) | stat.S_IWUSR | stat.S_IXUSR)  # rename updates its '..'
             pinned = True
         os.rename(src, dest)
-        self.record(kind, inside, detail + ("; it was pinned read-only" if pinned or not st.st_mode & stat.S_IWUSR else "")
-                    + "; moved aside")
+        self.record(
+            kind,
+            inside,
+            detail + ("; it was pinned read-only" if pinned or not st.st_mode & stat.S_IWUSR else "") + "; moved aside",
+        )
 
     def from_agent(self, inside: str, st: os.stat_result) -> bool:
         """True when the entry is not the image's own (new, or changed since the template)."""
@@ -114,7 +136,11 @@ class Hardening:
             return os.readlink(self.template / inside.lstrip("/")) != os.readlink(self.host(inside))
         if stat.S_ISDIR(st.st_mode):
             return False
-        return (t.st_size, t.st_mtime_ns, stat.S_IMODE(t.st_mode)) != (st.st_size, st.st_mtime_ns, stat.S_IMODE(st.st_mode))
+        return (t.st_size, t.st_mtime_ns, stat.S_IMODE(t.st_mode)) != (
+            st.st_size,
+            st.st_mtime_ns,
+            stat.S_IMODE(st.st_mode),
+        )
 
     # -- the root: interpreter links and the verifier's mount points -------------------------------
 
@@ -148,8 +174,11 @@ class Hardening:
             if whiteout:
                 os.unlink(self.host(f".wh.{name}"))
             if st is not None:
-                self.move_aside("/" + name, TamperKind.ROOT_LAYOUT,
-                                f"/{name} must be the link to /{target} (every ELF loader and #!/bin/sh lives behind it)")
+                self.move_aside(
+                    "/" + name,
+                    TamperKind.ROOT_LAYOUT,
+                    f"/{name} must be the link to /{target} (every ELF loader and #!/bin/sh lives behind it)",
+                )
             else:
                 self.record(TamperKind.ROOT_LAYOUT, "/" + name, "removed; restored")
             path.symlink_to(target)
@@ -216,12 +245,15 @@ class Hardening:
             base = self.host(rel or "/")
             for name in sorted(_listdir_unpinned(base)):
                 inside = f"{rel}/{name}"
-                if not rel and (name in _HOST_MOUNTS or name in {"logs", "tests", "solution", ".agentmill"}
-                                or name in links):
+                if not rel and (
+                    name in _HOST_MOUNTS or name in {"logs", "tests", "solution", ".agentmill"} or name in links
+                ):
                     continue
                 seen += 1
                 if seen > _MAX_ENTRIES:
-                    self.record(TamperKind.PROTECTED_PATH, rel or "/", f"more than {_MAX_ENTRIES} entries: walk stopped")
+                    self.record(
+                        TamperKind.PROTECTED_PATH, rel or "/", f"more than {_MAX_ENTRIES} entries: walk stopped"
+                    )
                     return
                 try:
                     st = os.lstat(self.host(inside))
@@ -233,24 +265,33 @@ class Hardening:
                 elif self.from_agent(inside, st):
                     self._check_entry(inside, name, rel or "/", st, ctx)
 
-    def _check_dir(self, inside: str, name: str, parent: str, ctx: "_Places") -> bool:
+    def _check_dir(self, inside: str, name: str, parent: str, ctx: _Places) -> bool:
         """A package folder shadowing a module. True when it was moved aside."""
         if parent in ctx.import_dirs and name in SHADOWED and _has_init(self.host(inside)):
             st = os.lstat(self.host(inside))
-            if self.from_agent(inside + "/__init__.py", os.lstat(self.host(inside + "/__init__.py"))) \
-                    if os.path.lexists(self.host(inside + "/__init__.py")) else self.from_agent(inside, st):
-                self.move_aside(inside, TamperKind.SHADOW_MODULE,
-                                f"package '{name}' shadows the {'test runner' if name in RUNNER_MODULES else 'standard library'}")
+            if (
+                self.from_agent(inside + "/__init__.py", os.lstat(self.host(inside + "/__init__.py")))
+                if os.path.lexists(self.host(inside + "/__init__.py"))
+                else self.from_agent(inside, st)
+            ):
+                self.move_aside(
+                    inside,
+                    TamperKind.SHADOW_MODULE,
+                    f"package '{name}' shadows the {'test runner' if name in RUNNER_MODULES else 'standard library'}",
+                )
                 return True
         return False
 
-    def _check_entry(self, inside: str, name: str, parent: str, st: os.stat_result, ctx: "_Places") -> None:
+    def _check_entry(self, inside: str, name: str, parent: str, st: os.stat_result, ctx: _Places) -> None:
         mode = st.st_mode
         if stat.S_ISLNK(mode):
             where = self.resolve(inside)
             if where is None or _is_protected(where):
-                self.move_aside(inside, TamperKind.PROTECTED_LINK,
-                                f"link to {os.readlink(self.host(inside))!r} resolves to {where or 'a loop'}")
+                self.move_aside(
+                    inside,
+                    TamperKind.PROTECTED_LINK,
+                    f"link to {os.readlink(self.host(inside))!r} resolves to {where or 'a loop'}",
+                )
             return
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             self.move_aside(inside, TamperKind.SPECIAL_FILE, f"{_describe(st)}: a reader of it would hang")
@@ -261,15 +302,26 @@ class Hardening:
             self.move_aside(inside, TamperKind.PROTECTED_LINK, "hard link to a file planted under a protected path")
             return
         module = name.split(".")[0]
-        if parent in ctx.startup_dirs and (module in {"sitecustomize", "usercustomize"} and name.endswith((".py", ".pyc"))
-                                           or name.endswith(".pth")):
+        if parent in ctx.startup_dirs and (
+            module in {"sitecustomize", "usercustomize"} and name.endswith((".py", ".pyc")) or name.endswith(".pth")
+        ):
             self.move_aside(inside, TamperKind.PYTHON_STARTUP, f"runs at every Python start-up from {parent}")
-        elif parent in ctx.config_dirs and (name in PYTEST_INI_NAMES or name in {"pyproject.toml", "tox.ini", "setup.cfg"}
-                                            and _PYTEST_SECTION.search(_head(self.host(inside)))):
-            self.move_aside(inside, TamperKind.RUNNER_CONFIG, f"pytest would read it (in {parent}, the working folder or an ancestor)")
+        elif parent in ctx.config_dirs and (
+            name in PYTEST_INI_NAMES
+            or name in {"pyproject.toml", "tox.ini", "setup.cfg"}
+            and _PYTEST_SECTION.search(_head(self.host(inside)))
+        ):
+            self.move_aside(
+                inside,
+                TamperKind.RUNNER_CONFIG,
+                f"pytest would read it (in {parent}, the working folder or an ancestor)",
+            )
         elif parent in ctx.import_dirs and module in SHADOWED and name.endswith((".py", ".pyc", ".so")):
-            self.move_aside(inside, TamperKind.SHADOW_MODULE,
-                            f"module '{module}' shadows the {'test runner' if module in RUNNER_MODULES else 'standard library'}")
+            self.move_aside(
+                inside,
+                TamperKind.SHADOW_MODULE,
+                f"module '{module}' shadows the {'test runner' if module in RUNNER_MODULES else 'standard library'}",
+            )
         elif parent in ctx.uv_bins and name in UV_ENV_FILES:
             self.move_aside(inside, TamperKind.SHELL_STARTUP, "the uv installer's env file, which test scripts source")
         elif parent in ctx.path_dirs and name in self.known_commands:
@@ -278,7 +330,11 @@ class Hardening:
             text = _added_lines(self.host(inside), self.template / inside.lstrip("/") if self.template else None)
             hit = _STEERING_SHELL.search(text)
             if hit:
-                self.move_aside(inside, TamperKind.SHELL_STARTUP, f"sets what a sourcing test script runs: {hit.group(0).strip()[:60]!r}")
+                self.move_aside(
+                    inside,
+                    TamperKind.SHELL_STARTUP,
+                    f"sets what a sourcing test script runs: {hit.group(0).strip()[:60]!r}",
+                )
 
     def resolve(self, inside: str) -> str | None:
         """Where a path leads inside the sandbox, following links as text within the rootfs. None: a loop."""
@@ -363,7 +419,8 @@ def _listdir_unpinned(path: Path) -> list[str]:
 
 def _has_init(path: Path) -> bool:
     return any(os.path.lexists(path / f) for f in ("__init__.py", "__init__.pyc")) or any(
-        n.startswith("__init__.") and n.endswith(".so") for n in _listdir(path))
+        n.startswith("__init__.") and n.endswith(".so") for n in _listdir(path)
+    )
 
 
 def _head(path: Path) -> bytes:
@@ -390,8 +447,17 @@ def _is_protected(inside: str) -> bool:
 
 def _describe(st: os.stat_result) -> str:
     m = st.st_mode
-    kind = ("folder" if stat.S_ISDIR(m) else "link" if stat.S_ISLNK(m) else "FIFO" if stat.S_ISFIFO(m)
-            else "socket" if stat.S_ISSOCK(m) else "file")
+    kind = (
+        "folder"
+        if stat.S_ISDIR(m)
+        else "link"
+        if stat.S_ISLNK(m)
+        else "FIFO"
+        if stat.S_ISFIFO(m)
+        else "socket"
+        if stat.S_ISSOCK(m)
+        else "file"
+    )
     return f"{kind}, mode {stat.S_IMODE(m):04o}"
 
 
@@ -403,8 +469,16 @@ def known_commands(*dirs: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def harden(rootfs: Path, template: Path | None, quarantine: Path, *, workdir: str, env: dict[str, str],
-           command_dirs: tuple[Path, ...] = (), overlay: bool = False) -> list[Tamper]:
+def harden(
+    rootfs: Path,
+    template: Path | None,
+    quarantine: Path,
+    *,
+    workdir: str,
+    env: dict[str, str],
+    command_dirs: tuple[Path, ...] = (),
+    overlay: bool = False,
+) -> list[Tamper]:
     """Neutralise what the agent left that would steer verification; return the evidence."""
     cmds = known_commands(*(command_dirs or (Path("/usr/bin"), Path("/usr/sbin"))))
     return Hardening(rootfs, template, quarantine, workdir=workdir, env=env, known_commands=cmds, overlay=overlay).run()

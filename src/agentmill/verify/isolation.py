@@ -24,11 +24,35 @@ from agentmill.verify.toolkit import LIB, MOUNT
 HOME = "/.agentmill/home"
 PIN = "/.agentmill/pin"
 TRUSTED_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-DROPPED = ("BASH_ENV", "ENV", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT", "PYTHONUSERBASE", "PYTHONSAFEPATH",
-           "LD_PRELOAD", "LD_AUDIT", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "CDPATH", "GLOBIGNORE", "PS4",
-           "PYTEST_PLUGINS", "PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PIP_USER", "XDG_CONFIG_HOME")
-_INI_SECTION = {"pytest.ini": None, ".pytest.ini": None, "pyproject.toml": r"^\s*\[tool\.pytest(\.ini_options)?\]",
-                "tox.ini": r"^\s*\[pytest\]", "setup.cfg": r"^\s*\[tool:pytest\]"}
+DROPPED = (
+    "BASH_ENV",
+    "ENV",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONINSPECT",
+    "PYTHONUSERBASE",
+    "PYTHONSAFEPATH",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "CDPATH",
+    "GLOBIGNORE",
+    "PS4",
+    "PYTEST_PLUGINS",
+    "PYTEST_ADDOPTS",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "PIP_USER",
+    "XDG_CONFIG_HOME",
+)
+_INI_SECTION = {
+    "pytest.ini": None,
+    ".pytest.ini": None,
+    "pyproject.toml": r"^\s*\[tool\.pytest(\.ini_options)?\]",
+    "tox.ini": r"^\s*\[pytest\]",
+    "setup.cfg": r"^\s*\[tool:pytest\]",
+}
 
 
 def task_ini(tests: Path) -> str | None:
@@ -53,8 +77,9 @@ def write_pin(pin: Path, tests: Path) -> str:
     return addopts
 
 
-def verifier_env(image_env: dict[str, str], task_env: dict[str, str], addopts: str, *, toolkit: bool,
-                 test_deps: bool = False) -> dict[str, str]:
+def verifier_env(
+    image_env: dict[str, str], task_env: dict[str, str], addopts: str, *, toolkit: bool, test_deps: bool = False
+) -> dict[str, str]:
     """The complete environment of the test script (it replaces the image's, not extends it)."""
     env = {"LANG": "C.UTF-8", "TERM": "xterm-256color", "USER": "root", **image_env, **task_env}
     for key in DROPPED:
@@ -65,8 +90,9 @@ def verifier_env(image_env: dict[str, str], task_env: dict[str, str], addopts: s
     env["HOME"] = HOME
     env["PYTHONNOUSERSITE"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONPATH"] = ":".join([LIB] + [p for p in env.get("PYTHONPATH", "").split(":") if p]
-                                 + ([TEST_DEPS_SITE] if test_deps else []))
+    env["PYTHONPATH"] = ":".join(
+        [LIB] + [p for p in env.get("PYTHONPATH", "").split(":") if p] + ([TEST_DEPS_SITE] if test_deps else [])
+    )
     # Offline: pip answers "already satisfied" for what the test-deps layer holds, and fails fast otherwise.
     env.update({"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_BREAK_SYSTEM_PACKAGES": "1"})
     if toolkit:

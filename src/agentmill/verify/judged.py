@@ -25,7 +25,8 @@ JudgedStep = Callable[[Task, "VerifierResult"], Awaitable["VerifierResult"]]
 GROUP = "agentmill.judged_steps"
 
 JUDGED_STEPS: Registry[JudgedStep] = Registry(
-    "judged step", group=GROUP, builtins={"grounded": "agentmill.grounded.verifier:judge_rubric"})
+    "judged step", group=GROUP, builtins={"grounded": "agentmill.grounded.verifier:judge_rubric"}
+)
 
 
 def judged_step_for(task: Task) -> JudgedStep | None:

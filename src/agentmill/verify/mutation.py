@@ -29,16 +29,24 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.envs.state import PYTHON, TOOLS_ROOT, prepare_tool_state, require_spec
 from agentmill.envs.sandboxed import task_sandbox
+from agentmill.envs.state import PYTHON, TOOLS_ROOT, prepare_tool_state, require_spec
 from agentmill.images import ImageBuilder
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
 from agentmill.traces.atif import Step, ToolCall
-from agentmill.verify.judge import Judge, default_judge
 from agentmill.verify import state_diff
-from agentmill.verify.sql_state import (PRIVATE, Check, TrialView, evaluate, guest_json, queries_of, run_queries,
-                                        stage_query_runner)
+from agentmill.verify.judge import Judge, default_judge
+from agentmill.verify.sql_state import (
+    PRIVATE,
+    Check,
+    TrialView,
+    evaluate,
+    guest_json,
+    queries_of,
+    run_queries,
+    stage_query_runner,
+)
 from agentmill.verify.tool_lints import Lint, static_lints
 
 AUDIT = "/var/lib/agentmill/audit"
@@ -56,8 +64,13 @@ class Mutant:
         return not self.killed_by
 
     def to_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "killed_by": self.killed_by,
-                "survived": self.survived, **({"side_effect": True} if self.side_effect else {})}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "killed_by": self.killed_by,
+            "survived": self.survived,
+            **({"side_effect": True} if self.side_effect else {}),
+        }
 
 
 @dataclass
@@ -73,8 +86,12 @@ class ToolAudit:
         return [m for m in self.mutants if m.survived and not m.side_effect]
 
     def to_json(self) -> dict:
-        return {"lints": [lint.to_json() for lint in self.lints], "mutants": [m.to_json() for m in self.mutants],
-                "equivalent_mutants": self.skipped, "error": self.error}
+        return {
+            "lints": [lint.to_json() for lint in self.lints],
+            "mutants": [m.to_json() for m in self.mutants],
+            "equivalent_mutants": self.skipped,
+            "error": self.error,
+        }
 
 
 async def audit_tool_task(task: Task, *, builder: ImageBuilder | None = None, judge: Judge | None = None) -> ToolAudit:
@@ -99,8 +116,13 @@ async def _sh(sb: Sandbox, script: str) -> None:
 
 async def _replay(sb: Sandbox, task: Task, db_dir: str, calls: list[dict]) -> list[dict]:
     spec_path = await stage_query_runner(task, sb, db_dir=db_dir)
-    reply = await guest_json(sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "replay", spec_path], stdin={"calls": calls},
-                             timeout=600, what="replaying the reference calls")
+    reply = await guest_json(
+        sb,
+        [*PYTHON, f"{PRIVATE}/toolhost.py", "replay", spec_path],
+        stdin={"calls": calls},
+        timeout=600,
+        what="replaying the reference calls",
+    )
     return reply["results"]
 
 
@@ -114,16 +136,22 @@ async def _checks_many(task: Task, sb: Sandbox, dirs: list[str], view: TrialView
     if not dirs:
         return {}
     spec_path = await stage_query_runner(task, sb)
-    reply = await guest_json(sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "query-dirs", spec_path],
-                             stdin={"dirs": dirs, "queries": queries_of(task)}, timeout=600, what="querying the mutants")
+    reply = await guest_json(
+        sb,
+        [*PYTHON, f"{PRIVATE}/toolhost.py", "query-dirs", spec_path],
+        stdin={"dirs": dirs, "queries": queries_of(task)},
+        timeout=600,
+        what="querying the mutants",
+    )
     return {d: await evaluate(task, reply["results"][d], view, judge) for d in dirs}
 
 
 async def _state_hash(sb: Sandbox, task: Task, db_dir: str) -> str:
     """Content hash of every table of every gym, computed in the sandbox."""
     spec_path = await stage_query_runner(task, sb, db_dir=db_dir)
-    reply = await guest_json(sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "hash", spec_path], timeout=300,
-                             what=f"hashing {db_dir}")
+    reply = await guest_json(
+        sb, [*PYTHON, f"{PRIVATE}/toolhost.py", "hash", spec_path], timeout=300, what=f"hashing {db_dir}"
+    )
     return reply["hash"]
 
 
@@ -139,11 +167,19 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
     results = await _replay(sb, task, final, calls)
     for i, (call, res) in enumerate(zip(calls, results)):
         if res.get("is_error"):
-            audit.lints.append(Lint("replay_error", f"reference call {i} ({call['tool']}) failed: {res.get('content', '')[:300]}"))
+            audit.lints.append(
+                Lint("replay_error", f"reference call {i} ({call['tool']}) failed: {res.get('content', '')[:300]}")
+            )
     # the calls a trial's tool host would have logged as successful (failed ones are no look-ups)
-    steps = [Step(step_id=i + 1, source="agent", tool_calls=[ToolCall(tool_call_id=f"c{i}", function_name=c["tool"],
-                                                                       arguments=c["arguments"])])
-             for i, (c, r) in enumerate(zip(calls, results)) if not r.get("is_error")]
+    steps = [
+        Step(
+            step_id=i + 1,
+            source="agent",
+            tool_calls=[ToolCall(tool_call_id=f"c{i}", function_name=c["tool"], arguments=c["arguments"])],
+        )
+        for i, (c, r) in enumerate(zip(calls, results))
+        if not r.get("is_error")
+    ]
     if spec.answer:
         steps.append(Step(step_id=len(steps) + 1, source="agent", message=spec.answer))
     view = TrialView.from_steps(steps)
@@ -163,15 +199,26 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         await _sh(sb, f"cp -r {initial} {undo}")
         kept = [c for i, c in enumerate(calls) if i != writes[-1]]
         await _replay(sb, task, undo, kept)
-        states.append(("undo_last_write", f"all reference calls but #{writes[-1]} ({calls[writes[-1]]['tool']})", undo, False))
+        states.append(
+            ("undo_last_write", f"all reference calls but #{writes[-1]} ({calls[writes[-1]]['tool']})", undo, False)
+        )
     # bookkeeping as the state diff decides it (what the tools write on their own), shared with the mutants
     bookkeeping = (await state_diff.diff_states(task, sb, {}))["bookkeeping"] if state_diff.applies(task) else []
-    request = {"gyms": gyms, "initial": initial, "final": final, "out": f"{AUDIT}/mutants", "bookkeeping": bookkeeping,
-               "argument_values": sorted({json.dumps(v) for c in calls for v in _scalars(c["arguments"])})}
-    await sb.write_file(f"{PRIVATE}/mutants.py", (Path(__file__).resolve().parent.parent / "envs" / "guest" / "mutants.py").read_bytes())
+    request = {
+        "gyms": gyms,
+        "initial": initial,
+        "final": final,
+        "out": f"{AUDIT}/mutants",
+        "bookkeeping": bookkeeping,
+        "argument_values": sorted({json.dumps(v) for c in calls for v in _scalars(c["arguments"])}),
+    }
+    await sb.write_file(
+        f"{PRIVATE}/mutants.py", (Path(__file__).resolve().parent.parent / "envs" / "guest" / "mutants.py").read_bytes()
+    )
     await sb.write_file(f"{PRIVATE}/mutants.json", json.dumps(request).encode())
-    made = await guest_json(sb, [*PYTHON, f"{PRIVATE}/mutants.py", f"{PRIVATE}/mutants.json"],
-                            timeout=600, what="making mutants")
+    made = await guest_json(
+        sb, [*PYTHON, f"{PRIVATE}/mutants.py", f"{PRIVATE}/mutants.json"], timeout=600, what="making mutants"
+    )
     states += [(m["name"], m["description"], m["dir"], bool(m.get("side_effect"))) for m in made["mutants"]]
 
     final_hash = await _state_hash(sb, task, final)
@@ -183,8 +230,11 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         kept_states.append((name, description, path, side))
     scrambled = [m["dir"] for m in made.get("scrambles", [])]
     on = await _checks_many(task, sb, [p for _, _, p, _ in kept_states] + scrambled, view, judge)
-    changed = ((await state_diff.diff_states(task, sb, {p: p for _, _, p, _ in kept_states}))["violations"]
-               if state_diff.applies(task) and kept_states else {})
+    changed = (
+        (await state_diff.diff_states(task, sb, {p: p for _, _, p, _ in kept_states}))["violations"]
+        if state_diff.applies(task) and kept_states
+        else {}
+    )
     passes_everywhere = {c.name for c in on_initial if c.passed and c.verifier_type == "database_state"}
     for name, description, path, side in kept_states:
         checks = on[path]
@@ -193,20 +243,37 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         audit.mutants.append(mutant)
         passes_everywhere &= {c.name for c in checks if c.passed}
         if side and mutant.survived:
-            audit.lints.append(Lint("side_effect_unchecked", f"{description}: a field the reference's tool set on its own "
-                                    "(no call chose it); no verifier checks it, as the task does not ask for it",
-                                    severity="warn"))
+            audit.lints.append(
+                Lint(
+                    "side_effect_unchecked",
+                    f"{description}: a field the reference's tool set on its own "
+                    "(no call chose it); no verifier checks it, as the task does not ask for it",
+                    severity="warn",
+                )
+            )
     if audit.mutants:
         always = set(passes_everywhere)
         for path in scrambled:
             always &= {c.name for c in on[path] if c.passed}
         for name in sorted(passes_everywhere):
             if name in always:  # COUNT(*) >= 0: true of any database
-                audit.lints.append(Lint("vacuous_verifier", "passes on every state tried, a scrambled and an empty "
-                                        "database included: it checks nothing", name))
+                audit.lints.append(
+                    Lint(
+                        "vacuous_verifier",
+                        "passes on every state tried, a scrambled and an empty database included: it checks nothing",
+                        name,
+                    )
+                )
             else:  # a guard ("the other record stays untouched") passes on these states by design: reported, not a verdict
-                audit.lints.append(Lint("guard_verifier", "passes on the untouched state and on every mutant "
-                                        "(a guard: it fails only on a scrambled or empty database)", name, severity="warn"))
+                audit.lints.append(
+                    Lint(
+                        "guard_verifier",
+                        "passes on the untouched state and on every mutant "
+                        "(a guard: it fails only on a scrambled or empty database)",
+                        name,
+                        severity="warn",
+                    )
+                )
 
 
 def _scalars(value):

@@ -42,13 +42,20 @@ def read_reward_files(logs: Path) -> RewardFiles:
     try:
         dfd = os.open(logs, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as e:
-        out.evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier", detail=f"unreadable: {e.strerror}"))
+        out.evidence.append(
+            Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier", detail=f"unreadable: {e.strerror}")
+        )
         return out
     try:
         st = os.fstat(dfd)
         if not st.st_mode & stat.S_IWUSR:
-            out.evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path="/logs/verifier",
-                                       detail=f"the reward folder was pinned read-only (mode {stat.S_IMODE(st.st_mode):04o})"))
+            out.evidence.append(
+                Tamper(
+                    kind=TamperKind.REWARD_FILE,
+                    path="/logs/verifier",
+                    detail=f"the reward folder was pinned read-only (mode {stat.S_IMODE(st.st_mode):04o})",
+                )
+            )
         for name in READ:
             out.files[name] = _read_one(dfd, name, out.evidence)
     finally:
@@ -65,7 +72,9 @@ def _read_one(dfd: int, name: str, evidence: list[Tamper]) -> tuple[tuple, bytes
     except OSError as e:
         if e.errno == errno.ELOOP:
             target = os.readlink(name, dir_fd=dfd)
-            evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path=where, detail=f"is a link to {target!r}; not followed"))
+            evidence.append(
+                Tamper(kind=TamperKind.REWARD_FILE, path=where, detail=f"is a link to {target!r}; not followed")
+            )
         else:
             evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path=where, detail=f"unreadable: {e.strerror}"))
         return None
@@ -75,10 +84,17 @@ def _read_one(dfd: int, name: str, evidence: list[Tamper]) -> tuple[tuple, bytes
             evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path=where, detail="not a regular file"))
             return None
         if st.st_nlink > 1:
-            evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path=where, detail=f"hard-linked ({st.st_nlink} names)"))
+            evidence.append(
+                Tamper(kind=TamperKind.REWARD_FILE, path=where, detail=f"hard-linked ({st.st_nlink} names)")
+            )
         if not st.st_mode & stat.S_IWUSR:
-            evidence.append(Tamper(kind=TamperKind.REWARD_FILE, path=where,
-                                   detail=f"pinned read-only (mode {stat.S_IMODE(st.st_mode):04o}): the test script could not write it"))
+            evidence.append(
+                Tamper(
+                    kind=TamperKind.REWARD_FILE,
+                    path=where,
+                    detail=f"pinned read-only (mode {stat.S_IMODE(st.st_mode):04o}): the test script could not write it",
+                )
+            )
         data = os.read(fd, MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             data = data[:MAX_BYTES]
@@ -92,6 +108,11 @@ def rewritten(at_exit: RewardFiles, final: RewardFiles) -> list[Tamper]:
     out = []
     for name in READ:
         if at_exit.files.get(name) != final.files.get(name):
-            out.append(Tamper(kind=TamperKind.REWARD_FILE, path=f"/logs/verifier/{name}",
-                              detail="changed after the test script ended (a leftover process wrote it)"))
+            out.append(
+                Tamper(
+                    kind=TamperKind.REWARD_FILE,
+                    path=f"/logs/verifier/{name}",
+                    detail="changed after the test script ended (a leftover process wrote it)",
+                )
+            )
     return out

@@ -20,12 +20,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import PYTHON, TOOLS_ROOT, ToolEnvError, guest_json, gym_db, require_spec, sandbox_spec, toolhost_source
+from agentmill.envs.state import (
+    PYTHON,
+    TOOLS_ROOT,
+    ToolEnvError,
+    guest_json,
+    gym_db,
+    require_spec,
+    sandbox_spec,
+    toolhost_source,
+)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
-from agentmill.tasks.tool_spec import (DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier)
+from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier
 from agentmill.traces.atif import Step
 from agentmill.verify import state_diff
 from agentmill.verify.call_log import read_calls
@@ -63,7 +72,7 @@ class TrialView:
     calls: list[dict] = field(default_factory=list)
 
     @classmethod
-    def from_steps(cls, steps: list[Step]) -> "TrialView":
+    def from_steps(cls, steps: list[Step]) -> TrialView:
         called = [c.function_name for s in steps if s.source == "agent" for c in (s.tool_calls or [])]
         answer = ""
         for s in reversed(steps):
@@ -90,9 +99,13 @@ def _calls_of(steps: list[Step]) -> list[dict]:
             result = results.get(c.tool_call_id)
             arguments = c.arguments
             text = json.dumps(arguments, default=str)
-            out.append({"tool": c.function_name,
-                        "arguments": arguments if len(text) <= _RESULT_CHARS else text[:_RESULT_CHARS] + " [cut]",
-                        "result": None if result is None else result[:_RESULT_CHARS]})
+            out.append(
+                {
+                    "tool": c.function_name,
+                    "arguments": arguments if len(text) <= _RESULT_CHARS else text[:_RESULT_CHARS] + " [cut]",
+                    "result": None if result is None else result[:_RESULT_CHARS],
+                }
+            )
     return out
 
 
@@ -146,8 +159,13 @@ async def run_queries(sandbox: Sandbox, spec_path: str, queries: list[dict]) -> 
     """[{sql, gym}] -> [{rows} | {error}], read-only, inside the sandbox."""
     if not queries:
         return []
-    reply = await guest_json(sandbox, [*PYTHON, f"{PRIVATE}/toolhost.py", "query", spec_path],
-                             stdin={"queries": queries}, timeout=_QUERY_TIMEOUT, what="the query runner")
+    reply = await guest_json(
+        sandbox,
+        [*PYTHON, f"{PRIVATE}/toolhost.py", "query", spec_path],
+        stdin={"queries": queries},
+        timeout=_QUERY_TIMEOUT,
+        what="the query runner",
+    )
     return reply["results"]
 
 
@@ -170,7 +188,9 @@ async def evaluate(task: Task, results: list[dict], view: TrialView, judge: Judg
         if isinstance(v, DatabaseStateVerifier):
             res, cfg = next(it), v.validation_config
             if "error" in res:
-                checks.append(Check(v.name, v.verifier_type, False, cfg.expected_value, error=f"query failed: {res['error']}"))
+                checks.append(
+                    Check(v.name, v.verifier_type, False, cfg.expected_value, error=f"query failed: {res['error']}")
+                )
                 continue
             actual = extract_value(res["rows"])
             passed, details = compare(actual, cfg.expected_value, cfg.comparison_type)
@@ -181,8 +201,16 @@ async def evaluate(task: Task, results: list[dict], view: TrialView, judge: Judg
             cfg = v.validation_config
             missing = [t for t in cfg.selected_tools if t not in view.tools_called]
             passed = not missing and len(view.tools_called) >= cfg.minimum_tool_calls
-            checks.append(Check(v.name, v.verifier_type, passed, expected=cfg.model_dump(), actual=view.tools_called,
-                                details=f"missing: {missing}" if missing else f"{len(view.tools_called)} calls"))
+            checks.append(
+                Check(
+                    v.name,
+                    v.verifier_type,
+                    passed,
+                    expected=cfg.model_dump(),
+                    actual=view.tools_called,
+                    details=f"missing: {missing}" if missing else f"{len(view.tools_called)} calls",
+                )
+            )
     return checks
 
 
@@ -205,8 +233,14 @@ async def _response_check(v: ResponseCheckVerifier, res: dict, view: TrialView, 
         score, reasoning = await judge.score(cfg.comparison_prompt, data)
     except JudgeError as e:
         return Check(v.name, v.verifier_type, False, error=f"judge failed: {e}")
-    return Check(v.name, v.verifier_type, score >= cfg.minimum_comparison_value, cfg.minimum_comparison_value,
-                 score, details=reasoning)
+    return Check(
+        v.name,
+        v.verifier_type,
+        score >= cfg.minimum_comparison_value,
+        cfg.minimum_comparison_value,
+        score,
+        details=reasoning,
+    )
 
 
 def rewards_of(checks: list[Check]) -> tuple[float | None, dict[str, float]]:
@@ -255,8 +289,9 @@ def _host_folders(task: Task, scratch: Path) -> tuple[Path, Path]:
     return logs, stage(task.tests_sources, scratch / "tests")
 
 
-async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limits, steps: list[Step],
-                           *, judge: Judge | None = None):
+async def verify_tool_task(
+    task: Task, image, rootfs: Path, scratch: Path, limits, steps: list[Step], *, judge: Judge | None = None
+):
     """The tool-task counterpart of test_script.verify: same inputs, same VerifierResult."""
     from agentmill.verify.test_script import VerifierResult
 
@@ -268,14 +303,23 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
         async with create_sandbox(spec) as sb:
             missing = await sb.exec(["test", "-f", gym_db(require_spec(task).gyms[0].name)], timeout=30)
             if missing.returncode != 0:
-                return VerifierResult(Outcome.VERIFIER_ERROR, error=f"no tool state under {TOOLS_ROOT}: the "
-                                      "environment was never prepared", seconds=time.monotonic() - started)
+                return VerifierResult(
+                    Outcome.VERIFIER_ERROR,
+                    error=f"no tool state under {TOOLS_ROOT}: the environment was never prepared",
+                    seconds=time.monotonic() - started,
+                )
             spec_path = await stage_query_runner(task, sb)
-            results, unchanged, called = await asyncio.wait_for(_state_checks(task, sb, spec_path),
-                                                                 task.config.verifier.timeout_sec)
-    except (SandboxError, ToolEnvError, asyncio.TimeoutError) as e:
-        outcome = (Outcome.VERIFIER_TIMEOUT if isinstance(e, asyncio.TimeoutError) else
-                   Outcome.SANDBOX_ERROR if isinstance(e, SandboxError) else Outcome.VERIFIER_ERROR)
+            results, unchanged, called = await asyncio.wait_for(
+                _state_checks(task, sb, spec_path), task.config.verifier.timeout_sec
+            )
+    except (TimeoutError, SandboxError, ToolEnvError) as e:
+        outcome = (
+            Outcome.VERIFIER_TIMEOUT
+            if isinstance(e, asyncio.TimeoutError)
+            else Outcome.SANDBOX_ERROR
+            if isinstance(e, SandboxError)
+            else Outcome.VERIFIER_ERROR
+        )
         return VerifierResult(outcome, error=str(e) or "verifier timed out", seconds=time.monotonic() - started)
     view = TrialView.from_steps(steps)
     view.tools_called = called  # the tool host's record of successful calls, not the agent's account
@@ -285,5 +329,11 @@ async def verify_tool_task(task: Task, image, rootfs: Path, scratch: Path, limit
     report = json.dumps({"reward": reward, "verifiers": [c.to_json() for c in checks]}, indent=1, default=str)
     (logs / "reward.json").write_text(json.dumps(rewards, indent=1))
     (logs / "verifiers.json").write_text(report)
-    return VerifierResult(outcome, reward=reward if outcome is not Outcome.VERIFIER_ERROR else None,
-                          rewards=rewards, stdout=report, error=error, seconds=time.monotonic() - started)
+    return VerifierResult(
+        outcome,
+        reward=reward if outcome is not Outcome.VERIFIER_ERROR else None,
+        rewards=rewards,
+        stdout=report,
+        error=error,
+        seconds=time.monotonic() - started,
+    )

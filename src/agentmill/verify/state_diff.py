@@ -15,8 +15,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentmill.envs.state import (PYTHON, TOOLS_ROOT, guest_json, prepare_tool_state, require_spec, sandbox_spec,
-                                  toolhost_source)
+from agentmill.envs.state import (
+    PYTHON,
+    TOOLS_ROOT,
+    guest_json,
+    prepare_tool_state,
+    require_spec,
+    sandbox_spec,
+    toolhost_source,
+)
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
@@ -47,14 +54,24 @@ async def diff_states(task: Task, sb: Sandbox, finals: dict[str, str]) -> dict:
         await prepare_tool_state(task, sb, root=rebuilt, force=True)
         spec_path, toolhost = f"{rebuilt}/spec.json", f"{rebuilt}/runtime/toolhost.py"
     script = f"{WORK}/statediff.py"
-    await sb.write_file(script, (Path(__file__).resolve().parent.parent / "envs" / "guest" / "statediff.py").read_bytes())
-    request = {"toolhost": toolhost, "spec": spec_path,
-               "calls": [{"tool": c.tool, "arguments": dict(c.arguments)} for c in spec.calls or ()],
-               "work": f"{WORK}/replays", "ignore": list(task.config.metadata.get("mutation_ignore", [])),
-               "finals": finals}
+    await sb.write_file(
+        script, (Path(__file__).resolve().parent.parent / "envs" / "guest" / "statediff.py").read_bytes()
+    )
+    request = {
+        "toolhost": toolhost,
+        "spec": spec_path,
+        "calls": [{"tool": c.tool, "arguments": dict(c.arguments)} for c in spec.calls or ()],
+        "work": f"{WORK}/replays",
+        "ignore": list(task.config.metadata.get("mutation_ignore", [])),
+        "finals": finals,
+    }
     await sb.write_file(f"{WORK}/request.json", json.dumps(request).encode())
-    return await guest_json(sb, [*PYTHON, script, f"{WORK}/request.json"], timeout=_TIMEOUT,
-                            what="comparing the end state with the reference's")
+    return await guest_json(
+        sb,
+        [*PYTHON, script, f"{WORK}/request.json"],
+        timeout=_TIMEOUT,
+        what="comparing the end state with the reference's",
+    )
 
 
 async def _stage(task: Task, sb: Sandbox, db_dir: str) -> tuple[str, str]:

@@ -39,8 +39,15 @@ LAYOUT = "1"  # bump when the layer's layout or the resolution rules change
 UNRESOLVED_NOTE = "test dependencies unresolved"  # the trial note `check` reads (rollout/check.py)
 RETRY_AFTER = 600.0  # seconds: a layer made while the index was unreachable is tried again after this
 # What pip prints when the index cannot be reached at all: no package is probed one by one then.
-_UNREACHABLE = ("NewConnectionError", "Temporary failure in name resolution", "Network is unreachable",
-                "Could not fetch URL", "Max retries exceeded", "ConnectTimeoutError", "ProxyError")
+_UNREACHABLE = (
+    "NewConnectionError",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "Could not fetch URL",
+    "Max retries exceeded",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
 
 
 @dataclass
@@ -80,9 +87,18 @@ def ensure_test_deps(packages: list[str], python: Path, *, root: Path | None = N
         started = time.monotonic()
         installed, unresolved, notes, transient = _resolve(packages, python, tmp / "site")
         (tmp / "unresolved").write_text("".join(f"{k}\t{v}\n" for k, v in unresolved.items()))
-        (tmp / "result.json").write_text(json.dumps({"installed": installed, "unresolved": unresolved, "notes": notes,
-                                                     "seconds": round(time.monotonic() - started, 3),
-                                                     "transient": transient}, indent=2))
+        (tmp / "result.json").write_text(
+            json.dumps(
+                {
+                    "installed": installed,
+                    "unresolved": unresolved,
+                    "notes": notes,
+                    "seconds": round(time.monotonic() - started, 3),
+                    "transient": transient,
+                },
+                indent=2,
+            )
+        )
         subprocess.run(["chmod", "-R", "a+rX,go-w", str(tmp)], check=True)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
@@ -105,10 +121,35 @@ def _load(dest: Path) -> TestDeps:
 
 
 def _pip(python: Path, target: Path, specs: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-input",
-                           "--retries", "2", "--timeout", "30", "--only-binary", ":all:", "--target", str(target), *specs],
-                          check=False, capture_output=True, text=True, timeout=900, env={k: v for k, v in os.environ.items()
-                               if k not in ("PIP_NO_INDEX", "PIP_TARGET", "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_PREFIX")})
+    return subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--retries",
+            "2",
+            "--timeout",
+            "30",
+            "--only-binary",
+            ":all:",
+            "--target",
+            str(target),
+            *specs,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PIP_NO_INDEX", "PIP_TARGET", "PIP_USER", "PIP_REQUIRE_VIRTUALENV", "PIP_PREFIX")
+        },
+    )
 
 
 def _resolve(packages: list[str], python: Path, site: Path) -> tuple[list[str], dict[str, str], list[str], bool]:
@@ -158,8 +199,10 @@ def prepare(task: Task) -> tuple[TestDeps | None, list[str]]:
     from agentmill.verify.toolkit import ensure_toolkit
 
     asked = requested(task)
-    notes = [f"test script installs '{s}': not resolvable before the run (a variable or a path); skipped"
-             for s in asked.skipped]
+    notes = [
+        f"test script installs '{s}': not resolvable before the run (a variable or a path); skipped"
+        for s in asked.skipped
+    ]
     if not asked.packages:
         return None, notes
     toolkit = ensure_toolkit(build=True)

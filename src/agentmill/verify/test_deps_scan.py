@@ -16,11 +16,35 @@ from pathlib import Path
 from agentmill.tasks.model import Task
 
 # A requirement as scripts write it: name, extras, one or more version clauses.
-_REQ = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?((===?|~=|!=|<=?|>=?)[A-Za-z0-9.*+!_-]+"
-                  r"(,(===?|~=|!=|<=?|>=?)[A-Za-z0-9.*+!_-]+)*)?$")
-_VALUE_FLAGS = {"-i", "--index-url", "--extra-index-url", "-c", "--constraint", "--python", "-p", "--target", "-t",
-                "--prefix", "--root", "-f", "--find-links", "--index", "--default-index", "--directory", "--project",
-                "--group", "--optional", "--extra", "--python-platform", "--only-binary", "--no-binary"}
+_REQ = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?((===?|~=|!=|<=?|>=?)[A-Za-z0-9.*+!_-]+"
+    r"(,(===?|~=|!=|<=?|>=?)[A-Za-z0-9.*+!_-]+)*)?$"
+)
+_VALUE_FLAGS = {
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-c",
+    "--constraint",
+    "--python",
+    "-p",
+    "--target",
+    "-t",
+    "--prefix",
+    "--root",
+    "-f",
+    "--find-links",
+    "--index",
+    "--default-index",
+    "--directory",
+    "--project",
+    "--group",
+    "--optional",
+    "--extra",
+    "--python-platform",
+    "--only-binary",
+    "--no-binary",
+}
 _SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
 
 
@@ -58,8 +82,11 @@ def _scan(text: str, out: Requests, test_dirs: list[Path]) -> None:
             words = shlex.split(command, comments=True)
         except ValueError:
             continue
-        while words and (words[0] in {"sudo", "exec", "time", "then", "do", "else", "!"} or "=" in words[0].split("/")[0]
-                         and not words[0].startswith("-")):
+        while words and (
+            words[0] in {"sudo", "exec", "time", "then", "do", "else", "!"}
+            or "=" in words[0].split("/")[0]
+            and not words[0].startswith("-")
+        ):
             words = words[1:]  # `VAR=x pip install`, `sudo pip install`, `then uv pip install`
         _command(words, out, test_dirs)
 
@@ -76,8 +103,11 @@ def _command(words: list[str], out: Requests, test_dirs: list[Path]) -> None:
     if (re.fullmatch(r"pip[0-9.]*", prog) and rest[:1] == ["install"]) or (prog == "uv" and rest[:1] == ["add"]):
         _install_args(rest[1:], out, test_dirs)
     elif prog == "uvx" or (prog == "uv" and rest[:2] == ["tool", "run"]) or (prog == "uv" and rest[:1] == ["run"]):
-        _tool_args(rest[2:] if prog == "uv" and rest[0] == "tool" else rest[1:] if prog == "uv" else rest, out,
-                   tool=prog == "uvx" or rest[0] == "tool")
+        _tool_args(
+            rest[2:] if prog == "uv" and rest[0] == "tool" else rest[1:] if prog == "uv" else rest,
+            out,
+            tool=prog == "uvx" or rest[0] == "tool",
+        )
 
 
 def _install_args(args: list[str], out: Requests, test_dirs: list[Path]) -> None:

@@ -60,19 +60,30 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     if deps is not None:
         mounts[TEST_DEPS_MOUNT] = deps.path
     spec = image.spec(rootfs, limits=limits, ro_mounts=mounts, rw_mounts={"/logs/verifier": logs, HOME: home})
-    spec.env = verifier_env(image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None,
-                            test_deps=deps is not None)
+    spec.env = verifier_env(
+        image.env, task.config.verifier.env, addopts, toolkit=toolkit is not None, test_deps=deps is not None
+    )
     # The commands a planted tool could shadow: the system tree the sandbox mounts (the host's, or a
     # real image's own), the image's /usr/local, the toolkit.
     system = Path(getattr(spec, "system_root", None) or "/")
-    command_dirs = (system / "usr/bin", system / "usr/sbin", image.usr_local / "bin") + \
-        ((toolkit / "bin",) if toolkit is not None else ())
+    command_dirs = (system / "usr/bin", system / "usr/sbin", image.usr_local / "bin") + (
+        (toolkit / "bin",) if toolkit is not None else ()
+    )
     try:
-        tamper = await asyncio.to_thread(harden, rootfs, image.rootfs, scratch / "quarantine", workdir=image.workdir,
-                                         env=dict(image.env), command_dirs=command_dirs, overlay=image.overlay)
+        tamper = await asyncio.to_thread(
+            harden,
+            rootfs,
+            image.rootfs,
+            scratch / "quarantine",
+            workdir=image.workdir,
+            env=dict(image.env),
+            command_dirs=command_dirs,
+            overlay=image.overlay,
+        )
     except OSError as e:  # the pass itself failed: never judge an unvetted tree
-        return VerifierResult(Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}",
-                              seconds=time.monotonic() - started)
+        return VerifierResult(
+            Outcome.SANDBOX_ERROR, error=f"pre-verification pass failed: {e}", seconds=time.monotonic() - started
+        )
     at_exit: list[RewardFiles] = []
 
     async def snapshot() -> None:  # the moment test.sh exits; leftovers may still be running
@@ -81,24 +92,43 @@ async def verify(task: Task, image: Image, rootfs: Path, scratch: Path, limits) 
     run = None
     for _ in range(2):  # a second try: a transient failure to start passes, the agent's damage does not
         try:
-            run = await run_command(spec, ["/usr/bin/bash", f"/tests/{task.test_script}"],
-                                    timeout=task.config.verifier.timeout_sec, env=spec.env, max_output=_KEEP_OUTPUT,
-                                    linger=_GRACE, at_exit=snapshot)
+            run = await run_command(
+                spec,
+                ["/usr/bin/bash", f"/tests/{task.test_script}"],
+                timeout=task.config.verifier.timeout_sec,
+                env=spec.env,
+                max_output=_KEEP_OUTPUT,
+                linger=_GRACE,
+                at_exit=snapshot,
+            )
             break
         except SandboxError as e:
             failure = e
     if run is None:
         if await starts_over_pristine_tree(image, spec, scratch):  # the agent's final state kept it from starting
-            return VerifierResult(Outcome.FAILED, reward=0.0, seconds=time.monotonic() - started, tamper=tamper,
-                                  error=f"the verifier could not start over the agent's final state "
-                                        f"(it starts over the task's own): {failure}")
-        return VerifierResult(Outcome.SANDBOX_ERROR, error=str(failure), seconds=time.monotonic() - started, tamper=tamper)
+            return VerifierResult(
+                Outcome.FAILED,
+                reward=0.0,
+                seconds=time.monotonic() - started,
+                tamper=tamper,
+                error=f"the verifier could not start over the agent's final state "
+                f"(it starts over the task's own): {failure}",
+            )
+        return VerifierResult(
+            Outcome.SANDBOX_ERROR, error=str(failure), seconds=time.monotonic() - started, tamper=tamper
+        )
     # The sandbox is gone, and every process in it: what the files hold now is final.
     final = await asyncio.to_thread(read_reward_files, logs)
     tamper += final.evidence + (rewritten(at_exit[0], final) if at_exit else []) + _supervision(run)
     tamper += parse_markers(run.stderr + "\n" + run.stdout)
-    result = VerifierResult(Outcome.FAILED, stdout=run.stdout, stderr=run.stderr, returncode=run.returncode, tamper=tamper,
-                            judge_input=final.data(JUDGE_INPUT))
+    result = VerifierResult(
+        Outcome.FAILED,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        returncode=run.returncode,
+        tamper=tamper,
+        judge_input=final.data(JUDGE_INPUT),
+    )
     if run.timed_out:
         result.outcome = Outcome.VERIFIER_TIMEOUT
         result.error = f"verifier exceeded {task.config.verifier.timeout_sec:g}s"
@@ -137,8 +167,13 @@ def _supervision(run: CommandResult) -> list[Tamper]:
     a mark (a timeout's kill leaves "s" or "sx")."""
     if run.marks == "sxe" or (run.timed_out and run.marks in ("s", "sx")):
         return []
-    return [Tamper(kind=TamperKind.SUPERVISOR, path="/tests",
-                   detail=f"the verifier's supervisor reported {run.marks!r}, not 'sxe': it was killed or its marks were forged")]
+    return [
+        Tamper(
+            kind=TamperKind.SUPERVISOR,
+            path="/tests",
+            detail=f"the verifier's supervisor reported {run.marks!r}, not 'sxe': it was killed or its marks were forged",
+        )
+    ]
 
 
 def _host_folders(task: Task, image: Image, scratch: Path):

@@ -47,18 +47,30 @@ def static_lints(task: Task) -> list[Lint]:
         if n > 1:
             lints.append(Lint("duplicate_verifier_names", f"verifier name '{name}' is used {n} times", name))
         if name in ("reward", "nothing_else_changed"):  # the total's entry; the default state-diff check's
-            lints.append(Lint("duplicate_verifier_names", f"a verifier may not be named '{name}' (reward.json's own entry)", name))
+            lints.append(
+                Lint(
+                    "duplicate_verifier_names", f"a verifier may not be named '{name}' (reward.json's own entry)", name
+                )
+            )
     gyms = {g.name for g in spec.gyms}
     for v in spec.verifiers:
         if v.gym_name is not None and v.gym_name not in gyms:
-            lints.append(Lint("query_error", f"gym_name '{v.gym_name}' is not one of this task's gyms ({', '.join(sorted(gyms))})", v.name))
+            lints.append(
+                Lint(
+                    "query_error",
+                    f"gym_name '{v.gym_name}' is not one of this task's gyms ({', '.join(sorted(gyms))})",
+                    v.name,
+                )
+            )
         sql = _sql_of(v)
         if sql is not None:
             problem = sql_problem(sql)
             if problem:
                 lints.append(Lint("query_error", problem, v.name))
             elif reads_no_table(sql):
-                lints.append(Lint("vacuous_verifier", "its query reads no table: the state cannot change its result", v.name))
+                lints.append(
+                    Lint("vacuous_verifier", "its query reads no table: the state cannot change its result", v.name)
+                )
     return lints
 
 

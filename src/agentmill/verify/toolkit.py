@@ -77,10 +77,18 @@ def _ensure_venv(root: Path) -> Path | None:
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(tmp / "venv")],
-                       check=True, capture_output=True, timeout=300)
-        subprocess.run([str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        *PACKAGES], check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            ["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(tmp / "venv")],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        subprocess.run(
+            [str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PACKAGES],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     except (subprocess.SubprocessError, OSError):
         shutil.rmtree(tmp, ignore_errors=True)
         return None

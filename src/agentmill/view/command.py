@@ -12,10 +12,18 @@ from agentmill.view import ViewServer, open_source
 
 
 def run_view(path: Path, port: int, filters: Path | None, console: Console) -> None:
-    with Progress(TextColumn("[bold]indexing trials"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("[bold]indexing trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("index", total=None)
-        source = open_source(path, filters=filters, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        source = open_source(
+            path, filters=filters, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        )
     try:
         server = ViewServer(source, port)
     except OSError as e:

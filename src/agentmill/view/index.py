@@ -63,8 +63,21 @@ CREATE INDEX IF NOT EXISTS trials_filter ON trials(filter_kept, filter_reason, t
 CREATE INDEX IF NOT EXISTS trials_tamper ON trials(tamper, task, attempt, trial_id);
 """
 
-LEDGER_COLUMNS = ("trial_id", "task", "task_hash", "attempt", "state", "outcome", "reward", "prompt_tokens",
-                  "completion_tokens", "seconds", "exception", "started_at", "finished_at")
+LEDGER_COLUMNS = (
+    "trial_id",
+    "task",
+    "task_hash",
+    "attempt",
+    "state",
+    "outcome",
+    "reward",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "exception",
+    "started_at",
+    "finished_at",
+)
 
 
 def index_path(run_dir: Path) -> Path:
@@ -137,8 +150,11 @@ class TrialIndex:
             return
         src = sqlite3.connect(f"file:{self.ledger_path.resolve()}?mode=ro", uri=True, timeout=30)
         try:
-            mark = json.dumps(src.execute("SELECT COUNT(*), MAX(finished_at), MAX(started_at), SUM(state='running') "
-                                          "FROM trials").fetchone())
+            mark = json.dumps(
+                src.execute(
+                    "SELECT COUNT(*), MAX(finished_at), MAX(started_at), SUM(state='running') FROM trials"
+                ).fetchone()
+            )
             if mark == self._meta(db, "ledger_mark"):  # nothing started, finished or forgotten since the last look
                 return
             cols = ", ".join(LEDGER_COLUMNS)
@@ -149,8 +165,10 @@ class TrialIndex:
                 rows = src.execute(f"SELECT {cols}, {tokens} FROM trials")
             else:  # what changed since the last look: new, restarted or newly finished trials
                 since = max(known[1] or 0, known[2] or 0)
-                rows = src.execute(f"SELECT {cols}, {tokens} FROM trials WHERE state='running' OR finished_at >= ? "
-                                   f"OR started_at >= ?", (since, since))
+                rows = src.execute(
+                    f"SELECT {cols}, {tokens} FROM trials WHERE state='running' OR finished_at >= ? OR started_at >= ?",
+                    (since, since),
+                )
             placeholders = ", ".join("?" * (len(LEDGER_COLUMNS) + 1))
             updates = ", ".join(f"{c}=excluded.{c}" for c in (*LEDGER_COLUMNS[1:], "tokens"))
             db.execute("BEGIN")
@@ -158,8 +176,11 @@ class TrialIndex:
                 db.execute("CREATE TEMP TABLE IF NOT EXISTS seen (trial_id TEXT PRIMARY KEY)")
                 db.execute("DELETE FROM seen")
             for batch in _batches(rows, 5000):
-                db.executemany(f"INSERT INTO trials ({cols}, tokens) VALUES ({placeholders}) "
-                               f"ON CONFLICT(trial_id) DO UPDATE SET {updates}", batch)
+                db.executemany(
+                    f"INSERT INTO trials ({cols}, tokens) VALUES ({placeholders}) "
+                    f"ON CONFLICT(trial_id) DO UPDATE SET {updates}",
+                    batch,
+                )
                 if forgotten:
                     db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", [(r[0],) for r in batch])
             if forgotten:
@@ -173,8 +194,10 @@ class TrialIndex:
 
     def _read_facts(self, db: sqlite3.Connection, progress) -> int:
         """Read turns, tamper evidence and the filters' verdict of finished trials not read yet."""
-        todo = db.execute("SELECT trial_id, finished_at FROM trials WHERE state='done' AND "
-                          "(facts_of IS NULL OR facts_of != finished_at)").fetchall()
+        todo = db.execute(
+            "SELECT trial_id, finished_at FROM trials WHERE state='done' AND "
+            "(facts_of IS NULL OR facts_of != finished_at)"
+        ).fetchall()
         if not todo:
             return 0
         folders = _folder_names(self.trials_dir)
@@ -196,8 +219,11 @@ class TrialIndex:
     @staticmethod
     def _write_facts(db: sqlite3.Connection, updates: list[tuple]) -> None:
         db.execute("BEGIN")
-        db.executemany("UPDATE trials SET facts_of=?, has_folder=?, turns=?, tamper=?, tamper_kinds=?, filter_kept=?, "
-                       "filter_reason=?, filters_failed=?, facts_error=? WHERE trial_id=?", updates)
+        db.executemany(
+            "UPDATE trials SET facts_of=?, has_folder=?, turns=?, tamper=?, tamper_kinds=?, filter_kept=?, "
+            "filter_reason=?, filters_failed=?, facts_error=? WHERE trial_id=?",
+            updates,
+        )
         db.execute("COMMIT")
 
     @staticmethod

@@ -8,11 +8,21 @@ from dataclasses import dataclass, field
 from agentmill.errors import AgentmillError
 
 MAX_LIMIT = 500
-SORTS = {"task": "task, attempt", "attempt": "attempt", "outcome": "outcome, task, attempt", "reward": "reward",
-         "turns": "turns", "tokens": "tokens", "seconds": "seconds", "finished": "finished_at"}
-LIST_COLUMNS = ("trial_id, task, task_hash, attempt, state, outcome, reward, tokens, prompt_tokens, completion_tokens, "
-                "seconds, turns, tamper, tamper_kinds, filter_kept, filter_reason, filters_failed, has_folder, facts_error, "
-                "finished_at")
+SORTS = {
+    "task": "task, attempt",
+    "attempt": "attempt",
+    "outcome": "outcome, task, attempt",
+    "reward": "reward",
+    "turns": "turns",
+    "tokens": "tokens",
+    "seconds": "seconds",
+    "finished": "finished_at",
+}
+LIST_COLUMNS = (
+    "trial_id, task, task_hash, attempt, state, outcome, reward, tokens, prompt_tokens, completion_tokens, "
+    "seconds, turns, tamper, tamper_kinds, filter_kept, filter_reason, filters_failed, has_folder, facts_error, "
+    "finished_at"
+)
 
 
 class BadQuery(AgentmillError):
@@ -38,8 +48,9 @@ class TrialQuery:
     offset: int = 0
 
     @classmethod
-    def from_params(cls, params: dict[str, list[str]]) -> "TrialQuery":
+    def from_params(cls, params: dict[str, list[str]]) -> TrialQuery:
         """From a query string's parameters; a bad value is one error naming the parameter."""
+
         def one(name: str) -> str | None:
             v = params.get(name, [""])[-1].strip()
             return v or None
@@ -53,11 +64,23 @@ class TrialQuery:
             except ValueError:
                 raise BadQuery(f"parameter '{name}': not a number: {v!r}") from None
 
-        q = cls(q=one("q") or "", task=one("task"), outcomes=[o for v in params.get("outcome", []) for o in v.split(",") if o],
-                reward_min=num("reward_min"), reward_max=num("reward_max"), turns_min=num("turns_min", int),
-                turns_max=num("turns_max", int), tokens_min=num("tokens_min", int), tokens_max=num("tokens_max", int),
-                tamper=one("tamper"), kept=one("kept"), sort=one("sort") or "task", desc=one("desc") in ("1", "true"),
-                limit=num("limit", int) or 50, offset=num("offset", int) or 0)
+        q = cls(
+            q=one("q") or "",
+            task=one("task"),
+            outcomes=[o for v in params.get("outcome", []) for o in v.split(",") if o],
+            reward_min=num("reward_min"),
+            reward_max=num("reward_max"),
+            turns_min=num("turns_min", int),
+            turns_max=num("turns_max", int),
+            tokens_min=num("tokens_min", int),
+            tokens_max=num("tokens_max", int),
+            tamper=one("tamper"),
+            kept=one("kept"),
+            sort=one("sort") or "task",
+            desc=one("desc") in ("1", "true"),
+            limit=num("limit", int) or 50,
+            offset=num("offset", int) or 0,
+        )
         if q.sort not in SORTS:
             raise BadQuery(f"parameter 'sort': unknown column {q.sort!r} (known: {', '.join(SORTS)})")
         if q.tamper not in (None, "yes", "no"):
@@ -81,8 +104,11 @@ class TrialQuery:
         if self.outcomes:
             clauses.append(f"outcome IN ({', '.join('?' * len(self.outcomes))})")
             args += self.outcomes
-        for column, low, high in (("reward", self.reward_min, self.reward_max), ("turns", self.turns_min, self.turns_max),
-                                  ("tokens", self.tokens_min, self.tokens_max)):
+        for column, low, high in (
+            ("reward", self.reward_min, self.reward_max),
+            ("turns", self.turns_min, self.turns_max),
+            ("tokens", self.tokens_min, self.tokens_max),
+        ):
             if low is not None:
                 clauses.append(f"{column} >= ?")
                 args.append(low)
@@ -113,13 +139,15 @@ def list_trials(db: sqlite3.Connection, query: TrialQuery) -> dict:
     """One page of trials and the total that match."""
     where, args = query.where()
     total = db.execute(f"SELECT COUNT(*) FROM trials{where}", args).fetchone()[0]
-    rows = db.execute(f"SELECT {LIST_COLUMNS} FROM trials{where} {query.order()} LIMIT ? OFFSET ?",
-                      [*args, query.limit, query.offset]).fetchall()
+    rows = db.execute(
+        f"SELECT {LIST_COLUMNS} FROM trials{where} {query.order()} LIMIT ? OFFSET ?", [*args, query.limit, query.offset]
+    ).fetchall()
     return {"total": total, "offset": query.offset, "limit": query.limit, "trials": [dict(r) for r in rows]}
 
 
 def facets(db: sqlite3.Connection) -> dict:
     """What the filters can choose from, with counts."""
+
     def counts(sql: str) -> list[dict]:
         return [{"value": r[0], "count": r[1]} for r in db.execute(sql)]
 
@@ -127,7 +155,9 @@ def facets(db: sqlite3.Connection) -> dict:
         "trials": db.execute("SELECT COUNT(*) FROM trials").fetchone()[0],
         "tasks": db.execute("SELECT COUNT(DISTINCT task) FROM trials").fetchone()[0],
         "outcomes": counts("SELECT COALESCE(outcome, state), COUNT(*) FROM trials GROUP BY 1 ORDER BY 2 DESC"),
-        "filter_reasons": counts("SELECT filter_reason, COUNT(*) FROM trials WHERE filter_kept = 0 GROUP BY 1 ORDER BY 2 DESC"),
+        "filter_reasons": counts(
+            "SELECT filter_reason, COUNT(*) FROM trials WHERE filter_kept = 0 GROUP BY 1 ORDER BY 2 DESC"
+        ),
         "kept": db.execute("SELECT COUNT(*) FROM trials WHERE filter_kept = 1").fetchone()[0],
         "tampered": db.execute("SELECT COUNT(*) FROM trials WHERE tamper > 0").fetchone()[0],
     }
@@ -135,6 +165,9 @@ def facets(db: sqlite3.Connection) -> dict:
 
 def attempts_of(db: sqlite3.Connection, task: str, task_hash: str) -> list[dict]:
     """Every attempt at one task (same name and content), for the links between attempts."""
-    rows = db.execute("SELECT trial_id, attempt, outcome, reward, turns, tokens, state FROM trials "
-                      "WHERE task_hash = ? AND task = ? ORDER BY attempt, trial_id", (task_hash, task))
+    rows = db.execute(
+        "SELECT trial_id, attempt, outcome, reward, turns, tokens, state FROM trials "
+        "WHERE task_hash = ? AND task = ? ORDER BY attempt, trial_id",
+        (task_hash, task),
+    )
     return [dict(r) for r in rows]

@@ -40,9 +40,16 @@ class RolloutSource:
         finally:
             db.close()
         config = read_json(self.rollout_dir / "config.json") or {}
-        return {"kind": self.kind, "title": self.title, "path": str(self.path), "rollout_dir": str(self.rollout_dir),
-                "agent": config.get("agent"), "model": config.get("model"), "facets": f,
-                "filters": {"source": self.judge.source, "rules": self.judge.descriptions}}
+        return {
+            "kind": self.kind,
+            "title": self.title,
+            "path": str(self.path),
+            "rollout_dir": str(self.rollout_dir),
+            "agent": config.get("agent"),
+            "model": config.get("model"),
+            "facets": f,
+            "filters": {"source": self.judge.source, "rules": self.judge.descriptions},
+        }
 
     def trials(self, params) -> dict:
         query = TrialQuery.from_params(params)
@@ -83,8 +90,12 @@ def _one(params, name: str) -> str:
 
 
 def _open(path: Path, **options) -> RolloutSource | None:
-    if (path / "ledger.sqlite").is_file() or (path / "rollout" / "ledger.sqlite").is_file() \
-            or (path / "funnel.json").exists() or (path / "cache.jsonl").exists():
+    if (
+        (path / "ledger.sqlite").is_file()
+        or (path / "rollout" / "ledger.sqlite").is_file()
+        or (path / "funnel.json").exists()
+        or (path / "cache.jsonl").exists()
+    ):
         return RolloutSource(path, **options)  # a recipe run without its rollout: resolve_run_dir says so
     return None
 

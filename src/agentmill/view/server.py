@@ -26,8 +26,10 @@ from agentmill.view.trial import NotFound
 
 ASSETS = Path(__file__).parent / "assets"
 LOOPBACK = "127.0.0.1"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 
 class ViewServer(ThreadingHTTPServer):
@@ -73,9 +75,9 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path in ("/", "/index.html"):
             return self._asset("index.html")
         if url.path.startswith("/assets/"):
-            return self._asset(url.path[len("/assets/"):])
+            return self._asset(url.path[len("/assets/") :])
         if url.path.startswith("/api/"):
-            return self._api(url.path[len("/api/"):], parse_qs(url.query))
+            return self._api(url.path[len("/api/") :], parse_qs(url.query))
         self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
 
     def _asset(self, name: str):

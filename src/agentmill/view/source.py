@@ -9,8 +9,8 @@ synthesis store plugs in with one opener returning its own `ViewSource`, named i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -34,8 +34,9 @@ class ViewSource(Protocol):
 Opener = Callable[[Path], "ViewSource | None"]  # None: not this kind of folder
 # Folder kinds the viewer opens: run folders register in code (view/rollout_source.py); synth stores
 # are built in; plug-ins declare `agentmill.view_sources`.
-VIEW_SOURCES: Registry[Opener] = Registry("viewer source", group="agentmill.view_sources",
-                                          builtins={"synth": "agentmill.synth.view_source:open_synth_store"})
+VIEW_SOURCES: Registry[Opener] = Registry(
+    "viewer source", group="agentmill.view_sources", builtins={"synth": "agentmill.synth.view_source:open_synth_store"}
+)
 
 
 def register_source(name: str, opener: Opener) -> None:
@@ -56,11 +57,15 @@ def open_source(path: Path, **options) -> ViewSource:
         if source is not None:
             return source
     kinds = ", ".join(name for name, _ in openers)
-    raise AgentmillError(f"{path}: nothing the viewer can open (known kinds: {kinds}); give a folder made by "
-                         f"`agentmill rollout --out`, `agentmill run --out` or a plug-in source")
+    raise AgentmillError(
+        f"{path}: nothing the viewer can open (known kinds: {kinds}); give a folder made by "
+        f"`agentmill rollout --out`, `agentmill run --out` or a plug-in source"
+    )
 
 
 def _skip_broken(name: str, target: str, error: Exception) -> None:
     """A broken plug-in must not keep the viewer from opening anything else."""
-    print(f"agentmill view: source {name!r} ({target}) cannot be loaded, skipped: {type(error).__name__}: {error}",
-          file=sys.stderr)
+    print(
+        f"agentmill view: source {name!r} ({target}) cannot be loaded, skipped: {type(error).__name__}: {error}",
+        file=sys.stderr,
+    )

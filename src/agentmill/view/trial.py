@@ -82,9 +82,15 @@ def task_summary(trial: dict) -> dict:
     """The task's instruction (as the trial recorded it) and its files, when the task folder still exists."""
     root = task_dir(trial)
     files = _listing(root) if root is not None else []
-    return {"name": trial.get("task"), "path": trial.get("task_path"), "exists": root is not None,
-            "instruction": trial.get("instruction"), "metadata": trial.get("task_metadata"), "files": files,
-            "files_cut": len(files) >= TASK_LISTING_CAP}
+    return {
+        "name": trial.get("task"),
+        "path": trial.get("task_path"),
+        "exists": root is not None,
+        "instruction": trial.get("instruction"),
+        "metadata": trial.get("task_metadata"),
+        "files": files,
+        "files_cut": len(files) >= TASK_LISTING_CAP,
+    }
 
 
 def _listing(root: Path) -> list[dict]:

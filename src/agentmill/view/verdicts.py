@@ -37,13 +37,31 @@ class FilterJudge:
         try:
             record = self._record(folder)
         except (OSError, ValueError, KeyError, TypeError) as e:
-            return (None, None, None, None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+            return (
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}",
+            )
         failed = [name for name, _description, keep in self.rules if not keep(record)]
         tele = record.telemetry
         tamper = len(record.result.get("tamper") or []) or tele.tamper
-        kinds = sorted({str(e.get("kind")) for e in record.result.get("tamper") or [] if isinstance(e, dict)} | set(tele.tamper_kinds))
-        return (tele.assistant_turns, tamper, ",".join(kinds) or None, int(not failed), failed[0] if failed else None,
-                ",".join(failed) or None, None)
+        kinds = sorted(
+            {str(e.get("kind")) for e in record.result.get("tamper") or [] if isinstance(e, dict)}
+            | set(tele.tamper_kinds)
+        )
+        return (
+            tele.assistant_turns,
+            tamper,
+            ",".join(kinds) or None,
+            int(not failed),
+            failed[0] if failed else None,
+            ",".join(failed) or None,
+            None,
+        )
 
     def _record(self, folder: Path) -> TraceRecord:
         result = json.loads((folder / "result.json").read_text())

@@ -42,8 +42,15 @@ class TerminusAgent(ModelAgentBase):
     task_kinds = frozenset({"terminal"})
     rendering = "text"  # the JSON protocol lives in the reply text; observations are user turns
 
-    def __init__(self, client: ModelClient, *, max_turns: int = 50, max_context: int | None = None, constrained: bool = True,
-                 handoff_at: float | None = 0.8):
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        max_turns: int = 50,
+        max_context: int | None = None,
+        constrained: bool = True,
+        handoff_at: float | None = 0.8,
+    ):
         super().__init__(client, max_turns=max_turns, max_context=max_context)
         self.constrained = constrained
         if handoff_at is not None and not 0 < handoff_at <= 1:
@@ -67,8 +74,9 @@ class TerminusAgent(ModelAgentBase):
         await self._work(task, sandbox, start, result)
 
     async def _work(self, task: Task, sandbox: Sandbox, start: SandboxStart | None, result: AgentResult) -> None:
-        stats = result.metadata.setdefault("terminus", {"parse_errors": 0, "turns": 0, "commands": 0,
-                                                         "truncated_observations": 0, "completed": False})
+        stats = result.metadata.setdefault(
+            "terminus", {"parse_errors": 0, "turns": 0, "commands": 0, "truncated_observations": 0, "completed": False}
+        )
         chat = Conversation(self.client, result, stats, max_context=self.max_context)
         chat.say("system", prompt.SYSTEM)
         schema = prompt.REPLY_SCHEMA if self.constrained else None
@@ -123,7 +131,9 @@ class TerminusAgent(ModelAgentBase):
                 chat.tell(step, prompt.OBSERVATION.format(output=output), call_id=last_call)
         stats["max_turns_reached"] = True
 
-    async def _ask_ahead(self, task: Task, chat: Conversation, start: SandboxStart | None, schema: dict | None) -> Ahead | None:
+    async def _ask_ahead(
+        self, task: Task, chat: Conversation, start: SandboxStart | None, schema: dict | None
+    ) -> Ahead | None:
         """The first turn, sent with the guessed screen while the sandbox starts; None when there is
         no guess, or the client's answers depend on earlier requests (a policy being trained)."""
         if start is None or not self.asks_ahead:
@@ -138,8 +148,13 @@ class TerminusAgent(ModelAgentBase):
         for i, cmd in enumerate(reply.commands):
             keys = cmd.keystrokes
             # the trajectory's record of the call is redacted like everything stored
-            calls.append(ToolCall(tool_call_id=f"call_{step.step_id}_{i + 1}", function_name="terminal",
-                                  arguments={"keystrokes": redact(keys)[0], "duration": cmd.duration}))
+            calls.append(
+                ToolCall(
+                    tool_call_id=f"call_{step.step_id}_{i + 1}",
+                    function_name="terminal",
+                    arguments={"keystrokes": redact(keys)[0], "duration": cmd.duration},
+                )
+            )
             await term.send_keys([keys] if keys in SPECIAL_KEYS else keys)
             if screen is not None and keys.endswith("\n") and keys.count("\n") == 1:
                 # the duration is an upper bound: a one-line command is done when its prompt is back
@@ -193,8 +208,8 @@ def _new_output(before: str, after: str) -> str:
     """What appeared since the last look: the suffix when the scrollback only grew, else the screen."""
     before, after = before.rstrip("\n"), after.rstrip("\n")
     if before and after.startswith(before):
-        tail = after[len(before):]
+        tail = after[len(before) :]
         # keep the prompt line the new output continues, so the model sees the command it typed
         last_line = before.rsplit("\n", 1)[-1]
         return (last_line + tail).strip("\n")
-    return after[-OUTPUT_LIMIT * 2:]
+    return after[-OUTPUT_LIMIT * 2 :]

@@ -54,9 +54,17 @@ async def hand_off(chat: Conversation, start: int, instruction: str, screen: str
     stats["summary_tokens"] = stats.get("summary_tokens", 0) + usage.prompt_tokens + usage.completion_tokens
     chat.restart()
     begin = len(chat.result.steps)
-    chat.say("system", prompt.SYSTEM, extra={HANDOFF: {
-        "handoff": n, "tokens_before": tokens,
-        "subagent": {"steps": [s.model_dump(mode="json", exclude_none=True) for s in sub_result.steps]}}})
+    chat.say(
+        "system",
+        prompt.SYSTEM,
+        extra={
+            HANDOFF: {
+                "handoff": n,
+                "tokens_before": tokens,
+                "subagent": {"steps": [s.model_dump(mode="json", exclude_none=True) for s in sub_result.steps]},
+            }
+        },
+    )
     chat.say("user", HANDOFF_TURN.format(instruction=instruction, summary=turn.step.message, screen=screen))
     return begin
 

@@ -43,7 +43,7 @@ def parse_reply(text: str) -> Reply:
             raise ReplyError(f'commands[{i}] must be an object with a "keystrokes" string')
         duration = cmd.get("duration", 1.0)
         if isinstance(duration, bool) or not isinstance(duration, (int, float)):
-            raise ReplyError(f'commands[{i}].duration must be a number of seconds')
+            raise ReplyError(f"commands[{i}].duration must be a number of seconds")
         if duration > MAX_DURATION:
             reply.warnings.append(f"commands[{i}].duration {duration} capped at {MAX_DURATION:g}s")
         reply.commands.append(Command(cmd["keystrokes"], max(0.0, min(float(duration), MAX_DURATION))))

@@ -28,8 +28,17 @@ class ToolsAgent(ModelAgentBase):
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         if task.kind not in self.task_kinds:
             raise RuntimeError(f"the tools agent works on tool tasks; {task.name} is a '{task.kind}' task")
-        stats = result.metadata.setdefault("tools", {"turns": 0, "tool_calls": 0, "tool_errors": 0, "unknown_tools": 0,
-                                                      "invalid_arguments": 0, "answered": False})
+        stats = result.metadata.setdefault(
+            "tools",
+            {
+                "turns": 0,
+                "tool_calls": 0,
+                "tool_errors": 0,
+                "unknown_tools": 0,
+                "invalid_arguments": 0,
+                "answered": False,
+            },
+        )
         async with open_tool_session(task, sandbox) as session:
             known = {t["function"]["name"] for t in session.tools}
             chat = Conversation(self.client, result, stats, max_context=self.max_context, tools=session.tools)
@@ -50,8 +59,10 @@ class ToolsAgent(ModelAgentBase):
                         stats["unknown_tools"] += 1
                     if arguments is None:
                         stats["invalid_arguments"] += 1
-                        content, is_error = (f"arguments of '{call.name}' must be a JSON object, got: "
-                                             f"{call.arguments_text[:200]}"), True
+                        content, is_error = (
+                            (f"arguments of '{call.name}' must be a JSON object, got: {call.arguments_text[:200]}"),
+                            True,
+                        )
                     else:
                         out = await session.call(call.name, arguments)
                         content, is_error = out.content, out.is_error

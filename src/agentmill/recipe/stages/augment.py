@@ -58,8 +58,16 @@ def clean_rewrite(text: str) -> str:
     return text
 
 
-async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedModel, out_dir: Path, *,
-                        builder: ImageBuilder, prompts_dir: Path | None, concurrency: int = 4) -> tuple[list[TaskEntry], StageReport]:
+async def augment_tasks(
+    tasks: list[TaskEntry],
+    spec: Augment,
+    model: CachedModel,
+    out_dir: Path,
+    *,
+    builder: ImageBuilder,
+    prompts_dir: Path | None,
+    concurrency: int = 4,
+) -> tuple[list[TaskEntry], StageReport]:
     report = StageReport(stage="augment", kind="augment", count_in=len(tasks))
     chosen = [t for t in tasks if not spec.sources or t.source in spec.sources]
     gate = asyncio.Semaphore(concurrency)
@@ -70,7 +78,9 @@ async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedMode
         prompt = prompt_text(strategy, prompts_dir).replace("{instruction}", parent.instruction)
         messages = [{"role": "user", "content": prompt}]
         if i:  # distinct variants: the cache key differs per index
-            messages.insert(0, {"role": "system", "content": f"Variant {i + 1}: choose different wording from other variants."})
+            messages.insert(
+                0, {"role": "system", "content": f"Variant {i + 1}: choose different wording from other variants."}
+            )
         async with gate:
             text = clean_rewrite(await model.ask(messages))
         if not text:
@@ -81,7 +91,9 @@ async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedMode
             lost = lost_anchors(parent.instruction, text, verifier_text(Path(parent.path)))
             if lost:
                 more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
-                return Drop(name=name, reason=f"rewrite loses {', '.join(map(str, lost[:3]))}{more} (the tests check it)")
+                return Drop(
+                    name=name, reason=f"rewrite loses {', '.join(map(str, lost[:3]))}{more} (the tests check it)"
+                )
         if spec.judge:
             async with gate:
                 same, why = await judge(model, judge_text(prompts_dir), parent.instruction, text)
@@ -97,8 +109,15 @@ async def augment_tasks(tasks: list[TaskEntry], spec: Augment, model: CachedMode
                 trial = await run_trial(task, OracleAgent(), builder)
             if trial.outcome is not Outcome.PASSED:
                 return Drop(name=name, reason=f"oracle no longer passes ({trial.outcome.value})")
-        return TaskEntry(name=name, path=str(folder), source=parent.source, content_hash=task.content_hash,
-                         instruction=task.instruction, parent=parent.content_hash, strategy=strategy)
+        return TaskEntry(
+            name=name,
+            path=str(folder),
+            source=parent.source,
+            content_hash=task.content_hash,
+            instruction=task.instruction,
+            parent=parent.content_hash,
+            strategy=strategy,
+        )
 
     jobs = [one(t, s, i) for t in chosen for s in spec.strategies for i in range(spec.per_task)]
     made = await asyncio.gather(*jobs)
@@ -119,8 +138,11 @@ def _materialize(src: Path, dest: Path, instruction: str, parent: TaskEntry, str
     toml_path = dest / "task.toml"
     if toml_path.exists():
         data = tomllib.loads(toml_path.read_text())
-        data.setdefault("metadata", {})["agentmill_augment"] = {"parent": parent.content_hash, "parent_name": parent.name,
-                                                                "strategy": strategy}
+        data.setdefault("metadata", {})["agentmill_augment"] = {
+            "parent": parent.content_hash,
+            "parent_name": parent.name,
+            "strategy": strategy,
+        }
         toml_path.write_text(tomli_w.dumps(data))
 
 
@@ -140,7 +162,11 @@ class AugmentStage(Stage):
         prompts = {s: prompt_text(s, self.prompts_dir) for s in self.spec.strategies}
         if self.spec.judge:
             prompts["judge"] = judge_text(self.prompts_dir)
-        return {"spec": self.spec.model_dump(exclude={"model"}), "model": model_identity(self.model), "prompts": prompts}
+        return {
+            "spec": self.spec.model_dump(exclude={"model"}),
+            "model": model_identity(self.model),
+            "prompts": prompts,
+        }
 
     def describe(self) -> str:
         return f"augment: {', '.join(self.spec.strategies)}"
@@ -148,8 +174,9 @@ class AugmentStage(Stage):
     async def run(self, records, ctx: StageContext):
         tasks = [t async for t in records]
         async with ctx.open_model(self.model) as model:
-            out, report = await augment_tasks(tasks, self.spec, model, ctx.out, builder=ctx.builder,
-                                              prompts_dir=self.prompts_dir)
+            out, report = await augment_tasks(
+                tasks, self.spec, model, ctx.out, builder=ctx.builder, prompts_dir=self.prompts_dir
+            )
         ctx.report.dropped += report.dropped
         ctx.report.notes += report.notes
         for t in out:

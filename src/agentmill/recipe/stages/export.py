@@ -18,7 +18,7 @@ from agentmill.recipe.schema import Recipe
 from agentmill.recipe.stage import Stage, StageContext, aiter_of, in_thread_iter, register_stage
 from agentmill.tasks.hashing import hash_file
 from agentmill.traces.export import FOLDER_WRITERS, write_records
-from agentmill.traces.filters import Funnel, TRACE_LENGTH_RULES, relax_hint, rules
+from agentmill.traces.filters import TRACE_LENGTH_RULES, Funnel, relax_hint, rules
 from agentmill.traces.render import render
 from agentmill.traces.tokens import TokenCounter
 from agentmill.traces.writer import write_json
@@ -59,13 +59,16 @@ class ExportStage(Stage):
         dest = ctx.out / self.spec.file
         if self.spec.format in FOLDER_WRITERS:  # written whole; what an unfinished run of this key left is not done
             shutil.rmtree(dest, ignore_errors=True)
-        report = await asyncio.to_thread(write_records, rows, self.spec.format, dest,
-                                         reasoning=self.spec.reasoning, allow_empty=True)
+        report = await asyncio.to_thread(
+            write_records, rows, self.spec.format, dest, reasoning=self.spec.reasoning, allow_empty=True
+        )
         ctx.report.count_out = report.rows
         ctx.note(f"{report.rows} rows -> {self.spec.file}")
         ctx.note(f"{report.redactions} secrets redacted")
         if report.rows == 0 and not self.spec.allow_empty:
-            raise AgentmillError(f"{self.step}: 0 rows: {self._why_empty(ctx)}; or set allow_empty = true on this export")
+            raise AgentmillError(
+                f"{self.step}: 0 rows: {self._why_empty(ctx)}; or set allow_empty = true on this export"
+            )
         return
         yield  # an async generator that yields nothing: a sink
 

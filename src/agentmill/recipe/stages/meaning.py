@@ -82,8 +82,12 @@ def referenced(anchor: Anchor, tests: str) -> bool:
 
 def _word(literal: str, text: str) -> bool:
     """`literal` in `text`, not as part of a longer word ("data" is not in "metadata")."""
-    return re.search(rf"(?<!\w){re.escape(literal)}(?!\w)" if re.fullmatch(r"\w.*\w|\w", literal) else re.escape(literal),
-                     text) is not None
+    return (
+        re.search(
+            rf"(?<!\w){re.escape(literal)}(?!\w)" if re.fullmatch(r"\w.*\w|\w", literal) else re.escape(literal), text
+        )
+        is not None
+    )
 
 
 def present(anchor: Anchor, rewrite: str) -> bool:
@@ -113,7 +117,7 @@ def parse_verdict(reply: str) -> tuple[bool | None, str]:
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         try:
-            data = json.loads(text[start:end + 1])
+            data = json.loads(text[start : end + 1])
         except ValueError:
             data = None
         if isinstance(data, dict) and isinstance(data.get("same_task"), bool):

@@ -15,7 +15,9 @@ from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.tasks.hashing import hash_file, hash_text
 
 
-def rank_sources(tasks: list[TaskEntry], mix: Mix, scores: dict[str, float | None], ranking_table: Path | None) -> list[str]:
+def rank_sources(
+    tasks: list[TaskEntry], mix: Mix, scores: dict[str, float | None], ranking_table: Path | None
+) -> list[str]:
     present = list(dict.fromkeys(t.source for t in tasks))
     if mix.ranking:
         unknown = [s for s in mix.ranking if s not in present]
@@ -26,7 +28,9 @@ def rank_sources(tasks: list[TaskEntry], mix: Mix, scores: dict[str, float | Non
         table = _table_scores(ranking_table)
         return sorted(present, key=lambda s: (-table.get(s, float("-inf")), present.index(s)))
     if any(scores.get(s) is not None for s in present):
-        return sorted(present, key=lambda s: (-(scores.get(s) if scores.get(s) is not None else float("-inf")), present.index(s)))
+        return sorted(
+            present, key=lambda s: (-(scores.get(s) if scores.get(s) is not None else float("-inf")), present.index(s))
+        )
     return present
 
 
@@ -49,18 +53,25 @@ def quotas(budget: int, n: int) -> list[int]:
 def mix_tasks(tasks: list[TaskEntry], mix: Mix, *, seed: int, order: list[str]) -> tuple[list[TaskEntry], StageReport]:
     report = StageReport(stage="mix", kind="mix", count_in=len(tasks))
     chosen_sources = order[: mix.top_n] if mix.top_n else order
-    for s in order[len(chosen_sources):]:
-        report.dropped += [Drop(name=t.name, reason=f"source '{s}' not in the top {mix.top_n}") for t in tasks if t.source == s]
+    for s in order[len(chosen_sources) :]:
+        report.dropped += [
+            Drop(name=t.name, reason=f"source '{s}' not in the top {mix.top_n}") for t in tasks if t.source == s
+        ]
     by_source = {s: [t for t in tasks if t.source == s] for s in chosen_sources}
     budget = mix.budget or sum(len(v) for v in by_source.values())
     out: list[TaskEntry] = []
-    for source, quota in zip(chosen_sources, quotas(budget, len(chosen_sources)) if mix.budget else [len(by_source[s]) for s in chosen_sources]):
+    for source, quota in zip(
+        chosen_sources,
+        quotas(budget, len(chosen_sources)) if mix.budget else [len(by_source[s]) for s in chosen_sources],
+    ):
         pool = by_source[source]
         rng = random.Random(int(hash_text(str(seed), source)[:12], 16))
         if len(pool) >= quota:
             picked = rng.sample(pool, quota)
             picked.sort(key=pool.index)  # keep source order: stable output for equal seeds
-            report.dropped += [Drop(name=t.name, reason=f"over the quota of {quota} for '{source}'") for t in pool if t not in picked]
+            report.dropped += [
+                Drop(name=t.name, reason=f"over the quota of {quota} for '{source}'") for t in pool if t not in picked
+            ]
             out += picked
             continue
         out += pool
@@ -95,9 +106,12 @@ class MixStage(Stage):
         self.table = recipe.resolve(recipe.mix.ranking_table)
 
     def settings(self):
-        return {"mix": self.recipe.mix.model_dump(), "seed": self.recipe.recipe.seed,
-                "scores": {s.name: s.score for s in self.recipe.sources},
-                "table": hash_file(self.table) if self.table and self.table.exists() else None}
+        return {
+            "mix": self.recipe.mix.model_dump(),
+            "seed": self.recipe.recipe.seed,
+            "scores": {s.name: s.score for s in self.recipe.sources},
+            "table": hash_file(self.table) if self.table and self.table.exists() else None,
+        }
 
     def describe(self) -> str:
         m = self.recipe.mix

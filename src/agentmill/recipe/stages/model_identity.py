@@ -7,5 +7,9 @@ from agentmill.recipe.schema import ModelSpec
 
 
 def model_identity(model: ModelSpec) -> dict:
-    return {"model": served_name(model.name), "temperature": model.temperature, "top_p": model.top_p,
-            "max_tokens": model.max_tokens}
+    return {
+        "model": served_name(model.name),
+        "temperature": model.temperature,
+        "top_p": model.top_p,
+        "max_tokens": model.max_tokens,
+    }

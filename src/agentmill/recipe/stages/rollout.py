@@ -42,9 +42,13 @@ def _model_name(rollout: Rollout, model: ModelSpec) -> str | None:
 
 
 def rollout_identity(rollout: Rollout, model: ModelSpec) -> dict:
-    ident = settings_identity(agent=rollout.agent, agent_version=agent_class(rollout.agent).version,
-                              model=_model_name(rollout, model), sampling=sampling(model, rollout),
-                              max_turns=rollout.max_turns)
+    ident = settings_identity(
+        agent=rollout.agent,
+        agent_version=agent_class(rollout.agent).version,
+        model=_model_name(rollout, model),
+        sampling=sampling(model, rollout),
+        max_turns=rollout.max_turns,
+    )
     return {**ident, "attempts": rollout.attempts}
 
 
@@ -67,8 +71,18 @@ def default_store_dir(run_dir: Path) -> Path:
     return run_dir.parent.parent.parent / "trials"
 
 
-async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: ModelSpec, run_dir: Path, *, dataset_id: str,
-                        on_start=None, on_done=None, say=None, store_dir: Path | None = None) -> StageReport:
+async def rollout_tasks(
+    entries: list[TaskEntry],
+    rollout: Rollout,
+    model: ModelSpec,
+    run_dir: Path,
+    *,
+    dataset_id: str,
+    on_start=None,
+    on_done=None,
+    say=None,
+    store_dir: Path | None = None,
+) -> StageReport:
     report = StageReport(stage="rollout", kind="rollout", count_in=len(entries))
     copies = Counter(e.content_hash for e in entries)
     tasks, seen = [], set()
@@ -84,25 +98,49 @@ async def rollout_tasks(entries: list[TaskEntry], rollout: Rollout, model: Model
         if supports(rollout.agent, task):
             tasks.append(task)
         else:  # e.g. a tool task in a terminus rollout: reported, not run
-            report.dropped.append(Drop(name=e.name, reason=f"a '{task.kind}' task: the {rollout.agent} agent "
-                                                           f"works on {', '.join(sorted(agent_class(rollout.agent).task_kinds))} tasks"))
+            report.dropped.append(
+                Drop(
+                    name=e.name,
+                    reason=f"a '{task.kind}' task: the {rollout.agent} agent "
+                    f"works on {', '.join(sorted(agent_class(rollout.agent).task_kinds))} tasks",
+                )
+            )
     served = _model_name(rollout, model)
     config = RolloutConfig(
-        dataset=dataset_id, task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
-        agent=rollout.agent, agent_version=agent_class(rollout.agent).version,
-        model=served, sampling=sampling(model, rollout),
-        max_turns=rollout.max_turns, attempts=rollout.attempts, base_url=model.base_url,
-        api_key_env=model.api_key_env, concurrency=rollout.concurrency, model_concurrency=model.concurrency,
+        dataset=dataset_id,
+        task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
+        agent=rollout.agent,
+        agent_version=agent_class(rollout.agent).version,
+        model=served,
+        sampling=sampling(model, rollout),
+        max_turns=rollout.max_turns,
+        attempts=rollout.attempts,
+        base_url=model.base_url,
+        api_key_env=model.api_key_env,
+        concurrency=rollout.concurrency,
+        model_concurrency=model.concurrency,
     )
     store = TrialStore(store_dir or default_store_dir(run_dir))
     preflight(run_dir, config)  # refuse before starting a model server
     # retry_infra: trials an outage ended are never a result here; the same `run` runs them again
-    kwargs = dict(copies=dict(copies), on_start=on_start, on_done=on_done, store=store,
-                  executor=_executor(rollout, say), retry_infra=True)
+    kwargs = dict(
+        copies=dict(copies),
+        on_start=on_start,
+        on_done=on_done,
+        store=store,
+        executor=_executor(rollout, say),
+        retry_infra=True,
+    )
     try:
         if served is not None:
-            async with open_model(model.name, base_url=model.base_url, api_key_env=model.api_key_env,
-                                  sampling=config.sampling, concurrency=model.concurrency, say=say) as client:
+            async with open_model(
+                model.name,
+                base_url=model.base_url,
+                api_key_env=model.api_key_env,
+                sampling=config.sampling,
+                concurrency=model.concurrency,
+                say=say,
+            ) as client:
                 result = await run_rollout(config, tasks, run_dir, client=client, **kwargs)
         else:
             result = await run_rollout(config, tasks, run_dir, **kwargs)
@@ -127,9 +165,12 @@ def stop_on_outage(run_dir: Path, planned: int) -> None:
 
     failed = [r for r in finished_rows(run_dir) if r["outcome"] == Outcome.INFRA_ERROR.value]
     if failed:
-        raise InfraStopError(f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
-                             + "; ".join(outage_lines(r["exception"] for r in failed)) + "). The stage is not cached: "
-                             "run the same command again once the endpoint works, and only those trials run again")
+        raise InfraStopError(
+            f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
+            + "; ".join(outage_lines(r["exception"] for r in failed))
+            + "). The stage is not cached: "
+            "run the same command again once the endpoint works, and only those trials run again"
+        )
 
 
 @register_stage
@@ -151,9 +192,16 @@ class RolloutStage(Stage):
         tasks = [t async for t in records]
         hooks = ctx.progress(len(tasks) * self.recipe.rollout.attempts) if ctx.progress else None
         try:
-            report = await rollout_tasks(tasks, self.recipe.rollout, self.model, ctx.out / "run",
-                                         dataset_id=f"recipe:{ctx.out.name}", on_start=hooks.started if hooks else None,
-                                         on_done=hooks.finished if hooks else None, say=ctx.say)
+            report = await rollout_tasks(
+                tasks,
+                self.recipe.rollout,
+                self.model,
+                ctx.out / "run",
+                dataset_id=f"recipe:{ctx.out.name}",
+                on_start=hooks.started if hooks else None,
+                on_done=hooks.finished if hooks else None,
+                say=ctx.say,
+            )
         finally:
             if hooks:
                 hooks.close()

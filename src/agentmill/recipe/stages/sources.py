@@ -36,8 +36,15 @@ def load_sources(recipe: Recipe) -> tuple[list[TaskEntry], StageReport]:
         missing = set(s.tasks) - {t.name for t in ds.tasks} - {e.path.name for e in ds.errors}
         report.notes += [f"source '{s.name}': task '{m}' not found" for m in sorted(missing)]
         for t in ds.tasks:
-            tasks.append(TaskEntry(name=f"{s.name}/{t.name}", path=str(t.path), source=s.name,
-                                   content_hash=t.content_hash, instruction=t.instruction))
+            tasks.append(
+                TaskEntry(
+                    name=f"{s.name}/{t.name}",
+                    path=str(t.path),
+                    source=s.name,
+                    content_hash=t.content_hash,
+                    instruction=t.instruction,
+                )
+            )
     report.count_out = len(tasks)
     return tasks, report
 

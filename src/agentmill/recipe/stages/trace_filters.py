@@ -34,7 +34,9 @@ class TraceFilters(Stage):
                 yield rec
             else:
                 ctx.drop(rec.trial_id, failed)
-        ctx.report.notes += [f"{s.name}: kept {s.kept}, dropped {s.dropped} ({s.description})" for s in funnel.steps()[1:]]
+        ctx.report.notes += [
+            f"{s.name}: kept {s.kept}, dropped {s.dropped} ({s.description})" for s in funnel.steps()[1:]
+        ]
 
     def relax(self, reason: str) -> str | None:
         return relax_hint(reason, recipe=True)

@@ -26,10 +26,10 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from agentmill.runtime.child_processes import spawn
 from agentmill.errors import AgentmillError
-from agentmill.runtime.paths import scratch_temp
 from agentmill.rollout.executor import Executor, unrunnable
+from agentmill.runtime.child_processes import spawn
+from agentmill.runtime.paths import scratch_temp
 
 _FRAME = struct.Struct("!Q")  # every message: its length, then a pickle
 _STREAM_LIMIT = 1 << 30
@@ -126,12 +126,20 @@ class _Worker:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, payload: bytes, slots: int, done: asyncio.Queue) -> "_Worker":
+    async def start(cls, payload: bytes, slots: int, done: asyncio.Queue) -> _Worker:
         stderr_path = scratch_temp("worker") / "stderr"
         with open(stderr_path, "wb") as err:
             proc = await spawn(  # keeps the driver's raise: its loop carries the turns (loops.py)
-                sys.executable, "-m", "agentmill.rollout.executors.process_worker", str(slots), keep_raise=True,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err, limit=_STREAM_LIMIT)
+                sys.executable,
+                "-m",
+                "agentmill.rollout.executors.process_worker",
+                str(slots),
+                keep_raise=True,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=err,
+                limit=_STREAM_LIMIT,
+            )
         proc.stdin.write(payload)
         return cls(proc, stderr_path, done)
 
@@ -158,9 +166,9 @@ class _Worker:
             self.proc.stdin.close()
         try:
             if not graceful:
-                raise asyncio.TimeoutError
+                raise TimeoutError
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), 30)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
             await self.proc.wait()
@@ -169,5 +177,3 @@ class _Worker:
             with contextlib.suppress(OSError):
                 self.stderr_path.unlink()
                 self.stderr_path.parent.rmdir()
-
-

@@ -28,16 +28,31 @@ from agentmill.rollout.executors.task_files import pack_task
 from agentmill.tasks.model import Task
 
 # How a call fails when its node (or the actor's process) is gone: the job runs again elsewhere.
-NODE_LOST = (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
-             ray.exceptions.OwnerDiedError, ray.exceptions.WorkerCrashedError, ray.exceptions.LocalRayletDiedError)
+NODE_LOST = (
+    ray.exceptions.RayActorError,
+    ray.exceptions.NodeDiedError,
+    ray.exceptions.ObjectLostError,
+    ray.exceptions.OwnerDiedError,
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.LocalRayletDiedError,
+)
 
 
 class RayExecutor(Executor):
     name = "ray"
 
-    def __init__(self, concurrency: int, *, address: str | None = None, node_losses: int = 3,
-                 wait_for_nodes: float = 120.0, refresh_seconds: float = 2.0, init_options: dict | None = None,
-                 say: Callable[[str], None] | None = None, driver_code: str | None = None):
+    def __init__(
+        self,
+        concurrency: int,
+        *,
+        address: str | None = None,
+        node_losses: int = 3,
+        wait_for_nodes: float = 120.0,
+        refresh_seconds: float = 2.0,
+        init_options: dict | None = None,
+        say: Callable[[str], None] | None = None,
+        driver_code: str | None = None,
+    ):
         """`concurrency`: jobs at once on each node. `address`: the cluster (`ray start --head` prints it);
         None: $RAY_ADDRESS, else a cluster `ray start` began on this machine, else a Ray just for the run. `node_losses`: how often a job's
         node may die under it before it is recorded as failed. `wait_for_nodes`: seconds without any node
@@ -121,14 +136,17 @@ class RayExecutor(Executor):
                 idle_since = idle_since or now
                 if now - idle_since > self.wait_for_nodes:
                     left_out = "".join(f"; node {n[:12]} left out: {why}" for n, why in pool.left_out.items())
-                    raise AgentmillError(f"ray: no node to run on for {self.wait_for_nodes:g}s; {len(queue)} trial(s) "
-                                         f"not run (they run on resume). Are the worker nodes up?{left_out}")
+                    raise AgentmillError(
+                        f"ray: no node to run on for {self.wait_for_nodes:g}s; {len(queue)} trial(s) "
+                        f"not run (they run on resume). Are the worker nodes up?{left_out}"
+                    )
                 await asyncio.sleep(0.5)
                 refreshed = 0.0
                 continue
             idle_since = 0.0
-            done, _ = await asyncio.wait([*in_flight, *hellos], timeout=self.refresh_seconds,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                [*in_flight, *hellos], timeout=self.refresh_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
             for fut in done:
                 if fut in hellos:
                     pool.greeted(hellos[fut])
@@ -180,5 +198,3 @@ def _unreachable(address: str, timeout: float = 10.0) -> str | None:
     except OSError as e:
         return f"nothing answers at {address} ({e.strerror or type(e).__name__}); is `ray start --head` running there?"
     return None
-
-

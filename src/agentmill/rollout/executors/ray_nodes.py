@@ -45,8 +45,10 @@ class NodeWorker:
         (else its trials would not be the ones their identity names), and its own verifier toolkit."""
         mine = await asyncio.to_thread(code_hash)
         if mine != self.driver_code:
-            return (f"its agentmill code differs from the driver's (code hash {mine[:12]}, driver {self.driver_code[:12]}): "
-                    "install the same checkout on every node")
+            return (
+                f"its agentmill code differs from the driver's (code hash {mine[:12]}, driver {self.driver_code[:12]}): "
+                "install the same checkout on every node"
+            )
         try:
             await asyncio.to_thread(require_toolkit)  # built once per machine, from PyPI
         except AgentmillError as e:
@@ -106,9 +108,13 @@ class NodePool:
                 self.lost(actor)  # its calls fail on their own; no new ones go there
         for node_id in sorted(alive - set(self.left_out)):  # a node whose worker died gets a new one
             if node_id not in self.actors or self.actors[node_id].state == "dead":
-                self.actors[node_id] = NodeActor(node_id, RemoteNodeWorker.options(
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                    max_concurrency=self.concurrency).remote(self.work_ref, self.driver_code))
+                self.actors[node_id] = NodeActor(
+                    node_id,
+                    RemoteNodeWorker.options(
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                        max_concurrency=self.concurrency,
+                    ).remote(self.work_ref, self.driver_code),
+                )
 
     def starting(self) -> list[NodeActor]:
         return [a for a in self.actors.values() if a.state == "starting"]
@@ -121,7 +127,11 @@ class NodePool:
             problem = actor.hello.result()
         except Exception as e:  # noqa: BLE001 - the worker died starting (import error, node lost)
             self.failed_starts[actor.node_id] += 1
-            problem = f"its worker failed to start 3 times (last: {brief_error(e)})" if self.failed_starts[actor.node_id] >= 3 else None
+            problem = (
+                f"its worker failed to start 3 times (last: {brief_error(e)})"
+                if self.failed_starts[actor.node_id] >= 3
+                else None
+            )
             actor.state = "dead"
             _kill(actor.handle)
         if problem:

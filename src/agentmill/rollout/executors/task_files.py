@@ -57,8 +57,10 @@ def land_task(task: Task, packed: PackedTask, root: Path | None = None) -> Task:
             shutil.rmtree(tmp, ignore_errors=True)
     landed = load_task(folder)
     if landed.content_hash != task.content_hash:  # the copy was edited after landing (or a bundled gym differs)
-        raise AgentmillError(f"{folder}: this node's copy of task {task.name} does not hash as the driver's "
-                             "(was it modified? remove the folder)")
+        raise AgentmillError(
+            f"{folder}: this node's copy of task {task.name} does not hash as the driver's "
+            "(was it modified? remove the folder)"
+        )
     return landed
 
 

@@ -14,10 +14,29 @@ from agentmill.synth.gates.semantic import SemanticCheck
 
 
 def default_gates(ballot: bool = True, benchmarks: list[str] | None = None) -> list[Gate]:
-    gates: list[Gate] = [NoveltyGate(), ContaminationGate(benchmarks or []), StructuralLint(), SemanticCheck(),
-                         PositiveVerification(), VerifierCompleteness(), NegativeVerification()]
+    gates: list[Gate] = [
+        NoveltyGate(),
+        ContaminationGate(benchmarks or []),
+        StructuralLint(),
+        SemanticCheck(),
+        PositiveVerification(),
+        VerifierCompleteness(),
+        NegativeVerification(),
+    ]
     return gates + [BallotGate()] if ballot else gates
 
 
-__all__ = ["BallotGate", "ContaminationGate", "Gate", "GateContext", "GateResult", "NegativeVerification", "NoveltyGate",
-           "PositiveVerification", "SemanticCheck", "StructuralLint", "VerifierCompleteness", "default_gates"]
+__all__ = [
+    "BallotGate",
+    "ContaminationGate",
+    "Gate",
+    "GateContext",
+    "GateResult",
+    "NegativeVerification",
+    "NoveltyGate",
+    "PositiveVerification",
+    "SemanticCheck",
+    "StructuralLint",
+    "VerifierCompleteness",
+    "default_gates",
+]

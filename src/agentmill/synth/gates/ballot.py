@@ -27,6 +27,7 @@ from agentmill.verify.outcome import Outcome
 class Tally:
     """One role's ballot so far. `high` = passes that decide it (target: too easy; solver: solvable),
     `low` = failures that decide it the other way. high + low = k + 1, so k trials always decide."""
+
     role: str
     high: int
     low: int
@@ -62,10 +63,18 @@ def solver_tally(k: int, solver_min: int) -> Tally:
 
 def _rollout_config(ctx: GateContext, role: str, attempts: int) -> RolloutConfig:
     b, client = ctx.settings.ballot, ctx.clients[role]
-    return RolloutConfig(dataset=str(ctx.task_dir.parent), task_hashes={ctx.task.name: ctx.task.content_hash},
-                         agent=ToolsAgent.name, agent_version=ToolsAgent.version, model=client.model,
-                         sampling=client.sampling, max_turns=b.max_turns, attempts=attempts, base_url=client.base_url,
-                         concurrency=b.concurrency)
+    return RolloutConfig(
+        dataset=str(ctx.task_dir.parent),
+        task_hashes={ctx.task.name: ctx.task.content_hash},
+        agent=ToolsAgent.name,
+        agent_version=ToolsAgent.version,
+        model=client.model,
+        sampling=client.sampling,
+        max_turns=b.max_turns,
+        attempts=attempts,
+        base_url=client.base_url,
+        concurrency=b.concurrency,
+    )
 
 
 def _read(tally: Tally, ctx: GateContext) -> None:
@@ -88,8 +97,13 @@ async def _run_wave(ctx: GateContext, tally: Tally) -> None:
     """Raise the role's attempts by one wave: the run folder resumes, so only the new attempts run
     (and, after an outage pause, the trials that ended in infrastructure errors run again)."""
     attempts = tally.trials + tally.wave()
-    await run_rollout(_rollout_config(ctx, tally.role, attempts), [ctx.task], ctx.work_dir / f"ballot-{tally.role}",
-                      client=ctx.clients[tally.role], retry_infra=True)
+    await run_rollout(
+        _rollout_config(ctx, tally.role, attempts),
+        [ctx.task],
+        ctx.work_dir / f"ballot-{tally.role}",
+        client=ctx.clients[tally.role],
+        retry_infra=True,
+    )
     _read(tally, ctx)
 
 
@@ -109,22 +123,46 @@ class BallotGate:
             await asyncio.gather(*(_run_wave(ctx, t) for t in pending))
             if target.infra or solver.infra:
                 break
-        details = {"k": b.k, "target_solves": target.passes, "solver_solves": solver.passes,
-                   "target_trials": target.trials, "solver_trials": solver.trials,
-                   "target_outcomes": target.outcomes, "solver_outcomes": solver.outcomes,
-                   "stopped_early": target.trials + solver.trials < 2 * b.k,
-                   **solver_paths(ctx.work_dir / "ballot-solver", ctx.candidate.body.calls)}
+        details = {
+            "k": b.k,
+            "target_solves": target.passes,
+            "solver_solves": solver.passes,
+            "target_trials": target.trials,
+            "solver_trials": solver.trials,
+            "target_outcomes": target.outcomes,
+            "solver_outcomes": solver.outcomes,
+            "stopped_early": target.trials + solver.trials < 2 * b.k,
+            **solver_paths(ctx.work_dir / "ballot-solver", ctx.candidate.body.calls),
+        }
         if target.infra or solver.infra:
-            return GateResult(gate=self.name, passed=False, code="ballot_infra", fault="infra", details=details,
-                              message=f"{target.infra + solver.infra} ballot trials failed for infrastructure reasons")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="ballot_infra",
+                fault="infra",
+                details=details,
+                message=f"{target.infra + solver.infra} ballot trials failed for infrastructure reasons",
+            )
         if target.verdict == "high":
-            return GateResult(gate=self.name, passed=False, code="too_easy", category="capability_mismatch",
-                              components=["prompt", "seed_sql", "calls", "verifiers"], details=details,
-                              message=f"the target solved {target.passes} of {target.trials} trials "
-                                      f"(at most {b.target_max_solves} of {b.k} allowed)")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="too_easy",
+                category="capability_mismatch",
+                components=["prompt", "seed_sql", "calls", "verifiers"],
+                details=details,
+                message=f"the target solved {target.passes} of {target.trials} trials "
+                f"(at most {b.target_max_solves} of {b.k} allowed)",
+            )
         if solver.verdict == "low":
-            return GateResult(gate=self.name, passed=False, code="too_hard", category="impossible_workflow",
-                              components=["prompt", "system"], details=details,
-                              message=f"the solver solved {solver.passes} of {solver.trials} trials "
-                                      f"(at least {b.solver_min_solves} of {b.k} needed)")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="too_hard",
+                category="impossible_workflow",
+                components=["prompt", "system"],
+                details=details,
+                message=f"the solver solved {solver.passes} of {solver.trials} trials "
+                f"(at least {b.solver_min_solves} of {b.k} needed)",
+            )
         return GateResult(gate=self.name, passed=True, code="ok", details=details)

@@ -8,8 +8,8 @@ sandbox) are `fault="infra"`: the box stops without blaming the candidate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -21,8 +21,14 @@ from agentmill.synth.candidate import Candidate
 from agentmill.tasks.model import Task
 
 # the critic's six diagnoses (the seed's list)
-Category = Literal["state_mismatch", "impossible_workflow", "bad_task_composition", "bad_reference",
-                   "weak_verifier", "capability_mismatch"]
+Category = Literal[
+    "state_mismatch",
+    "impossible_workflow",
+    "bad_task_composition",
+    "bad_reference",
+    "weak_verifier",
+    "capability_mismatch",
+]
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 
 
@@ -39,13 +45,14 @@ class GateResult(BaseModel):
     seconds: float = 0.0
 
     @classmethod
-    def ok(cls, gate: str, **details: Any) -> "GateResult":
+    def ok(cls, gate: str, **details: Any) -> GateResult:
         return cls(gate=gate, passed=True, code="ok", details=details)
 
 
 @dataclass
 class GateContext:
     """What a gate may use: the candidate as a task folder, the roles' clients, shared machinery."""
+
     candidate: Candidate
     task: Task
     task_dir: Path

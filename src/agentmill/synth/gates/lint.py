@@ -22,8 +22,10 @@ from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifi
 from agentmill.verify.sql_state import run_queries, stage_query_runner
 from agentmill.verify.tool_lints import sql_problem
 
-SCHEMA_SQL = ("SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
-              "WHERE m.type IN ('table', 'view') ORDER BY m.name, p.cid")
+SCHEMA_SQL = (
+    "SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
+    "WHERE m.type IN ('table', 'view') ORDER BY m.name, p.cid"
+)
 
 
 def _literal(value) -> str:
@@ -73,8 +75,14 @@ class StructuralLint:
                 try:
                     await prepare_tool_state(task, sb)
                 except ToolEnvError as e:  # the seed SQL does not apply to the gym
-                    return GateResult(gate=self.name, passed=False, code="seed_error", message=str(e)[-600:],
-                                      category="state_mismatch", components=["seed_sql"])
+                    return GateResult(
+                        gate=self.name,
+                        passed=False,
+                        code="seed_error",
+                        message=str(e)[-600:],
+                        category="state_mismatch",
+                        components=["seed_sql"],
+                    )
                 schemas = {s["name"]: s for s in await tool_schemas(task, sb)}
                 spec_path = await stage_query_runner(task, sb)
                 listing = await run_queries(sb, spec_path, [{"sql": SCHEMA_SQL, "gym": g} for g in gyms])
@@ -83,7 +91,8 @@ class StructuralLint:
                 if problems:
                     return problems
                 return await self._entities(body, columns, sb, spec_path) or GateResult.ok(
-                    self.name, tools=len(schemas), tables=sum(len(c) for c in columns.values()))
+                    self.name, tools=len(schemas), tables=sum(len(c) for c in columns.values())
+                )
         except (SandboxError, OSError) as e:
             return GateResult(gate=self.name, passed=False, code="sandbox_error", message=str(e)[:500], fault="infra")
 
@@ -91,15 +100,25 @@ class StructuralLint:
         for i, call in enumerate(body.calls):
             schema = schemas.get(call.tool)
             if schema is None:
-                return GateResult(gate=self.name, passed=False, code="unknown_tool",
-                                  message=f"reference call {i}: no tool '{call.tool}' (tools: {', '.join(sorted(schemas))})",
-                                  category="impossible_workflow", components=["calls"])
+                return GateResult(
+                    gate=self.name,
+                    passed=False,
+                    code="unknown_tool",
+                    message=f"reference call {i}: no tool '{call.tool}' (tools: {', '.join(sorted(schemas))})",
+                    category="impossible_workflow",
+                    components=["calls"],
+                )
             try:
                 jsonschema.validate(call.arguments, schema.get("parameters") or {"type": "object"})
             except jsonschema.ValidationError as e:
-                return GateResult(gate=self.name, passed=False, code="bad_arguments",
-                                  message=f"reference call {i} ({call.tool}): {e.message}",
-                                  category="bad_reference", components=["calls"])
+                return GateResult(
+                    gate=self.name,
+                    passed=False,
+                    code="bad_arguments",
+                    message=f"reference call {i} ({call.tool}): {e.message}",
+                    category="bad_reference",
+                    components=["calls"],
+                )
         return None
 
     def _verifiers(self, spec, columns: dict[str, dict[str, set[str]]], gyms: list[str]) -> GateResult | None:
@@ -108,8 +127,11 @@ class StructuralLint:
             if isinstance(v, ToolExecutionVerifier):
                 tools |= set(v.validation_config.selected_tools)
                 continue
-            sql = v.validation_config.query if isinstance(v, DatabaseStateVerifier) else (
-                v.validation_config.sql_query if isinstance(v, ResponseCheckVerifier) else None)
+            sql = (
+                v.validation_config.query
+                if isinstance(v, DatabaseStateVerifier)
+                else (v.validation_config.sql_query if isinstance(v, ResponseCheckVerifier) else None)
+            )
             gym = v.gym_name or gyms[0]
             if gym not in columns:
                 return self._bad_sql(v.name, f"gym_name '{gym}' is not one of {gyms}")
@@ -122,25 +144,44 @@ class StructuralLint:
         return None
 
     def _bad_sql(self, verifier: str, problem: str) -> GateResult:
-        return GateResult(gate=self.name, passed=False, code="verifier_sql", message=f"verifier '{verifier}': {problem}",
-                          category="weak_verifier", components=["verifiers"], details={"verifier": verifier})
+        return GateResult(
+            gate=self.name,
+            passed=False,
+            code="verifier_sql",
+            message=f"verifier '{verifier}': {problem}",
+            category="weak_verifier",
+            components=["verifiers"],
+            details={"verifier": verifier},
+        )
 
     async def _entities(self, body, columns, sb, spec_path) -> GateResult | None:
         queries, refs = [], []
         for e in body.entities:
             gym = next((g for g, cols in columns.items() if e.column in cols.get(e.table, ())), None)
             if gym is None:
-                return GateResult(gate=self.name, passed=False, code="unknown_entity_column",
-                                  message=f"entity {e.table}.{e.column}: no such table or column",
-                                  category="state_mismatch", components=["entities", "seed_sql"])
-            queries.append({"sql": f'SELECT COUNT(*) AS n FROM "{e.table}" WHERE "{e.column}" = {_literal(e.value)}', "gym": gym})
+                return GateResult(
+                    gate=self.name,
+                    passed=False,
+                    code="unknown_entity_column",
+                    message=f"entity {e.table}.{e.column}: no such table or column",
+                    category="state_mismatch",
+                    components=["entities", "seed_sql"],
+                )
+            queries.append(
+                {"sql": f'SELECT COUNT(*) AS n FROM "{e.table}" WHERE "{e.column}" = {_literal(e.value)}', "gym": gym}
+            )
             refs.append(e)
         for e, res in zip(refs, await run_queries(sb, spec_path, queries)):
             if "error" in res or not res["rows"] or not res["rows"][0].get("n"):
-                return GateResult(gate=self.name, passed=False, code="missing_entity",
-                                  message=f"no {e.table} row with {e.column} = {json.dumps(e.value)} in the seeded state",
-                                  category="state_mismatch", components=["seed_sql", "entities"],
-                                  details={"entity": e.model_dump()})
+                return GateResult(
+                    gate=self.name,
+                    passed=False,
+                    code="missing_entity",
+                    message=f"no {e.table} row with {e.column} = {json.dumps(e.value)} in the seeded state",
+                    category="state_mismatch",
+                    components=["seed_sql", "entities"],
+                    details={"entity": e.model_dump()},
+                )
         return None
 
 

@@ -16,25 +16,55 @@ class NegativeVerification:
         audit = await audit_tool_task(ctx.task, builder=ctx.builder)
         details = audit.to_json()
         if audit.error:
-            return GateResult(gate=self.name, passed=False, code="audit_error", fault="infra", message=audit.error[:500],
-                              details=details)
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="audit_error",
+                fault="infra",
+                message=audit.error[:500],
+                details=details,
+            )
         errors = [lint for lint in audit.lints if lint.severity == "error"]
         if errors:
             lint = errors[0]
-            return GateResult(gate=self.name, passed=False, code=lint.code, category="weak_verifier",
-                              components=["verifiers"], details=details,
-                              message=f"{lint.verifier + ': ' if lint.verifier else ''}{lint.message}"[:500])
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code=lint.code,
+                category="weak_verifier",
+                components=["verifiers"],
+                details=details,
+                message=f"{lint.verifier + ': ' if lint.verifier else ''}{lint.message}"[:500],
+            )
         survivors = audit.survivors
         if any(m.name == "noop" for m in survivors):
-            return GateResult(gate=self.name, passed=False, code="vacuous", category="weak_verifier",
-                              components=["verifiers"], details=details,
-                              message="the untouched state passes every verifier")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="vacuous",
+                category="weak_verifier",
+                components=["verifiers"],
+                details=details,
+                message="the untouched state passes every verifier",
+            )
         if survivors:
-            return GateResult(gate=self.name, passed=False, code="mutant_survived", category="weak_verifier",
-                              components=["verifiers"], details=details,
-                              message="; ".join(f"{m.name} ({m.description})" for m in survivors)[:800])
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="mutant_survived",
+                category="weak_verifier",
+                components=["verifiers"],
+                details=details,
+                message="; ".join(f"{m.name} ({m.description})" for m in survivors)[:800],
+            )
         if not audit.mutants and "noop" not in audit.skipped:  # a refusal leaves the state as it was
-            return GateResult(gate=self.name, passed=False, code="no_wrong_state", category="weak_verifier",
-                              components=["verifiers", "calls"], details=details,
-                              message="no wrong end state could be made: nothing distinguishes success")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="no_wrong_state",
+                category="weak_verifier",
+                components=["verifiers", "calls"],
+                details=details,
+                message="no wrong end state could be made: nothing distinguishes success",
+            )
         return GateResult(gate=self.name, passed=True, code="ok", details=details)

@@ -20,21 +20,53 @@ class PositiveVerification:
         details = {"outcome": result.outcome.value, "rewards": result.rewards}
         if errors:
             first = errors[0]
-            return GateResult(gate=self.name, passed=False, code="reference_error", category="bad_reference",
-                              components=["calls"], details={**details, "replay_errors": errors},
-                              message=f"reference call {first['index']} ({first['tool']}) failed: {first['error'][:300]}")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="reference_error",
+                category="bad_reference",
+                components=["calls"],
+                details={**details, "replay_errors": errors},
+                message=f"reference call {first['index']} ({first['tool']}) failed: {first['error'][:300]}",
+            )
         if result.outcome is Outcome.PASSED:
             return GateResult(gate=self.name, passed=True, code="ok", details=details)
         if result.outcome is Outcome.FAILED:
             failing = sorted(k for k, v in result.rewards.items() if k != "reward" and v < 1)
-            return GateResult(gate=self.name, passed=False, code="verifiers_reject_reference", category="state_mismatch",
-                              components=["verifiers", "calls"], details=details,
-                              message=f"after the reference calls these verifiers fail: {', '.join(failing)}")
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="verifiers_reject_reference",
+                category="state_mismatch",
+                components=["verifiers", "calls"],
+                details=details,
+                message=f"after the reference calls these verifiers fail: {', '.join(failing)}",
+            )
         if result.outcome is Outcome.VERIFIER_ERROR:
-            return GateResult(gate=self.name, passed=False, code="verifier_error", category="weak_verifier",
-                              components=["verifiers"], details=details, message=(result.exception or "")[:500])
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="verifier_error",
+                category="weak_verifier",
+                components=["verifiers"],
+                details=details,
+                message=(result.exception or "")[:500],
+            )
         if result.outcome.is_infra:
-            return GateResult(gate=self.name, passed=False, code="sandbox_error", fault="infra", details=details,
-                              message=(result.exception or "")[:500])
-        return GateResult(gate=self.name, passed=False, code=result.outcome.value, category="state_mismatch",
-                          components=["seed_sql", "calls"], details=details, message=(result.exception or "")[:500])
+            return GateResult(
+                gate=self.name,
+                passed=False,
+                code="sandbox_error",
+                fault="infra",
+                details=details,
+                message=(result.exception or "")[:500],
+            )
+        return GateResult(
+            gate=self.name,
+            passed=False,
+            code=result.outcome.value,
+            category="state_mismatch",
+            components=["seed_sql", "calls"],
+            details=details,
+            message=(result.exception or "")[:500],
+        )

@@ -33,8 +33,22 @@ register_task_filter("decontaminate", decontaminate, _plain(_decontaminate), pat
 register_task_filter("starts", starts, _plain(_starts))
 register_task_filter("dedupe", dedupe, _plain(_dedupe))
 
-TASK_FILTERS = {"response_length": response_length, "askllm": askllm, "decontaminate": decontaminate,
-                "starts": starts, "dedupe": dedupe}
+TASK_FILTERS = {
+    "response_length": response_length,
+    "askllm": askllm,
+    "decontaminate": decontaminate,
+    "starts": starts,
+    "dedupe": dedupe,
+}
 
-__all__ = ["FilterContext", "TASK_FILTERS", "TaskFilterStage", "askllm", "decontaminate", "dedupe", "register_task_filter",
-           "response_length", "starts"]
+__all__ = [
+    "FilterContext",
+    "TASK_FILTERS",
+    "TaskFilterStage",
+    "askllm",
+    "decontaminate",
+    "dedupe",
+    "register_task_filter",
+    "response_length",
+    "starts",
+]

@@ -12,8 +12,20 @@ import re
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
-                                                 load_prompt, parse_params, report, require_model, top_k)
+from agentmill.recipe.stages.task_filters.base import (
+    FilterContext,
+    FilterParams,
+    ask,
+    bad_param,
+    bounded,
+    copy_entry,
+    fill,
+    load_prompt,
+    parse_params,
+    report,
+    require_model,
+    top_k,
+)
 
 KIND = "askllm"
 PROMPT = "askllm.md"
@@ -65,7 +77,7 @@ def _json_candidates(text: str) -> list[str]:
         out.append(fenced.group(1).strip())
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
-        out.append(text[start:end + 1])
+        out.append(text[start : end + 1])
     return out
 
 
@@ -107,10 +119,16 @@ async def askllm(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tu
         chosen = top_k(scored, lambda t: t.scores[KIND], p.k, largest=True)
         kept = [t for t in scored if t.name in chosen]
         cutoff = min((int(t.scores[KIND]) for t in kept), default=0)
-        dropped = [Drop(name=t.name, reason=f"{why(t)}: not in the top {p.k} (cutoff {cutoff})")
-                   for t in scored if t.name not in chosen]
+        dropped = [
+            Drop(name=t.name, reason=f"{why(t)}: not in the top {p.k} (cutoff {cutoff})")
+            for t in scored
+            if t.name not in chosen
+        ]
     else:
         kept = [t for t in scored if t.scores[KIND] >= p.min_score]
-        dropped = [Drop(name=t.name, reason=f"{why(t)} below min_score {p.min_score:g}")
-                   for t in scored if t.scores[KIND] < p.min_score]
+        dropped = [
+            Drop(name=t.name, reason=f"{why(t)} below min_score {p.min_score:g}")
+            for t in scored
+            if t.scores[KIND] < p.min_score
+        ]
     return kept, report(KIND, tasks, kept, dropped, notes)

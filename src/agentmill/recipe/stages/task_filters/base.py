@@ -66,8 +66,9 @@ def require_model(kind: str, ctx: FilterContext) -> CachedModel:
     return ctx.model
 
 
-async def ask(model: CachedModel, kind: str, task: TaskEntry, messages: list[dict], *,
-              json_schema: dict | None = None) -> str:
+async def ask(
+    model: CachedModel, kind: str, task: TaskEntry, messages: list[dict], *, json_schema: dict | None = None
+) -> str:
     """The model's answer; an endpoint that fails after its retries stops the filter, naming the task
     (an outage is not a verdict on the task, and a rerun resumes from the answer cache)."""
     try:
@@ -116,10 +117,12 @@ def copy_entry(task: TaskEntry, **update) -> TaskEntry:
     return task.model_copy(update={"scores": scores, **update})
 
 
-def report(kind: str, tasks: list[TaskEntry], kept: list[TaskEntry], dropped: list[Drop],
-           notes: list[str] | None = None) -> StageReport:
-    return StageReport(stage=kind, kind="task_filter", count_in=len(tasks), count_out=len(kept),
-                       dropped=dropped, notes=notes or [])
+def report(
+    kind: str, tasks: list[TaskEntry], kept: list[TaskEntry], dropped: list[Drop], notes: list[str] | None = None
+) -> StageReport:
+    return StageReport(
+        stage=kind, kind="task_filter", count_in=len(tasks), count_out=len(kept), dropped=dropped, notes=notes or []
+    )
 
 
 _WORD = re.compile(r"\w+")

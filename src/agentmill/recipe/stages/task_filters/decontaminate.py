@@ -17,8 +17,15 @@ from pydantic import Field
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, bad_param, copy_entry, parse_params,
-                                                 report, words)
+from agentmill.recipe.stages.task_filters.base import (
+    FilterContext,
+    FilterParams,
+    bad_param,
+    copy_entry,
+    parse_params,
+    report,
+    words,
+)
 from agentmill.tasks import load_dataset
 from agentmill.tasks.hashing import hash_file
 
@@ -46,7 +53,7 @@ class _Index:
 
 def ngrams(text: str, n: int) -> set[tuple[str, ...]]:
     toks = words(text)
-    return {tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+    return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}
 
 
 def task_files(root: Path, p: Params) -> dict[str, str]:
@@ -97,8 +104,10 @@ def verdict(task: TaskEntry, p: Params, index: _Index) -> tuple[str | None, str 
     hits = [(n, idx) for idx, n in shared.items() if n >= p.min_overlap]
     if hits:
         n, idx = min(hits, key=lambda item: (-item[0], item[1]))  # the most shared, then the first indexed
-        return (f"n-gram match with benchmark task {index.labels[idx]}: "
-                f"{n} shared {p.ngram}-word n-gram{'s' if n != 1 else ''}"), None
+        return (
+            f"n-gram match with benchmark task {index.labels[idx]}: "
+            f"{n} shared {p.ngram}-word n-gram{'s' if n != 1 else ''}"
+        ), None
     root = Path(task.path)
     if not root.is_dir():
         return None, f"{task.name}: task folder {task.path} not found; file check skipped"
@@ -109,7 +118,9 @@ def verdict(task: TaskEntry, p: Params, index: _Index) -> tuple[str | None, str 
     return None, None
 
 
-async def decontaminate(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tuple[list[TaskEntry], StageReport]:
+async def decontaminate(
+    tasks: list[TaskEntry], params: dict, ctx: FilterContext
+) -> tuple[list[TaskEntry], StageReport]:
     p = parse_params(KIND, Params, params)
     index = await asyncio.to_thread(build_index, p)
     notes = [f"{len(index.labels)} benchmark task(s) indexed", *index.notes]

@@ -12,7 +12,14 @@ import asyncio
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.stages.task_filters.base import FilterContext, FilterParams, copy_entry, parse_params, report, words
+from agentmill.recipe.stages.task_filters.base import (
+    FilterContext,
+    FilterParams,
+    copy_entry,
+    parse_params,
+    report,
+    words,
+)
 from agentmill.recipe.stages.task_filters.minhash import LSHIndex, jaccard_estimate, shingles, signature
 
 KIND = "dedupe"
@@ -58,6 +65,10 @@ async def dedupe(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tu
             kept.append(copy_entry(task))
         else:
             j, sim = match
-            dropped.append(Drop(name=task.name, reason=f"near-duplicate of {tasks[j].name} "
-                                                       f"(estimated Jaccard {sim:.2f} >= {p.threshold:g})"))
+            dropped.append(
+                Drop(
+                    name=task.name,
+                    reason=f"near-duplicate of {tasks[j].name} (estimated Jaccard {sim:.2f} >= {p.threshold:g})",
+                )
+            )
     return kept, report(KIND, tasks, kept, dropped)

@@ -28,7 +28,7 @@ def shingles(tokens: list[str], n: int = 3) -> set[str]:
     """Word n-grams; a text shorter than n words is one shingle of all its words."""
     if len(tokens) < n:
         return {" ".join(tokens)}
-    return {" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def _packed(shingle: str, seed: bytes) -> int:
@@ -69,7 +69,7 @@ def choose_bands(threshold: float, num_perm: int = NUM_PERM, recall: float = 0.9
     for rows in range(1, num_perm + 1):
         if num_perm % rows == 0:
             bands = num_perm // rows
-            if 1 - (1 - threshold ** rows) ** bands >= recall:
+            if 1 - (1 - threshold**rows) ** bands >= recall:
                 best = (bands, rows)
     return best
 
@@ -85,7 +85,7 @@ class LSHIndex:
     def keys(self, sig: int) -> list[bytes]:
         raw = sig.to_bytes(_BYTES, "little")
         width = self.rows * _LANE // 8
-        return [raw[b * width:(b + 1) * width] for b in range(self.bands)]
+        return [raw[b * width : (b + 1) * width] for b in range(self.bands)]
 
     def candidates(self, keys: list[bytes]) -> list[int]:
         """Ids sharing a band with `keys`, in ascending order."""

@@ -13,8 +13,20 @@ from typing import Literal
 from pydantic import Field
 
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, ask, bad_param, bounded, copy_entry, fill,
-                                                 load_prompt, parse_params, report, require_model, top_k)
+from agentmill.recipe.stages.task_filters.base import (
+    FilterContext,
+    FilterParams,
+    ask,
+    bad_param,
+    bounded,
+    copy_entry,
+    fill,
+    load_prompt,
+    parse_params,
+    report,
+    require_model,
+    top_k,
+)
 
 KIND = "response_length"
 PROMPT = "response_length.md"
@@ -34,13 +46,17 @@ def _params(params: dict) -> Params:
     return p
 
 
-async def response_length(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tuple[list[TaskEntry], StageReport]:
+async def response_length(
+    tasks: list[TaskEntry], params: dict, ctx: FilterContext
+) -> tuple[list[TaskEntry], StageReport]:
     p = _params(params)
     model = require_model(KIND, ctx)
     template = load_prompt(PROMPT, ctx)
 
     async def measure(task: TaskEntry) -> int:
-        answer = await ask(model, KIND, task, [{"role": "user", "content": fill(template, instruction=task.instruction)}])
+        answer = await ask(
+            model, KIND, task, [{"role": "user", "content": fill(template, instruction=task.instruction)}]
+        )
         return len(answer.split())
 
     lengths = await bounded(tasks, measure, ctx.concurrency)
@@ -64,6 +80,7 @@ async def response_length(tasks: list[TaskEntry], params: dict, ctx: FilterConte
         for t in scored:
             if t.name not in chosen:
                 n = int(t.scores["response_length"])
-                dropped.append(Drop(name=t.name, reason=f"response length {n} words: not among the {p.k} {p.keep} "
-                                                        f"(cutoff {edge})"))
+                dropped.append(
+                    Drop(name=t.name, reason=f"response length {n} words: not among the {p.k} {p.keep} (cutoff {edge})")
+                )
     return kept, report(KIND, tasks, kept, dropped, notes)

@@ -44,8 +44,13 @@ class TaskFilterStage(Stage):
     def settings(self):
         scope = {"sources": self.spec.sources, "per_source": self.spec.per_source, "placement": self.spec.placement}
         scoped = {k: v for k, v in scope.items() if v not in ([], False, "before_mix")}  # defaults keep old cache keys
-        return {"kind": self.name, "params": self.params,
-                "model": model_identity(self.model) if self.model else None, "prompts": self._prompt_digest(), **scoped}
+        return {
+            "kind": self.name,
+            "params": self.params,
+            "model": model_identity(self.model) if self.model else None,
+            "prompts": self._prompt_digest(),
+            **scoped,
+        }
 
     def describe(self) -> str:
         return f"task filter {self.name}"
@@ -78,8 +83,12 @@ class TaskFilterStage(Stage):
         return kept
 
     def _context(self, ctx: StageContext, model) -> FilterContext:
-        return FilterContext(model=model, builder=ctx.builder, workdir=ctx.out,
-                             prompts_dir=self.prompts_dir if model is not None else None)
+        return FilterContext(
+            model=model,
+            builder=ctx.builder,
+            workdir=ctx.out,
+            prompts_dir=self.prompts_dir if model is not None else None,
+        )
 
     def _prompt_digest(self) -> str | None:
         if not self.needs_model:
@@ -105,14 +114,30 @@ def _in_order(tasks: list[TaskEntry], inside: list[TaskEntry], kept: list[TaskEn
         return kept  # the whole set was filtered: its own order (a filter may rank)
     scoped = {t.name for t in inside}
     by_name = {t.name: t for t in kept}
-    out = [t if t.name not in scoped else by_name.pop(t.name) for t in tasks if t.name not in scoped or t.name in by_name]
+    out = [
+        t if t.name not in scoped else by_name.pop(t.name) for t in tasks if t.name not in scoped or t.name in by_name
+    ]
     return out + list(by_name.values())
 
 
-def register_task_filter(kind: str, fn: FilterFn, check: Callable[[dict], Any], *, needs_model: bool = False,
-                         path_params: tuple[str, ...] = ()) -> type[TaskFilterStage]:
+def register_task_filter(
+    kind: str,
+    fn: FilterFn,
+    check: Callable[[dict], Any],
+    *,
+    needs_model: bool = False,
+    path_params: tuple[str, ...] = (),
+) -> type[TaskFilterStage]:
     """Make `fn` a task filter recipes can name: a TaskFilterStage registered as `kind`."""
-    cls = type(f"TaskFilter_{kind}", (TaskFilterStage,),
-               {"name": kind, "fn": staticmethod(fn), "check": staticmethod(check), "needs_model": needs_model,
-                "path_params": path_params})
+    cls = type(
+        f"TaskFilter_{kind}",
+        (TaskFilterStage,),
+        {
+            "name": kind,
+            "fn": staticmethod(fn),
+            "check": staticmethod(check),
+            "needs_model": needs_model,
+            "path_params": path_params,
+        },
+    )
     return register_stage(cls)

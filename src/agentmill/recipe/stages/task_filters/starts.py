@@ -13,8 +13,15 @@ import asyncio
 from agentmill.agents import NopAgent
 from agentmill.errors import AgentmillError
 from agentmill.recipe.records import Drop, StageReport, TaskEntry
-from agentmill.recipe.stages.task_filters.base import (FilterContext, FilterParams, bounded, copy_entry, one_line,
-                                                 parse_params, report)
+from agentmill.recipe.stages.task_filters.base import (
+    FilterContext,
+    FilterParams,
+    bounded,
+    copy_entry,
+    one_line,
+    parse_params,
+    report,
+)
 from agentmill.rollout.trial import run_trial
 from agentmill.sandbox.bwrap import require_tools
 from agentmill.tasks import load_task
