@@ -9,6 +9,7 @@ import pytest
 from agentmill.errors import SandboxError
 from agentmill.sandbox import BwrapSandbox, TmuxSession
 from agentmill.sandbox import tmux as tmux_module
+from agentmill.sandbox.protocol import Capability
 from agentmill.sandbox.tmux import last_line
 from agentmill.sandbox.tmux_channel import ChannelLost, NotSendable, TmuxCommandError, parse_reply, quote, request_lines
 from tests.conftest import sandbox
@@ -146,6 +147,8 @@ def test_channel_and_exec_capture_the_same_bytes_for_what_an_agent_types():
 @sandbox
 def test_an_action_is_one_request_on_the_channel_and_no_exec():
     class Counting:
+        capabilities = frozenset({Capability.GUEST_SOCKET})
+
         def __init__(self, sb):
             self.sb, self.execs, self.spec, self.guest_socket = sb, [], sb.spec, sb.guest_socket
 

@@ -16,6 +16,8 @@ pytestmark = sandbox
 class Counting:
     """Counts the sandbox execs a terminal makes (what crosses into the guest)."""
 
+    capabilities = frozenset()  # no guest socket: every terminal action is an exec
+
     def __init__(self, sb):
         self.sb, self.execs = sb, []
         self.spec = sb.spec

@@ -210,7 +210,7 @@ def test_a_missing_or_unknown_gym_is_one_clear_error_and_out_is_untouched(tmp_pa
     )
     cases = {
         "missing": (base.replace('gym_dir = "', 'gym_dir = "/nonexistent'), "env.gym_dir", "no such folder"),
-        "unknown": (re.sub(r'gym_dir = "[^"]*"', 'gyms = ["hr"]', base), "env.gyms", "unknown gym 'hr'"),
+        "unknown": (re.sub(r'gym_dir = "[^"]*"', 'gyms = ["payroll"]', base), "env.gyms", "unknown gym 'payroll'"),
     }
     for name, (text, field, problem) in cases.items():
         (tmp_path / f"{name}.toml").write_text(text)
