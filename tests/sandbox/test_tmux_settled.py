@@ -6,6 +6,7 @@ observations this way when no prompt told it the command was done."""
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 
 from agentmill.sandbox import BwrapSandbox, TmuxSession
@@ -34,15 +35,16 @@ def test_a_settled_look_sees_every_typed_key_of_a_fresh_shell():
 @contextlib.contextmanager
 def cpu_pressure(per_core: int = 4, seconds: int = 60):
     """Busy loops, `per_core` for every core, each ended by `timeout` even if this process dies."""
-    busy = [
-        subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"])
+    busy = [  # each in a session of its own, so the loop goes with it (killing `timeout` alone orphans it)
+        subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(per_core * (os.cpu_count() or 1))
     ]
     try:
         yield
     finally:
         for p in busy:
-            p.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
             p.wait()
 
 
@@ -94,3 +96,12 @@ def test_a_settled_look_gives_up_on_a_screen_that_keeps_changing():
             return loop.time() - t
 
     assert run(go()) < 1.5
+
+
+def test_cpu_pressure_leaves_no_busy_loop_behind():
+    """The pressure is bounded: once the block ends, no loop of it runs on (planted: killing only
+    `timeout`, as before, left its shell spinning for the rest of the suite)."""
+    with cpu_pressure(per_core=1, seconds=30):
+        pass
+    leftover = subprocess.run(["pgrep", "-f", "^sh -c while :; do :; done$"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""
