@@ -43,11 +43,29 @@ def needs_sandbox() -> bool:
 sandbox = pytest.mark.skipif(not needs_sandbox(), reason="bubblewrap not installed")
 
 
+def _session_prefix(basetemp: Path) -> str:
+    return f"{basetemp.parent.name}-{basetemp.name}-"  # e.g. pytest-389-popen-gw0-
+
+
+def pytest_sessionfinish(session) -> None:
+    """This session's test caches go with it (images copied for its tests)."""
+    from agentmill.runtime.paths import scratch_dir
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    prefix = _session_prefix(factory.getbasetemp())
+    for path in (scratch_dir() / "test-cache").glob(prefix + "*"):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def scratch_cache(tmp_path: Path) -> Path:
     """A private image cache that sandbox uids can reach (pytest's tmp dirs are 0700)."""
     from agentmill.runtime.paths import scratch_dir
 
-    path = scratch_dir() / "test-cache" / tmp_path.name
+    # the session and worker too: a test of the same name in another pytest run or worker on this
+    # machine (scratch is machine-wide) must not share, and wipe, this one's cache mid-test
+    path = scratch_dir() / "test-cache" / (_session_prefix(tmp_path.parent) + tmp_path.name)
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     for p in (path, path.parent):

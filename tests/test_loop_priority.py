@@ -228,13 +228,13 @@ def test_a_finished_trials_scratch_is_removed_on_the_lowest_threads_before_the_t
     from tests.conftest import scratch_cache, simple_task
 
     removed = []
-    real_rmtree = trial_module.shutil.rmtree
+    real_remove = trial_module.remove_folder  # unmounts the trial's disk quota, then removes the tree
 
-    def rmtree(path, *args, **kw):
+    def remove_folder(path, *args, **kw):
         removed.append((str(path), *where()))
-        return real_rmtree(path, *args, **kw)
+        return real_remove(path, *args, **kw)
 
-    monkeypatch.setattr(trial_module.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(trial_module, "remove_folder", remove_folder)
     task = load_task(simple_task(tmp_path))
     result = in_a_thread(
         lambda: asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))

@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.tasks.hashing import hash_tree
 
 
 def _base(env: str, root_default: str, user_default: Path) -> Path:
@@ -97,6 +96,8 @@ def package_assets(name: str) -> Path:
 
 def _copy_assets(name: str) -> Path:
     src = Path(str(resources.files("agentmill.sandbox") / name))
+    from agentmill.tasks.hashing import hash_tree  # at call time: tasks stand on the runtime, not it on them
+
     dest = scratch_dir() / "assets" / f"{name}-{hash_tree(src)[:16]}"
     if not dest.exists():
         tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
