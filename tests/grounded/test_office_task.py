@@ -39,6 +39,9 @@ def teach(script: str):
         turns = sum(1 for m in request["messages"] if m["role"] == "assistant")
         if turns == 0:
             return Reply(terminus_json([(f"bash <<'AGENTMILL_EOF'\n{script}AGENTMILL_EOF\necho WROTE $?\n", 15)]))
+        screens = [m["content"] for m in request["messages"] if m["role"] == "user"][1:]
+        if not any("WROTE" in s for s in screens):  # a loaded machine: wait for the script as a teacher would
+            return Reply(terminus_json([("", 20)]))
         return Reply(terminus_json([], complete=True))
 
     return policy
@@ -48,7 +51,7 @@ def run(task, builder, script, folder):
     async def go(url):
         c = ModelClient(base_url=url, model="teacher", max_retries=0)
         try:
-            return await run_teacher(task, TerminusAgent(c, max_turns=4), builder, folder)
+            return await run_teacher(task, TerminusAgent(c, max_turns=6), builder, folder)
         finally:
             await c.close()
 

@@ -31,21 +31,4 @@ _WHERE = {
 }
 __getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
-__all__ = [
-    "Criterion",
-    "Deliverable",
-    "Edge",
-    "FactNode",
-    "Graph",
-    "JudgeVerdict",
-    "Locator",
-    "NegativeCriterion",
-    "Seed",
-    "Spec",
-    "Workspace",
-    "WorkspaceFile",
-    "candidate_seeds",
-    "greedy_cover",
-    "load_grounded_tasks",
-    "select_seeds",
-]
+__all__ = sorted(_WHERE)

@@ -18,36 +18,12 @@ from pathlib import Path
 from agentmill.grounded import readers
 from agentmill.grounded.patterns import FORMAT_FAMILY
 from agentmill.grounded.records import Spec
+from agentmill.grounded.words import FUNCTION_WORDS
 
 MIN_TRACE = 0.5
 _WORD = re.compile(r"[a-z][a-z]{2,}")
-_STOP = {
-    "the",
-    "and",
-    "for",
-    "with",
-    "from",
-    "that",
-    "this",
-    "such",
-    "other",
-    "into",
-    "their",
-    "them",
-    "they",
-    "have",
-    "been",
-    "when",
-    "which",
-    "about",
-    "through",
-    "using",
-    "used",
-    "these",
-    "those",
-    "also",
-    "each",
-    "more",
+# words every criterion may use without asking for anything: a criterion's boilerplate
+_STOP = FUNCTION_WORDS | {
     "must",
     "should",
     "shows",

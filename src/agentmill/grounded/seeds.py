@@ -17,38 +17,14 @@ from pathlib import Path
 from agentmill.grounded import onet
 from agentmill.grounded.patterns import classify
 from agentmill.grounded.records import Evidence, Seed
+from agentmill.grounded.words import FUNCTION_WORDS
 
 DIGITAL = {"E1", "E2"}
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
-_STOP = {
-    "with",
-    "from",
-    "that",
-    "this",
-    "such",
-    "other",
-    "into",
-    "their",
-    "them",
-    "they",
-    "have",
-    "been",
-    "when",
-    "which",
-    "about",
-    "through",
-    "using",
-    "used",
-    "these",
-    "those",
-    "also",
-    "each",
-    "more",
-}
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    return {w for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS}
 
 
 def supported(requirement: str, evidence_text: str, cue: str | None = None, min_recall: float = 0.8) -> bool:

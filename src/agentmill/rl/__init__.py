@@ -31,22 +31,4 @@ _WHERE = {
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
-__all__ = [
-    "AgentmillInteraction",
-    "Episode",
-    "GRPOReward",
-    "LiveEpisode",
-    "PolicyClient",
-    "PolicyExhausted",
-    "PolicyTurn",
-    "RewardSettings",
-    "Scored",
-    "StepResult",
-    "TaskNotFound",
-    "TaskResolver",
-    "compute_score",
-    "compute_score_async",
-    "run_episode",
-    "score_completion",
-    "turns_from_completion",
-]
+__all__ = sorted(_WHERE)

@@ -63,10 +63,7 @@ def export_run(
         funnel = Funnel(export_rules(spec, counter, fmt, reasoning))
         kept = (r for r in iter_traces(run_dir, errors=skipped) if funnel.admit(r) is None)
         report = write_records(kept, fmt, out, reasoning=reasoning, allow_empty=allow_empty)
-    report.funnel, report.tokens, report.skipped = funnel.steps(), counter.label, skipped
-    if report.rows == 0 and not allow_empty:
-        raise EmptyExport(empty_message(report.funnel, recipe=False))
-    return report
+    return _finished(report, funnel, counter, skipped, allow_empty)
 
 
 def export_trials(
@@ -87,6 +84,13 @@ def export_trials(
     counter = TokenCounter.load(tokenizer)
     skipped: list[str] = []
     report, funnel = _export_rows(folders, fmt, out, spec, counter, reasoning, allow_empty, workers, skipped)
+    return _finished(report, funnel, counter, skipped, allow_empty)
+
+
+def _finished(
+    report: ExportReport, funnel: Funnel, counter: TokenCounter, skipped: list[str], allow_empty: bool
+) -> ExportReport:
+    """The report with its funnel, tokenizer and skipped folders; an empty export is an error unless allowed."""
     report.funnel, report.tokens, report.skipped = funnel.steps(), counter.label, skipped
     if report.rows == 0 and not allow_empty:
         raise EmptyExport(empty_message(report.funnel, recipe=False))
