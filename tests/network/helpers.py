@@ -40,10 +40,7 @@ for spec in sys.argv[1:]:
 print(json.dumps(out))
 """
 
-FETCH = (
-    "import urllib.request; "
-    "print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=20).status)"
-)
+FETCH = "import urllib.request; print(urllib.request.urlopen('https://pypi.org/simple/six/', timeout=20).status)"
 
 
 async def probe(sb, *targets: str) -> dict[str, str]:

@@ -69,7 +69,7 @@ def test_the_host_loopback_is_unreachable():
     async def body(sb):
         inside = await sb.exec(
             "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
-            "print(s.getsockname()[1], flush=True); time.sleep(30)\" > /tmp/port & sleep 0.5; cat /tmp/port",
+            'print(s.getsockname()[1], flush=True); time.sleep(30)" > /tmp/port & sleep 0.5; cat /tmp/port',
             timeout=30,
         )
         own = await probe(sb, f"127.0.0.1:{inside.stdout.strip()}")
@@ -114,8 +114,12 @@ def test_private_ranges_are_refused_in_the_namespace():
         before = rejected(rules, "blocked")
         seen = await probe(sb, *targets)
         udp = await sb.exec(
-            ["python3", "-c", "import socket\ntry:\n socket.socket(2, 2).sendto(b'x', ('10.255.255.1', 53))\n"
-             "except OSError as e:\n print(e.errno)"],
+            [
+                "python3",
+                "-c",
+                "import socket\ntry:\n socket.socket(2, 2).sendto(b'x', ('10.255.255.1', 53))\n"
+                "except OSError as e:\n print(e.errno)",
+            ],
             timeout=30,
         )
         return seen, udp.stdout.strip(), rejected(ruleset(sb), "blocked") - before
@@ -149,29 +153,49 @@ def test_the_agent_cannot_lift_the_firewall():
     assert fetched.stdout.strip() == "200", fetched.output  # its route and link are as they were
 
 
+def _free_host_port() -> int:
+    """A port below the ephemeral range that no host socket holds: pasta's automatic forwarding
+    leaves ephemeral ports alone, so the server must sit where it would forward."""
+    import random
+    import socket
+
+    for port in random.sample(range(20000, 30000), 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 20000-29999")
+
+
 def test_the_sandbox_serves_nothing_to_the_host():
     # attack the other way: a server in the sandbox must not appear on the host's ports (pasta
     # forwards the namespace's bound ports to the host unless told not to)
+    import socket
+
+    port = _free_host_port()
+
     async def body(sb):
-        r = await sb.exec(
-            "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', 0)); s.listen(1)\n"
-            "print(s.getsockname()[1], flush=True); time.sleep(30)\" > /tmp/port & sleep 2.5; cat /tmp/port",
+        await sb.exec(
+            "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', %d)); s.listen(1)\n"
+            'time.sleep(30)" >/dev/null 2>&1 & sleep 3' % port,
             timeout=30,
         )
-        port = int(r.stdout.strip())
-        import socket
-
+        inside = await probe(sb, f"127.0.0.1:{port}")  # honest: it listens, inside
         s = socket.socket()
         s.settimeout(3)
         try:
             s.connect(("127.0.0.1", port))
-            return "connected"
+            return inside, "connected"
         except OSError as e:
-            return type(e).__name__
+            return inside, type(e).__name__
         finally:
             s.close()
 
-    assert _run(_with_internet(body)) != "connected"
+    inside, from_host = _run(_with_internet(body))
+    assert list(inside.values()) == ["connected"]
+    assert from_host != "connected"
 
 
 def test_a_spec_with_internet_is_refused_by_a_backend_without_it():
