@@ -77,3 +77,38 @@ def test_an_unknown_network_mode_is_refused(tmp_path):
         timeout=120,
     )
     assert r.returncode == 2 and "--network: 'host' is not one of task, none" in r.stdout + r.stderr
+
+
+def test_a_rollout_records_its_network_and_a_resume_may_not_change_it(tmp_path):
+    data = tmp_path / "ds"
+    _task(data, "needs-network", allow=True)
+    out = tmp_path / "run"
+
+    def rollout(*network: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentmill.cli",
+                "rollout",
+                str(data),
+                "--agent",
+                "oracle",
+                "--out",
+                str(out),
+                "--no-store",
+                *network,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    r = rollout()
+    [trial] = list((out / "trials").iterdir())
+    result, record = (json.loads((trial / f).read_text()) for f in ("result.json", "trial.json"))
+    assert result["internet"] is True and result["reward"] == 1.0, r.stdout + r.stderr
+    assert record["internet"] is True and record["network"] == "task"
+    assert json.loads((out / "config.json").read_text())["network"] == "task"
+    refused = rollout("--network", "none")
+    assert refused.returncode != 0 and "network: 'task' -> 'none'" in refused.stdout + refused.stderr
