@@ -27,6 +27,21 @@ from tests.network.helpers import (
 
 pytestmark = internet_tools
 
+# the sandbox's own server has bound and listens once its port file is there (a loaded machine may
+# take seconds to start its python): wait for it, not for a fixed time
+WAIT_FOR_PORT = "for i in $(seq 300); do [ -s /tmp/port ] && break; sleep 0.1; done; cat /tmp/port"
+
+
+def listen(host: str, port: int) -> str:
+    """A shell command: a server in the sandbox, in the background, that writes its port to /tmp/port
+    once it listens (renamed into place: never seen half-written)."""
+    code = (
+        f"import os, socket, time\ns = socket.socket(); s.bind(({host!r}, {port})); s.listen(1)\n"
+        "open('/tmp/port.new', 'w').write(str(s.getsockname()[1])); os.rename('/tmp/port.new', '/tmp/port')\n"
+        "time.sleep(60)"
+    )
+    return f'python3 -c "{code}" >/dev/null 2>&1 &'
+
 
 def _run(coro):
     return asyncio.run(asyncio.wait_for(coro, 240))
@@ -67,11 +82,7 @@ def test_the_host_loopback_is_unreachable():
     gw = gateway()
 
     async def body(sb):
-        inside = await sb.exec(
-            "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
-            'print(s.getsockname()[1], flush=True); time.sleep(30)" > /tmp/port & sleep 0.5; cat /tmp/port',
-            timeout=30,
-        )
+        inside = await sb.exec(f"{listen('127.0.0.1', 0)} {WAIT_FOR_PORT}", timeout=60)
         own = await probe(sb, f"127.0.0.1:{inside.stdout.strip()}")
         seen = await probe(sb, *[f"{h}:{port}" for h in ("127.0.0.1", gw) if h])
         return own, seen
@@ -177,11 +188,8 @@ def test_the_sandbox_serves_nothing_to_the_host():
     port = _free_host_port()
 
     async def body(sb):
-        await sb.exec(
-            "python3 -c \"import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', %d)); s.listen(1)\n"
-            'time.sleep(30)" >/dev/null 2>&1 & sleep 3' % port,
-            timeout=30,
-        )
+        # and a moment more: pasta's automatic forwarding, were it on, would have seen the port by now
+        await sb.exec(f"{listen('0.0.0.0', port)} {WAIT_FOR_PORT}; sleep 2", timeout=60)
         inside = await probe(sb, f"127.0.0.1:{port}")  # honest: it listens, inside
         s = socket.socket()
         s.settimeout(3)
