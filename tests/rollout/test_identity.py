@@ -151,3 +151,14 @@ def test_a_trial_gets_the_internet_only_when_task_and_user_allow_it(tmp_path):
     assert [agent_internet(m, t) for m in ("task", "none") for t in (allows, silent)] == [True, False, False, False]
     with pytest.raises(ValueError, match="--network: 'host' is not one of task, none"):
         check_mode("host")
+
+
+def test_a_recipes_network_key_reaches_its_rollout_key():
+    from agentmill.recipe.schema import ModelSpec, Rollout
+    from agentmill.recipe.stages.rollout import rollout_identity
+
+    model = ModelSpec()
+    assert rollout_identity(Rollout(), model) == rollout_identity(Rollout(network="task"), model)
+    assert rollout_identity(Rollout(network="none"), model)["network"] == "none"
+    with pytest.raises(ValueError, match="network"):
+        Rollout(network="host")
