@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System tools: the sandbox (bubblewrap, util-linux's setpriv/prlimit), the terminal (tmux), the
+# System tools: the sandbox (bubblewrap, util-linux's setpriv/prlimit; passt and nftables for an agent
+# whose task allows the internet: sandbox/internet.py), the terminal (tmux), the
 # guest's python3 with pip (image builds install into /usr/local), and what the sample tasks use.
 need=()
 for pair in bwrap:bubblewrap tmux:tmux setpriv:util-linux prlimit:util-linux /usr/bin/python3:python3 \
             git:git sqlite3:sqlite3 jq:jq mmdebstrap:mmdebstrap newuidmap:uidmap fuse-overlayfs:fuse-overlayfs \
-            mkfs.ext4:e2fsprogs losetup:mount; do
+            mkfs.ext4:e2fsprogs losetup:mount pasta:passt nft:nftables; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "$cmd" ]; then need+=("$pkg"); fi
 done

@@ -103,6 +103,22 @@ console = Console(stderr=True, soft_wrap=True)  # one error, one line: never wra
 out = out_stdout = Console()
 
 
+NETWORK_HELP = (  # rollout/network.py
+    "'task': the agent's sandbox gets the internet (public addresses only, never the host or private "
+    "ranges) when its task.toml says allow_internet = true; 'none': no trial gets a network. The verifier never has one."
+)
+
+
+def _network(value: str):
+    """`--network`, checked (rollout/network.py)."""
+    from agentmill.rollout.network import check_mode
+
+    try:
+        return check_mode(value)
+    except ValueError as e:
+        _fail(str(e))
+
+
 def _fail(message: str, code: int = 2) -> None:
     console.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(code)
@@ -154,12 +170,14 @@ def check(
         help="Keep each trial's record (result.json, the "
         "verifier's output) here; default: a new folder in the temp folder.",
     ),
+    network: str = typer.Option("task", "--network", help=NETWORK_HELP),
 ) -> None:
     """Oracle must reach reward 1 and nop must not, for every task."""
     from agentmill.progress import TrialProgress
     from agentmill.rollout.check import CHECK_PASSES, check_tasks
     from agentmill.rollout.commands import broken_folder_rows, check_summary
 
+    network = _network(network)
     ds = _load(dataset, sample, task, sample_tools)
     if trials is None:
         import tempfile
@@ -172,6 +190,7 @@ def check(
                     ds.tasks,
                     concurrency=concurrency,
                     keep=trials,
+                    network=network,
                     on_done=lambda r: progress.advance(ok=r.verdict in CHECK_PASSES),
                 )
             )
@@ -316,6 +335,7 @@ def rollout(
     no_store: bool = typer.Option(
         False, "--no-store", help="Run every trial here, taking none from the trial store and keeping none in it."
     ),
+    network: str = typer.Option("task", "--network", help=NETWORK_HELP + " Part of the trials' identity."),
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
@@ -328,6 +348,7 @@ def rollout(
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
+    network = _network(network)
     if retry not in (None, "infra", "unjudged"):
         _fail("--retry: use 'infra' or 'unjudged'")
     if retry == "unjudged" and not (
@@ -365,6 +386,7 @@ def rollout(
             max_turns=max_turns,
             max_context=max_context,
             attempts=attempts,
+            network=network,
             base_url=base_url,
             api_key_env=api_key_env,
             concurrency=concurrency,
@@ -806,6 +828,7 @@ def eval_cmd(
     no_preflight: bool = typer.Option(
         False, "--no-preflight", help="Skip the one-token request that checks the endpoint before any work."
     ),
+    network: str = typer.Option("task", "--network", help=NETWORK_HELP),
 ) -> None:
     """Measure a served checkpoint on a task set: pass@k and behaviour, merged into OUT/results.json for `agentmill table`."""
     from pydantic import ValidationError
@@ -813,6 +836,7 @@ def eval_cmd(
     from agentmill.models import SamplingParams
     from agentmill.rl.eval import EvalSpec, run_eval
 
+    network = _network(network)
     ds = _load(dataset, sample, task, sample_tools)
     try:
         spec = EvalSpec(
@@ -826,6 +850,7 @@ def eval_cmd(
             concurrency=concurrency,
             sampling=SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
             max_turns=max_turns,
+            network=network,
         )
     except ValidationError as e:
         first = e.errors()[0]

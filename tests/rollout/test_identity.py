@@ -114,3 +114,51 @@ def test_max_context_counts_only_with_a_model():
     plain = dict(PINNED, agent="nop", model=None)
     assert config_identity(RolloutConfig(**plain, max_context=4096)) == config_identity(RolloutConfig(**plain))
     assert "max_context" not in config_identity(RolloutConfig(**PINNED))  # unset: ids made before it existed hold
+
+
+def test_network_keeps_every_earlier_id_and_counts_only_what_a_trial_had():
+    # the default switch ("task") and a trial without the internet: the pinned ids above, unchanged
+    config = RolloutConfig(**PINNED)
+    assert config.network == "task" and "network" not in config_identity(config)
+    assert trial_id(config, "h", 0, internet=False) == "d33de6a4c5c56aab04c9a4e3"
+    # a trial whose agent had the internet is another trial
+    assert trial_id(config, "h", 0, internet=True) != trial_id(config, "h", 0)
+    # --network none: a task that never asked for the network makes the same trial as under "task"
+    off = RolloutConfig(**PINNED, network="none")
+    assert trial_id(off, "h", 0) == trial_id(config, "h", 0)
+    # but the switch is part of the settings (the recipe's key) and a resume may not change it
+    assert config_identity(off)["network"] == "none"
+    assert off.identity_changes(config) == ["network: 'task' -> 'none'"]
+
+
+def test_the_recipe_key_counts_the_network_switch_only_off_its_default():
+    base = dict(agent="terminus", agent_version="1", model="m", sampling=SamplingParams(), max_turns=20)
+    assert settings_identity(**base, network="task") == settings_identity(**base)
+    assert settings_identity(**base, network="none") != settings_identity(**base)
+
+
+def test_a_trial_gets_the_internet_only_when_task_and_user_allow_it(tmp_path):
+    from agentmill.rollout.network import agent_internet, check_mode
+    from agentmill.tasks import load_task
+    from agentmill.tasks.model import EnvironmentSection, TaskConfig
+    from tests.conftest import simple_task
+
+    allows = load_task(
+        simple_task(tmp_path, "a", config=TaskConfig(environment=EnvironmentSection(allow_internet=True)))
+    )
+    silent = load_task(simple_task(tmp_path, "b"))  # says nothing: no internet (unlike Harbor's default)
+    assert silent.config.environment.allow_internet is False
+    assert [agent_internet(m, t) for m in ("task", "none") for t in (allows, silent)] == [True, False, False, False]
+    with pytest.raises(ValueError, match="--network: 'host' is not one of task, none"):
+        check_mode("host")
+
+
+def test_a_recipes_network_key_reaches_its_rollout_key():
+    from agentmill.recipe.schema import ModelSpec, Rollout
+    from agentmill.recipe.stages.rollout import rollout_identity
+
+    model = ModelSpec()
+    assert rollout_identity(Rollout(), model) == rollout_identity(Rollout(network="task"), model)
+    assert rollout_identity(Rollout(network="none"), model)["network"] == "none"
+    with pytest.raises(ValueError, match="network"):
+        Rollout(network="host")

@@ -93,9 +93,19 @@ class _Overclaimed(BwrapSandbox):
         return None
 
 
+class _HostNetworkAsInternet(BwrapSandbox):
+    """Gives a spec that asks for the internet the host's own network: the host's loopback in reach."""
+
+    def __init__(self, spec, name=None):
+        if spec.internet:
+            spec.internet, spec.network = False, True
+        super().__init__(spec, name=name)
+
+
 @pytest.mark.parametrize(
     "defect, check",
     [
+        (_HostNetworkAsInternet, "internet_spares_the_host"),
         (_Networked, "no_network"),
         (_NoKill, "cleanup"),
         (_SharedRoot, "isolation"),

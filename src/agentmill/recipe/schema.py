@@ -121,6 +121,11 @@ class Rollout(_Strict):
     concurrency: int = Field(defaults.CONCURRENCY, ge=1)
     max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     temperature: float | None = None  # overrides the model's
+    # as `agentmill rollout --network` (rollout/network.py)
+    network: Literal["task", "none"] = Field(
+        "task",
+        description="the agents' internet: where task.toml says allow_internet = true (task) or never (none); part of the trials' identity",
+    )
     # Where trials run (not identity: a run may move between executors): "local", "processes"
     # (`workers` processes on this machine, default one per core, sharing `concurrency`), or "ray"
     # (a cluster; concurrency is then per node) at `address` (default: $RAY_ADDRESS, else a local Ray).

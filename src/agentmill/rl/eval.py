@@ -35,6 +35,7 @@ from agentmill.models.client import SamplingParams
 from agentmill.models.session import LOCAL_MODEL, served_name
 from agentmill.rollout.commands import execute_rollout
 from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.network import DEFAULT_NETWORK, NetworkMode
 from agentmill.rollout.status import NOT_SCORED, pass_at_k, summarize
 from agentmill.runtime.atomic import write_json_atomic
 from agentmill.tasks.model import Task
@@ -60,6 +61,7 @@ class EvalSpec(BaseModel):
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     max_context: int | None = Field(None, gt=0)
+    network: NetworkMode = DEFAULT_NETWORK  # the agents' network (rollout/network.py)
 
 
 @dataclass
@@ -97,6 +99,7 @@ def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> Rol
         max_turns=spec.max_turns,
         max_context=spec.max_context,
         attempts=spec.attempts,
+        network=spec.network,
         base_url=spec.base_url,
         api_key_env=spec.api_key_env,
         concurrency=spec.concurrency,

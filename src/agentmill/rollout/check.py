@@ -14,7 +14,16 @@ from pathlib import Path
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
 from agentmill.images import ImageBuilder
-from agentmill.rollout.explain import cause, keep_trial, solution_failure, tail, verifier_output
+from agentmill.rollout.explain import (
+    cause,
+    keep_trial,
+    network_hint,
+    offline_failure,
+    solution_failure,
+    tail,
+    verifier_output,
+)
+from agentmill.rollout.network import DEFAULT_NETWORK, agent_internet
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.runner import require_toolkit
 from agentmill.rollout.trial import BUILD_FAILED_NOTE, run_trial
@@ -133,7 +142,10 @@ class CheckResult:
             and self.oracle is not None
             and self.oracle.outcome is not Outcome.PASSED
         ):
-            return f"oracle: {solution_failure(self.oracle)}{cause(self.oracle)}"  # its own failure, never the nop's
+            said = f"oracle: {solution_failure(self.oracle)}{cause(self.oracle)}"  # its own failure, never the nop's
+            if offline_failure(self.oracle):
+                return f"{network_hint(self.task.config.environment.allow_internet)}; {said}"
+            return said
         if verdict in ("vacuous", "broken") and self.nop.outcome is Outcome.PASSED:
             return VERDICTS["vacuous"]
         for trial in (self.oracle, self.nop):
@@ -157,6 +169,7 @@ class CheckResult:
                 "exception": t.exception,
                 "verifier_tail": tail(verifier_output(t)),
                 "notes": t.notes,
+                "internet": t.internet,
             }
             if t.tamper:
                 row["tamper"] = [e.model_dump(mode="json") for e in t.tamper]
@@ -197,9 +210,10 @@ async def check_tasks(
     builder: ImageBuilder | None = None,
     on_done: Callable[[CheckResult], None] | None = None,
     keep: Path | None = None,
+    network: str = DEFAULT_NETWORK,
 ) -> list[CheckResult]:
     """`keep`: a folder where each trial's record (result.json, the verifier's output) is kept,
-    one folder per task and agent."""
+    one folder per task and agent. `network`: the agents' network (rollout/network.py)."""
     await asyncio.to_thread(require_toolkit)  # fail loudly, once, before any trial
     builder = builder or ImageBuilder()
     await asyncio.to_thread(sweep_scratch)
@@ -208,7 +222,8 @@ async def check_tasks(
     async def trial(task: Task, agent) -> TrialResult:
         async with gate:
             said = AgentResult()
-            result = await run_trial(task, agent, builder, agent_result=said)
+            internet = agent_internet(network, task)
+            result = await run_trial(task, agent, builder, agent_result=said, internet=internet)
             result.agent_metadata = said.metadata  # the solution's exit code
             seen = said.steps[-1].observation if said.steps else None
             if "solution_exit_code" in said.metadata and seen is not None and seen.results:  # what the solution printed

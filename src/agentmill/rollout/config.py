@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentmill import defaults
 from agentmill.models.client import Prices, SamplingParams
+from agentmill.rollout.network import DEFAULT_NETWORK, NetworkMode
 
 
 class RolloutConfig(BaseModel):
@@ -24,6 +25,9 @@ class RolloutConfig(BaseModel):
     max_turns: int = defaults.MAX_TURNS
     max_context: int | None = Field(None, gt=0)  # tokens; None: the endpoint's own limit
     attempts: int = Field(defaults.ATTEMPTS, ge=1)
+    # the agents' network (rollout/network.py): a run folder made before it existed reads "task",
+    # and its trials, all made without a network, keep their ids unless their task allows the internet
+    network: NetworkMode = DEFAULT_NETWORK
     # operational
     base_url: str | None = None
     api_key_env: str | None = None
@@ -41,6 +45,7 @@ class RolloutConfig(BaseModel):
         "sampling",
         "max_turns",
         "max_context",
+        "network",
     )
 
     def identity_changes(self, old: RolloutConfig) -> list[str]:

@@ -45,6 +45,7 @@ def start_key(image_key: str, spec: SandboxSpec) -> str:
         "env": spec.env,
         "mounts": sorted([*spec.ro_mounts, *spec.rw_mounts]),
         "network": spec.network,
+        **({"internet": True} if spec.internet else {}),
     }
     return hash_text(json.dumps(same, sort_keys=True))
 

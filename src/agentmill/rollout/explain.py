@@ -77,6 +77,20 @@ def solution_failure(trial: TrialResult) -> str:
     return f"the solution exited {code}" + (f" ({said})" if said else "") + "; tests: "
 
 
+def offline_failure(trial: TrialResult) -> bool:
+    """The reference solution failed, said it could not reach the network, and had none."""
+    if trial.internet or trial.agent_metadata.get("solution_exit_code") in (None, 0):
+        return False
+    return bool(_OFFLINE.search(str(trial.agent_metadata.get("output_tail", ""))))
+
+
+def network_hint(allowed_by_task: bool) -> str:
+    """Why a trial had no network, and what gives it one."""
+    if allowed_by_task:
+        return "the solution needs the network and this check ran with --network none"
+    return "the solution needs the network and the task does not allow it: set allow_internet = true in task.toml's [environment]"
+
+
 def _short(line: str, width: int = 160) -> str:
     line = re.sub(r"\s+", " ", line.strip())
     return line if len(line) <= width else line[: width - 1] + "…"

@@ -23,8 +23,11 @@ def settings_identity(
     sampling: SamplingParams,
     max_turns: int,
     max_context: int | None = None,
+    network: str = "task",
 ) -> dict:
-    """The agent-and-model part of a trial's identity. Model settings count only when a model is used."""
+    """The agent-and-model part of a trial's identity. Model settings count only when a model is used.
+    `network` (rollout/network.py) counts only when it is not the default, so settings made before
+    it existed keep their identity."""
     ident = {
         "agent": agent,
         "agent_version": agent_version,
@@ -34,6 +37,8 @@ def settings_identity(
     }
     if max_context is not None and model:  # only when set: trials made without it keep their identity
         ident["max_context"] = max_context
+    if network != "task":
+        ident["network"] = network
     return ident
 
 
@@ -46,9 +51,18 @@ def config_identity(config) -> dict:
         sampling=config.sampling,
         max_turns=config.max_turns,
         max_context=config.max_context,
+        network=config.network,
     )
 
 
-def trial_id(config, task_hash: str, attempt: int) -> str:
-    payload = {**config_identity(config), "task_hash": task_hash, "attempt": attempt}
+def trial_id(config, task_hash: str, attempt: int, *, internet: bool = False) -> str:
+    """`internet`: whether this trial's agent has the internet (rollout/network.py). What the trial
+    really had counts, not the switch: under `--network none` a task that never asked for the
+    network makes the same trial as under `task`, and a trial without the internet (every trial made
+    before it existed) keeps its id."""
+    ident = config_identity(config)
+    ident.pop("network", None)
+    payload = {**ident, "task_hash": task_hash, "attempt": attempt}
+    if internet:
+        payload["internet"] = True
     return hash_text(json.dumps(payload, sort_keys=True))[:24]

@@ -41,6 +41,8 @@ class TrialResult(BaseModel):
     cost_usd: float | None = None
     agent_metadata: dict = Field(default_factory=dict)
     tamper: list[Tamper] = Field(default_factory=list)  # what the verifier neutralised: kind, path, detail
+    # the agent's sandbox had the internet (public addresses only: rollout/network.py); never the verifier's
+    internet: bool = False
 
     @property
     def passed(self) -> bool:

@@ -30,6 +30,7 @@ from agentmill.rollout.executor import Executor, LocalExecutor
 from agentmill.rollout.identity import config_identity, trial_id
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.lock import RunLock, probe
+from agentmill.rollout.network import agent_internet
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.store import TrialStore
 from agentmill.rollout.trial import run_trial
@@ -95,7 +96,7 @@ def plan_trials(config: RolloutConfig, tasks: list[Task], copies: dict[str, int]
     unique, _ = unique_tasks(tasks)
     copies = copies or {}
     return [
-        TrialPlan(trial_id(config, t.content_hash, a), t, a)
+        TrialPlan(trial_id(config, t.content_hash, a, internet=agent_internet(config.network, t)), t, a)
         for t in unique
         for a in range(config.attempts * copies.get(t.content_hash, 1))
     ]
@@ -327,7 +328,8 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
             max_turns=config.max_turns,
             max_context=config.max_context,
         )
-        result = await run_trial(plan.task, agent, builder, agent_result=agent_result)
+        internet = agent_internet(config.network, plan.task)
+        result = await run_trial(plan.task, agent, builder, agent_result=agent_result, internet=internet)
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         result = TrialResult(
@@ -384,6 +386,8 @@ def _trial_record(plan: TrialPlan, config: RolloutConfig) -> dict:
         "agent_version": ident["agent_version"],
         "model": ident["model"],
         "sampling": ident["sampling"],
+        "internet": agent_internet(config.network, plan.task),  # the agent's network, as run
+        "network": config.network,  # the user's switch
     }
 
 

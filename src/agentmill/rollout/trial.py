@@ -40,8 +40,15 @@ BUILD_FAILED_NOTE = "the environment did not build (a step of the task's Dockerf
 
 @trials_first  # the loop every trial shares goes first while it runs; its file work yields to it
 async def run_trial(
-    task: Task, agent: Agent, builder: ImageBuilder, *, agent_result: AgentResult | None = None
+    task: Task,
+    agent: Agent,
+    builder: ImageBuilder,
+    *,
+    agent_result: AgentResult | None = None,
+    internet: bool = False,
 ) -> TrialResult:
+    """`internet`: the agent's sandbox gets a user-mode network to public addresses (the caller decides,
+    rollout/network.py); the verifier's never has one."""
     started = time.monotonic()
     allow_open_files()  # once per process: hundreds of trials in flight hold thousands of fds
     timings = Timings()
@@ -52,6 +59,7 @@ async def run_trial(
         agent_version=agent.version,
         outcome=Outcome.SANDBOX_ERROR,
         timings=timings,
+        internet=internet,
     )
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
@@ -92,7 +100,9 @@ async def run_trial(
         ro = {}
         if agent.needs_solution and task.solution_sources:
             ro["/solution"] = await asyncio.to_thread(stage, task.solution_sources, scratch / "solution")
-        spec = image.spec(rootfs, limits=limits, ro_mounts=ro, rw_mounts={"/logs/agent": scratch / "agent-logs"})
+        spec = image.spec(
+            rootfs, limits=limits, ro_mounts=ro, rw_mounts={"/logs/agent": scratch / "agent-logs"}, internet=internet
+        )
         agent_outcome = None
         t = time.monotonic()
         early: SandboxStart | None = None

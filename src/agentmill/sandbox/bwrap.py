@@ -2,7 +2,8 @@
 
 Layout inside: the spec's rootfs is `/` (writable: the one workspace), the host's `/usr` and
 `/etc` are read-only, `/usr/local` is the image's layer, `/tmp` is private, `/proc` and `/dev`
-are fresh. No network unless the spec asks (image builds only). The guest exec server
+are fresh. No network unless the spec asks: the host's for image builds, a user-mode one that reaches
+public addresses only for an agent whose task allows the internet (sandbox/internet.py). The guest exec server
 (guest/server.py) is the sandbox's first process; killing it tears the whole pid namespace down.
 """
 
@@ -25,6 +26,7 @@ from agentmill.runtime.child_processes import spawn
 from agentmill.runtime.loops import PerLoop
 from agentmill.runtime.paths import package_assets, scratch_temp
 from agentmill.sandbox.guest_code import GUEST_DIR, guest_assets, guest_launch_argv
+from agentmill.sandbox.internet import RESOLV_CONF, firewall_rules, host_networks, internet_argv, require_internet_tools
 from agentmill.sandbox.launcher import LaunchPlan, launch, launcher_wanted
 from agentmill.sandbox.limits import Cgroup, prlimit_args, rlimit_values
 from agentmill.sandbox.protocol import Capability, ExecResult, Limits, SandboxSpec
@@ -193,15 +195,18 @@ def _clean_up(
     if ctl is not None:
         shutil.rmtree(ctl, ignore_errors=True)
     if stderr_path is not None:
-        with contextlib.suppress(OSError):
-            stderr_path.unlink()
+        for path in (stderr_path, stderr_path.with_suffix(".resolv")):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 @sandbox_backend("bwrap")
 class BwrapSandbox:
     """A bubblewrap sandbox. Use `async with BwrapSandbox(spec) as sb:` or start()/stop()."""
 
-    capabilities = frozenset({Capability.ONE_COMMAND, Capability.CONTROL_DIR, Capability.GUEST_SOCKET})
+    capabilities = frozenset(
+        {Capability.ONE_COMMAND, Capability.CONTROL_DIR, Capability.GUEST_SOCKET, Capability.INTERNET}
+    )
 
     def __init__(self, spec: SandboxSpec, *, name: str | None = None):
         self.spec = spec
@@ -214,6 +219,7 @@ class BwrapSandbox:
         self._work: Path | None = None  # the overlay's work folder: on the upper layer's filesystem
         self._stderr_path: Path | None = None
         self._guest_fd: int | None = None
+        self._firewall = ""  # the internet's nftables rules (spec.internet), made as it starts
         self.started_at = 0.0
 
     @property
@@ -284,6 +290,11 @@ class BwrapSandbox:
         os.chmod(self._ctl, 0o700)
         _chown_tree(self._ctl, self.uid)
         self._stderr_path = self._ctl.with_suffix(".stderr")  # beside, not inside: the guest sees ctl/
+        if self.spec.internet:  # the host's addresses as they are now: a lease renewed since counts
+            require_internet_tools()
+            self._firewall = firewall_rules(host_networks())
+            self._resolv_path.write_text(RESOLV_CONF)
+            self._resolv_path.chmod(0o644)
         if self.spec.lower is not None:
             self._ovl = self._ctl.with_suffix(".ovl")
             for sub in ("work", "merged"):
@@ -300,6 +311,12 @@ class BwrapSandbox:
         # Unique per sandbox (several may share a name, e.g. concurrent builds); the pid
         # suffix lets a later process sweep groups whose owner died.
         self._cgroup = Cgroup(f"{self.name}-{uuid.uuid4().hex[:8]}-{os.getpid()}", self.spec.limits)
+
+    @property
+    def _resolv_path(self) -> Path:
+        """The internet's /etc/resolv.conf (pasta's DNS forwarder), beside the control folder."""
+        assert self._ctl is not None
+        return self._ctl.with_suffix(".resolv")
 
     def _prepare_host(self) -> None:
         spec = self.spec
@@ -354,6 +371,8 @@ class BwrapSandbox:
                 str(self._work),
                 str(root),
             ]
+        if spec.internet:  # pasta's namespaces, the firewall, then bwrap in a child user namespace
+            argv += internet_argv(self._firewall, as_namespace_root=spec.lower is not None)
         argv += [
             "bwrap",
             "--unshare-all",
@@ -369,7 +388,7 @@ class BwrapSandbox:
             "--hostname",
             spec.hostname,
         ]
-        if spec.network:
+        if spec.network or spec.internet:  # the host's network, or pasta's namespace
             argv += ["--share-net"]
         system = spec.system_root or Path("/")
         argv += [
@@ -386,6 +405,8 @@ class BwrapSandbox:
             str(system / "var/lib/dpkg"),
             "/var/lib/dpkg",
         ]
+        if spec.internet and (system / "etc/resolv.conf").is_file() and not (system / "etc/resolv.conf").is_symlink():
+            argv += ["--ro-bind", str(self._resolv_path), "/etc/resolv.conf"]  # names through pasta
         if spec.system_root is not None:
             pass  # the image's own /usr/local is part of its read-only /usr
         elif spec.usr_local is not None:

@@ -205,6 +205,73 @@ async def check_no_network(factory: Factory) -> None:
 
 
 @_check
+async def check_internet_spares_the_host(factory: Factory) -> None:
+    """A backend that declares Capability.INTERNET gives a spec with internet=True a network (an
+    interface beside loopback) from which the host is out of reach: a server on the host's loopback
+    and one on its own address accept nothing. Only the host is probed, never a private range: a
+    backend without the defence would otherwise send real packets to someone's network."""
+    probe = factory(fresh_spec())
+    if Capability.INTERNET not in probe.capabilities:
+        return
+    servers = [_Listener("127.0.0.1"), *([_Listener(a)] if (a := _host_address()) else [])]
+    script = (
+        "import socket\n"
+        "print('IFACES', ' '.join(name for _, name in socket.if_nameindex() if name != 'lo'))\n"
+        f"for host, port in {[(srv.host, srv.port) for srv in servers]!r}:\n"
+        "    s = socket.socket(); s.settimeout(3)\n"
+        "    try:\n        s.connect((host, port)); print('CONNECTED', host)\n"
+        "    except OSError:\n        pass\n"
+    )
+    try:
+        async with _running(factory, internet=True) as sb:
+            r = await sb.exec(["python3", "-c", script], timeout=60)
+    finally:
+        for srv in servers:
+            srv.close()
+    _expect(r.returncode == 0, f"the probe failed: {r.output[-300:]}")
+    ifaces = r.stdout.split("IFACES", 1)[-1].split("\n", 1)[0].split()
+    _expect(bool(ifaces), f"internet=True gave no interface beside loopback: {r.stdout.strip()}")
+    reached = [srv.host for srv in servers if srv.accepted]
+    _expect("CONNECTED" not in r.stdout and not reached, f"the host must be out of reach: {r.stdout.strip()} {reached}")
+
+
+def _host_address() -> str | None:
+    """The host's first non-loopback IPv4 address (its own, not a private range's other hosts)."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.255", 9))  # UDP connect sends nothing: it only picks the source address
+        address = s.getsockname()[0]
+        return None if address.startswith("127.") else address
+    return None
+
+
+class _Listener:
+    """A TCP server on the host that counts who reached it."""
+
+    def __init__(self, host: str):
+        self.host, self.accepted = host, []
+        self._srv = socket.socket()
+        self._srv.bind((host, 0))
+        self._srv.listen(4)
+        self._srv.settimeout(0.2)
+        self.port = self._srv.getsockname()[1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError):
+                self.accepted.append(self._srv.accept()[0])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._srv.close()
+        for c in self.accepted:
+            c.close()
+
+
+@_check
 async def check_cleanup(factory: Factory) -> None:
     marker = f"am-cleanup-{uuid.uuid4().hex[:8]}"
     sb = factory(fresh_spec())

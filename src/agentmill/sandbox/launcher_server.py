@@ -19,6 +19,7 @@ import json
 import os
 import resource
 import selectors
+import signal
 import socket
 import sys
 import warnings  # noqa: F401  os.execvpe imports it: after the drop to a sandbox's uid, our stdlib may be unreadable
@@ -96,6 +97,8 @@ def _child(plan: dict, fds: list[int], started: int) -> None:
             resource.setrlimit(_RLIMITS[name], (value, value))
         if plan.get("uid") is not None:
             _drop_to(plan["uid"], plan.get("drop", []))
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; the program gets the default
+            signal.signal(sig, signal.SIG_DFL)  # (subprocess's restore_signals): pasta refuses to start otherwise
         os.execvpe(plan["argv"][0], plan["argv"], plan["env"])
     except BaseException as e:  # noqa: BLE001  said on the new process's stderr, as sh or setpriv would
         os.write(2, f"agentmill launcher: {e}\n".encode("utf-8", "replace"))

@@ -35,7 +35,10 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     workdir: str = "/"
     limits: Limits = field(default_factory=Limits)
-    network: bool = False  # only image builds get the network, never agents or verifiers
+    network: bool = False  # the host's own network: image builds only, never agents or verifiers
+    # A user-mode network that reaches public addresses only (sandbox/internet.py): an agent's, when
+    # its task allows the internet and the user does (rollout/network.py). Never a verifier's.
+    internet: bool = False
     writable_usr_local: bool = False  # image builds install into /usr/local
     hostname: str = "sandbox"
 
@@ -69,7 +72,16 @@ class Capability:
     # (sandbox/tmux.py); without it, the terminal is driven by execs.
     GUEST_SOCKET = "guest_socket"
 
-    MEMBERS = {ONE_COMMAND: ("start_command",), CONTROL_DIR: ("control_dir", "uid"), GUEST_SOCKET: ("guest_socket",)}
+    # a spec's `internet=True` is honoured: public addresses reachable, the host's loopback, its own
+    # addresses and private ranges not (sandbox/internet.py); without it such a spec is refused.
+    INTERNET = "internet"
+
+    MEMBERS = {
+        ONE_COMMAND: ("start_command",),
+        CONTROL_DIR: ("control_dir", "uid"),
+        GUEST_SOCKET: ("guest_socket",),
+        INTERNET: (),
+    }
 
 
 @runtime_checkable

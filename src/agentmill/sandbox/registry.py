@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from agentmill.errors import SandboxError
 from agentmill.registry import Registry, UnknownNameError
-from agentmill.sandbox.protocol import Sandbox, SandboxSpec
+from agentmill.sandbox.protocol import Capability, Sandbox, SandboxSpec
 
 DEFAULT_BACKEND = "bwrap"
 ENV_VAR = "AGENTMILL_SANDBOX"
@@ -54,4 +54,9 @@ def get_backend(name: str | None = None) -> BackendType:
 
 def create_sandbox(spec: SandboxSpec, *, name: str | None = None, backend: str | None = None) -> Sandbox:
     """A not-yet-started sandbox of the chosen backend for `spec`."""
-    return get_backend(backend)(spec, name=name)
+    cls = get_backend(backend)
+    if spec.internet and Capability.INTERNET not in cls.capabilities:
+        raise SandboxError(
+            f"sandbox backend {cls.__name__} cannot give a sandbox the internet (no {Capability.INTERNET})"
+        )
+    return cls(spec, name=name)

@@ -43,6 +43,8 @@ class EnvironmentSection(_Section):
     memory_mb: int = Field(2048, gt=0)
     storage_mb: int = Field(10240, gt=0)
     gpus: int = Field(0, ge=0)
+    # The agent's internet (rollout/network.py). Unset: none, unlike Harbor's default (on): an agent
+    # with the internet can look its answers up, and its trial depends on the outside world.
     allow_internet: bool = False
     # Tool tasks (kind = "tools"): the gyms they use and how their tools are exposed.
     kind: str = "terminal"  # a registered task kind: "terminal" or "tools"

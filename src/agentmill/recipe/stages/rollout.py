@@ -48,6 +48,7 @@ def rollout_identity(rollout: Rollout, model: ModelSpec) -> dict:
         model=_model_name(rollout, model),
         sampling=sampling(model, rollout),
         max_turns=rollout.max_turns,
+        network=rollout.network,
     )
     return {**ident, "attempts": rollout.attempts}
 
@@ -115,6 +116,7 @@ async def rollout_tasks(
         sampling=sampling(model, rollout),
         max_turns=rollout.max_turns,
         attempts=rollout.attempts,
+        network=rollout.network,
         base_url=model.base_url,
         api_key_env=model.api_key_env,
         concurrency=rollout.concurrency,

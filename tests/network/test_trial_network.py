@@ -1,0 +1,114 @@
+"""A task whose solution needs the network, through `agentmill check` as a user runs it: the oracle
+gets the internet when the task allows it and the user does, never otherwise, and the verifier never.
+
+The solution `pip install`s a small PyPI package at run time; the test script fails the trial if the
+verifier itself can resolve a name, so an oracle at reward 1 shows both halves at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agentmill.tasks.model import EnvironmentSection, TaskConfig
+from tests.conftest import REWARD_IF, simple_task
+from tests.network.helpers import internet_tools
+
+pytestmark = internet_tools
+
+SOLVE = "python3 -m pip install --no-deps --no-cache-dir --retries 1 --timeout 20 --target /app/lib six==1.16.0\n"
+TEST = (
+    "#!/bin/bash\n"
+    "if python3 -c \"import socket; socket.getaddrinfo('pypi.org', 443)\" 2>/dev/null; then\n"
+    "  echo 'the verifier has a network'; echo 0 > /logs/verifier/reward.txt; exit 0\n"
+    "fi\n" + REWARD_IF.format(cond="test -f /app/lib/six.py && test -d /app/lib/six-1.16.0.dist-info").split("\n", 1)[1]
+)
+
+
+def _task(root: Path, name: str, allow: bool) -> None:
+    config = TaskConfig(environment=EnvironmentSection(allow_internet=allow))
+    simple_task(root, name, solve_sh=SOLVE, test_sh=TEST, config=config)
+
+
+def _check(data: Path, tmp: Path, *network: str) -> dict:
+    out = tmp / f"check{'-'.join(network)}.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "check", str(data), "--json", str(out), *network],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.exists(), r.stdout + r.stderr
+    return {row["task"]: row for row in json.loads(out.read_text())}
+
+
+def test_a_solution_that_needs_the_network_runs_where_the_task_allows_it(tmp_path):
+    data = tmp_path / "ds"
+    _task(data, "needs-network", allow=True)
+    _task(data, "offline-task", allow=False)  # the same solution; the task does not allow the internet
+    rows = _check(data, tmp_path)  # --network task, the default
+    ok = rows["needs-network"]
+    assert ok["verdict"] == "ok", ok["reason"]
+    assert ok["oracle"]["reward"] == 1.0 and ok["oracle"]["internet"] is True  # and the verifier had none
+    assert ok["nop"]["reward"] == 0.0
+    recorded = json.loads(Path(ok["oracle"]["trial_dir"], "result.json").read_text())
+    assert recorded["internet"] is True
+    denied = rows["offline-task"]
+    assert denied["verdict"] == "unsolvable" and denied["oracle"]["internet"] is False
+    assert "the task does not allow it: set allow_internet = true" in denied["reason"], denied["reason"]
+
+
+def test_network_none_overrides_a_task_that_allows_it(tmp_path):
+    data = tmp_path / "ds"
+    _task(data, "needs-network", allow=True)
+    row = _check(data, tmp_path, "--network", "none")["needs-network"]
+    assert row["verdict"] == "unsolvable" and row["oracle"]["internet"] is False
+    assert row["reason"].startswith("the solution needs the network and this check ran with --network none"), row[
+        "reason"
+    ]
+
+
+def test_an_unknown_network_mode_is_refused(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "check", str(tmp_path), "--network", "host"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "--network: 'host' is not one of task, none" in r.stdout + r.stderr
+
+
+def test_a_rollout_records_its_network_and_a_resume_may_not_change_it(tmp_path):
+    data = tmp_path / "ds"
+    _task(data, "needs-network", allow=True)
+    out = tmp_path / "run"
+
+    def rollout(*network: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentmill.cli",
+                "rollout",
+                str(data),
+                "--agent",
+                "oracle",
+                "--out",
+                str(out),
+                "--no-store",
+                *network,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    r = rollout()
+    [trial] = list((out / "trials").iterdir())
+    result, record = (json.loads((trial / f).read_text()) for f in ("result.json", "trial.json"))
+    assert result["internet"] is True and result["reward"] == 1.0, r.stdout + r.stderr
+    assert record["internet"] is True and record["network"] == "task"
+    assert json.loads((out / "config.json").read_text())["network"] == "task"
+    refused = rollout("--network", "none")
+    assert refused.returncode != 0 and "network: 'task' -> 'none'" in refused.stdout + refused.stderr
