@@ -1,8 +1,8 @@
-"""`agentmill export --format harbor-job`: the kept trials as a Harbor job folder (layout: harbor_schema.py).
+"""`agentmill export --format harbor-job`: the kept trials as a Harbor job folder (layout: schema.py).
 
 Each trial becomes `<task>__<7 characters of its trial id>/` with Harbor's config.json, lock.json,
 result.json, agent/trajectory.json and verifier/ files; the job gets config.json, lock.json and
-result.json with Harbor's counters and stats (harbor_stats.py; configs and locks: harbor_config.py).
+result.json with Harbor's counters and stats (stats.py; configs and locks: config.py).
 What Harbor's records have no field for (agentmill's outcome, trial id, attempt, task hash, tamper
 evidence) rides in `agent_result.metadata["agentmill"]`, so `agentmill import harbor` restores the run
 exactly. Streaming: one trial in memory at a time (the job's lock gathers the trials' locks in a side
@@ -21,9 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
-from agentmill.traces.atif import Trajectory
-from agentmill.traces.harbor_atif import trajectory_to_harbor
-from agentmill.traces.harbor_config import (
+from agentmill.interop.harbor.atif import trajectory_to_harbor
+from agentmill.interop.harbor.config import (
     VERIFIER_ENVIRONMENT_MODE,
     agent_config,
     dataset_config,
@@ -35,8 +34,9 @@ from agentmill.traces.harbor_config import (
     trial_config,
     trial_lock,
 )
-from agentmill.traces.harbor_schema import STDERR, STDOUT, TRAJECTORY, error_policy, eval_key, harbor_exception
-from agentmill.traces.harbor_stats import JobTally
+from agentmill.interop.harbor.schema import STDERR, STDOUT, TRAJECTORY, error_policy, eval_key, harbor_exception
+from agentmill.interop.harbor.stats import JobTally
+from agentmill.traces.atif import Trajectory
 from agentmill.traces.records import TraceRecord
 from agentmill.traces.redact import redact
 from agentmill.traces.text import encodable

@@ -3,7 +3,7 @@
 Every trial folder of the job becomes `trials/<trial_id>/` (trial.json, result.json, trajectory.json,
 telemetry.json, verifier/) with a done row in `ledger.sqlite`, so `status`, `export` (and its trace
 filters), `report` and the viewer read it like a rollout. The outcome comes from Harbor's exception
-type and reward (harbor_schema.outcome_of); a job that agentmill exported carries its own records in
+type and reward (schema.outcome_of); a job that agentmill exported carries its own records in
 `agent_result.metadata["agentmill"]` and comes back exactly. Where Harbor ran a trial (its environment
 and verifier mode) is kept in trial.json's `imported_from`, and a trial's lock.json gives its task digest.
 A trial folder that cannot be read is reported (folder and problem) and skipped; re-importing into the
@@ -29,16 +29,8 @@ from pydantic import ValidationError
 
 from agentmill.errors import AgentmillError
 from agentmill.interop.foreign_files import read_bytes, read_json, read_text
-from agentmill.rollout.config import RolloutConfig
-from agentmill.rollout.ledger import Ledger
-from agentmill.rollout.lock import RunLock
-from agentmill.rollout.result import Timings, TrialResult
-from agentmill.runtime.atomic import write_text_atomic
-from agentmill.tasks.hashing import hash_text
-from agentmill.traces.atif import AgentInfo, Trajectory
-from agentmill.traces.harbor_atif import trajectory_from_harbor
-from agentmill.traces.harbor_schema import (
-    HARBOR_TEXT_AGENTS,
+from agentmill.interop.harbor.atif import trajectory_from_harbor
+from agentmill.interop.harbor.schema import (
     STDERR,
     STDOUT,
     TRAJECTORY,
@@ -47,7 +39,15 @@ from agentmill.traces.harbor_schema import (
     outcome_of,
     scalar_reward,
 )
-from agentmill.traces.harbor_schema import TrialResult as HarborTrial
+from agentmill.interop.harbor.schema import TrialResult as HarborTrial
+from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.ledger import Ledger
+from agentmill.rollout.lock import RunLock
+from agentmill.rollout.result import Timings, TrialResult
+from agentmill.runtime.atomic import write_text_atomic
+from agentmill.tasks.hashing import hash_text
+from agentmill.traces.atif import AgentInfo, Trajectory
+from agentmill.traces.render import HARBOR_TEXT_AGENTS
 from agentmill.traces.telemetry import compute_telemetry
 from agentmill.verify.outcome import RewardError, parse_reward
 

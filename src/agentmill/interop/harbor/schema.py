@@ -1,7 +1,7 @@
 """Harbor's job folder, as Harbor (laude-institute/harbor) writes it: the records and the outcome mapping.
 
     JOB/config.json                  the job's config (JobConfig: job_name, n_attempts, agents, datasets, ...)
-    JOB/lock.json                    JobLock: the resolved inputs of every trial (harbor_config.py writes it)
+    JOB/lock.json                    JobLock: the resolved inputs of every trial (config.py writes it)
     JOB/result.json                  JobResult: id, started_at, updated_at, finished_at, n_total_trials, stats
     JOB/<trial_name>/config.json     TrialConfig: task, trial_name, agent, environment, verifier, job_id
     JOB/<trial_name>/lock.json       TrialLock: the trial's resolved inputs (its task's digest)
@@ -153,10 +153,6 @@ class JobResult(_Harbor):
     n_total_trials: int = 0
     stats: JobStats = Field(default_factory=JobStats)
 
-
-# Harbor's agents that speak in the reply text (JSON keystrokes) and see the terminal as the next
-# user turn, as agentmill's terminus does: their trajectories render as that conversation
-HARBOR_TEXT_AGENTS = frozenset({"terminus", "terminus-1", "terminus-2"})
 
 # agentmill outcome -> the exception type Harbor records for it (passed/failed: none)
 EXCEPTION_OF: dict[str, str] = {  # outcomes by their value (verify/outcome.py): traces sit below verify
