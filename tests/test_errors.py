@@ -14,7 +14,7 @@ from agentmill.errors import AgentmillError
 PACKAGE = Path(agentmill.__file__).parent
 
 # Code that runs inside the sandbox on the guest's own python3, where agentmill cannot be imported.
-# Files outside any package (sandbox/guest/, envs/guest/, gym tools, task folders) are guest code by
+# Files outside any package (sandbox/guest/, tools/guest/, gym tools, task folders) are guest code by
 # their place; these modules are host modules as well, and copied into tasks as they are.
 GUEST_MODULES = {
     "agentmill.grounded.artifacts": "each grounded task's tests/check_artifacts.py (standard library only)",

@@ -18,7 +18,7 @@ The error model: every failure agentmill raises is an AgentmillError, and its cl
   there and is verified).
 
 Not in the vocabulary, on purpose: code that runs inside the sandbox on the guest's own python3
-(sandbox/guest/, envs/guest/, grounded/artifacts.py as each grounded task's check_artifacts.py) cannot
+(sandbox/guest/, tools/guest/, grounded/artifacts.py as each grounded task's check_artifacts.py) cannot
 import agentmill, and private control-flow signals (a leading underscore) never leave their module.
 tests/test_errors.py holds every exception class to this.
 """

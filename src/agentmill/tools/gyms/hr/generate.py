@@ -4,7 +4,7 @@ The people are the itsm gym's directory (same names, addresses and departments; 
 itsm user USR0042), from the itsm generator with its own seed. Positions, salaries, teams, leave,
 onboarding and job changes are drawn with stdlib `random.Random(SEED)`. Run it and commit the result:
 
-    python3 src/agentmill/envs/gyms/hr/generate.py
+    python3 src/agentmill/tools/gyms/hr/generate.py
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Each mutant is a directory of databases: the oracle's end state with one thing w
 
 A change_field mutant of a field whose value no reference call chose (the tool set it on its own,
 e.g. assign also moving a ticket to in_progress) is marked `side_effect`. Bookkeeping (the fields
-the tools write on their own, decided by envs/guest/statediff.py from two replays) is never
+the tools write on their own, decided by tools/guest/statediff.py from two replays) is never
 mutated. Scrambles (every table's rows rotated; every table emptied) are no mutants: a verifier
 that passes on them too passes on anything.
 """

@@ -1,4 +1,4 @@
-"""Tool-task folders for tests, over the tiny gyms in tests/envs/fixtures/."""
+"""Tool-task folders for tests, over the tiny gyms in tests/tools/fixtures/."""
 
 from __future__ import annotations
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from agentmill.agents.base import AgentResult, ScriptedAgentBase
-from agentmill.envs import open_tool_session
 from agentmill.images import ImageBuilder
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
+from agentmill.tools import open_tool_session
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
 from agentmill.verify.outcome import Outcome
-from tests.envs.helpers import make_tool_task
+from tests.tools.helpers import make_tool_task
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tasks" / "sample_tools"
 

@@ -1,4 +1,5 @@
-"""Commands of tool environments: `agentmill env serve|export-eog` and `agentmill import eog`."""
+"""Commands of tool-use tasks: `agentmill tools serve|export-eog` (`agentmill env`, the old name, still
+works, hidden from --help) and `agentmill import eog`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from rich.console import Console
 
 from agentmill.errors import AgentmillError
 
-env_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Stateful tool environments (gyms).")
+tools_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Tool-use tasks' gyms: serve one over MCP, export tool tasks."
+)
 import_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="Import tasks (eog) and runs (harbor) from other formats."
 )
@@ -22,7 +25,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-@env_app.command("serve")
+@tools_app.command("serve")
 def serve(
     target: str = typer.Argument(..., help="A bundled gym's name or a tool-task folder."),
     port: int = typer.Option(
@@ -33,7 +36,7 @@ def serve(
     ),
 ) -> None:
     """Serve a gym's tools over MCP on 127.0.0.1; every call runs inside a sandbox."""
-    from agentmill.envs.mcp_server import serve as run_server
+    from agentmill.tools.mcp_server import serve as run_server
 
     def ready(task, session) -> None:
         console.print(
@@ -50,7 +53,7 @@ def serve(
         pass
 
 
-@env_app.command("export-eog")
+@tools_app.command("export-eog")
 def export_eog_cmd(
     dataset: Path = typer.Argument(..., help="A folder of tool-task folders (or one task folder)."),
     out: Path = typer.Option(..., "--out", "-o", help="EnterpriseOps-Gym config rows, JSONL."),

@@ -23,7 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import (
+from agentmill.errors import SandboxError
+from agentmill.sandbox.protocol import Capability, Sandbox
+from agentmill.sandbox.sockets import pin_socket, pinned_path
+from agentmill.tasks.model import Task
+from agentmill.tools.state import (
     HOST_SCRIPT,
     PYTHON,
     SPEC_PATH,
@@ -35,10 +39,6 @@ from agentmill.envs.state import (
     tool_host_of,
     tool_schemas,
 )
-from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Capability, Sandbox
-from agentmill.sandbox.sockets import pin_socket, pinned_path
-from agentmill.tasks.model import Task
 
 CTL_INSIDE = "/.agentmill/ctl"  # where the bubblewrap sandbox mounts its control directory
 MAX_CONTENT = 100_000  # characters of a tool result the model sees

@@ -14,13 +14,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from agentmill.envs.sandboxed import task_sandbox
-from agentmill.envs.session import ToolSession, open_tool_session
-from agentmill.envs.state import gym_db, prepare_tool_state, require_spec
 from agentmill.errors import AgentmillError
 from agentmill.tasks import load_task
 from agentmill.tasks.model import Task
 from agentmill.tasks.tool_task import bundled_gym_names
+from agentmill.tools.sandboxed import task_sandbox
+from agentmill.tools.session import ToolSession, open_tool_session
+from agentmill.tools.state import gym_db, prepare_tool_state, require_spec
 
 
 def task_for(target: str, workdir: Path) -> Task:

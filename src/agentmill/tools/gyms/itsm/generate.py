@@ -3,7 +3,7 @@
 Deterministic: stdlib `random.Random(SEED)` over word lists written for this gym, so the same
 script always writes the same file. Run it after changing the lists and commit the result:
 
-    python3 src/agentmill/envs/gyms/itsm/generate.py
+    python3 src/agentmill/tools/gyms/itsm/generate.py
 
 The fixed IT staff, groups and business services below are what the bundled tasks refer to; the
 requesters, CIs, incidents, problems, changes, articles and notes around them are generated.

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
-from agentmill.envs import open_tool_session
-from agentmill.envs.state import ToolEnvError
-from agentmill.envs.tool_host import attach, start_tool_host
 from agentmill.tasks.behaviour import KindBehaviour, KindTrial
+from agentmill.tools import open_tool_session
+from agentmill.tools.state import ToolEnvError
+from agentmill.tools.tool_host import attach, start_tool_host
 
 
 class ToolsTrial(KindTrial):
-    """A tool host in a sandbox of its own holds the trial's databases (envs/tool_host.py): the agent's
+    """A tool host in a sandbox of its own holds the trial's databases (tools/tool_host.py): the agent's
     tool sessions are routed to it, and the verifier reads the end state from its filesystem."""
 
     def __init__(self, task, host, rootfs):
@@ -45,7 +45,7 @@ class ToolsBehaviour(KindBehaviour):
         return ToolsTrial(task, await start_tool_host(task, image, rootfs, limits), rootfs)
 
     async def oracle(self, task, sandbox, result) -> bool:
-        from agentmill.agents.tool_replay import replay_reference  # at call time: agents sit above envs
+        from agentmill.agents.tool_replay import replay_reference  # at call time: agents sit above tools
 
         async with open_tool_session(task, sandbox) as session:  # solution/calls.json through the tools
             await replay_reference(task, session, result)

@@ -1,4 +1,4 @@
-"""`agentmill env serve` driven by the official MCP SDK's client over streamable HTTP."""
+"""`agentmill tools serve` driven by the official MCP SDK's client over streamable HTTP."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.envs.helpers import make_tool_task
+import pytest
+
+from tests.tools.helpers import make_tool_task
 
 AGENTMILL = Path(sys.executable).with_name("agentmill")
 
@@ -27,7 +29,7 @@ def _free_port() -> int:
 def _start(args: list[str]) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     proc = subprocess.Popen(
-        [str(AGENTMILL), "env", "serve", *args, "--port", str(port)],
+        [str(AGENTMILL), "tools", "serve", *args, "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -35,14 +37,14 @@ def _start(args: list[str]) -> tuple[subprocess.Popen, int]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"env serve exited: {proc.stderr.read().decode()}")
+            raise AssertionError(f"tools serve exited: {proc.stderr.read().decode()}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return proc, port
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise AssertionError("env serve did not listen")
+    raise AssertionError("tools serve did not listen")
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -103,9 +105,10 @@ def test_an_mcp_client_lists_and_calls_the_sandboxed_tools(tmp_path):
     assert second.isError and "already closed" in second.content[0].text
 
 
-def test_serving_an_unknown_target_is_one_clear_error(tmp_path):
+@pytest.mark.parametrize("command", ["tools", "env"])  # `env`: the command's old name, kept as a hidden alias
+def test_serving_an_unknown_target_is_one_clear_error(tmp_path, command):
     run = subprocess.run(
-        [str(AGENTMILL), "env", "serve", "no-such-gym", "--port", str(_free_port())],
+        [str(AGENTMILL), command, "serve", "no-such-gym", "--port", str(_free_port())],
         capture_output=True,
         text=True,
         timeout=60,

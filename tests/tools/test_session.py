@@ -9,11 +9,11 @@ import threading
 
 import pytest
 
-from agentmill.envs import open_tool_session
-from agentmill.envs.sandboxed import task_sandbox
-from agentmill.envs.state import gym_db
 from agentmill.tasks import load_task
-from tests.envs.helpers import make_tool_task
+from agentmill.tools import open_tool_session
+from agentmill.tools.sandboxed import task_sandbox
+from agentmill.tools.state import gym_db
+from tests.tools.helpers import make_tool_task
 
 
 def run(coro):
@@ -219,7 +219,7 @@ def test_a_broken_tools_py_is_one_clear_error(tmp_path):
     tools = task_dir / "environment" / "gym" / "tools.py"
     tools.write_text(tools.read_text() + '\n\ndef untyped(db, ticket_id):\n    """No hints."""\n')
     task = load_task(task_dir)
-    from agentmill.envs import ToolEnvError
+    from agentmill.tools import ToolEnvError
 
     async def go():
         async with task_sandbox(task) as sb:
@@ -258,7 +258,7 @@ def test_a_link_planted_in_the_control_dir_is_never_followed(hostile, tmp_path):
 def test_a_gyms_base_database_is_built_once_per_gym_content(tmp_path):
     import uuid
 
-    from agentmill.envs import prepare_tool_state
+    from agentmill.tools import prepare_tool_state
 
     marker = uuid.uuid4().hex  # a gym no earlier run has built
     task_dir = make_tool_task(tmp_path / "t", seed_sql="UPDATE tickets SET priority = 4 WHERE id = 2;")

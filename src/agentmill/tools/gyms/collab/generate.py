@@ -4,7 +4,7 @@ The directory is the itsm gym's staff directory (same people, same addresses, fr
 generator with the same seed), plus external contacts; mail threads and calendar events are drawn
 with stdlib `random.Random(SEED)`. Run it and commit the result:
 
-    python3 src/agentmill/envs/gyms/collab/generate.py
+    python3 src/agentmill/tools/gyms/collab/generate.py
 """
 
 from __future__ import annotations

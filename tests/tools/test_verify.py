@@ -17,8 +17,8 @@ from agentmill.traces.atif import Step, ToolCall
 from agentmill.verify.judge import JudgeError, ModelJudge, parse_score
 from agentmill.verify.outcome import Outcome
 from agentmill.verify.sql_state import compare, extract_value, verify_tool_task
-from tests.envs.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
 from tests.helpers.chat_server import ChatServer, Reply, queue
+from tests.tools.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
 
 
 def run(coro):
@@ -53,8 +53,8 @@ def test_comparisons(actual, expected, kind, passed):
 
 
 async def _averify(task, steps, judge=None):
-    from agentmill.envs import open_tool_session
-    from agentmill.envs.sandboxed import task_limits, task_sandbox
+    from agentmill.tools import open_tool_session
+    from agentmill.tools.sandboxed import task_limits, task_sandbox
 
     builder = ImageBuilder()
     image = await builder.get(task)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentmill.envs.state import prepare_tool_state
 from agentmill.sandbox.protocol import Limits, Sandbox
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.model import Task
+from agentmill.tools.state import prepare_tool_state
 
 
 async def start_tool_host(task: Task, image, rootfs: Path, limits: Limits) -> Sandbox:
@@ -31,5 +31,5 @@ async def start_tool_host(task: Task, image, rootfs: Path, limits: Limits) -> Sa
 
 
 def attach(agent_sandbox: Sandbox, tool_host: Sandbox) -> None:
-    """Tool sessions opened on the agent's sandbox go to the tool host (envs/state.py tool_host_of)."""
+    """Tool sessions opened on the agent's sandbox go to the tool host (tools/state.py tool_host_of)."""
     agent_sandbox.tool_host = tool_host

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agentmill.rollout.check import check_tasks
 from agentmill.tasks import load_task
-from tests.envs.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
+from tests.tools.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tasks" / "sample_tools"
 

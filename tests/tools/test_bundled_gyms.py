@@ -28,7 +28,7 @@ from tests.sandbox.helpers import fresh_spec
 pytestmark = sandbox
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "agentmill"
-GYMS = SRC / "envs" / "gyms"
+GYMS = SRC / "tools" / "gyms"
 TASKS = SRC / "tasks" / "sample_tools"
 BUNDLED = ("itsm", "collab", "hr", "procurement")
 READ_PREFIXES = ("get_", "search_", "list_", "find_", "read_")

@@ -1,4 +1,4 @@
-"""Stateful tool environments: gyms (schema, seed, tools), the in-sandbox tool host, tool sessions.
+"""What tool-use tasks run on: gyms (schema, seed, tools), the in-sandbox tool host, tool sessions.
 
 `open_tool_session(task, sandbox)` is what agents use (the oracle's replay of solution/calls.json
 is agents/tool_replay.py); `prepare_tool_state` builds a trial's databases inside its sandbox.
@@ -8,7 +8,7 @@ from agentmill.runtime.lazy import lazy_names
 
 # names load on first use: `agentmill --help` imports this package's cli and must stay cheap
 _WHERE = {
-    name: f"agentmill.envs.{module}"
+    name: f"agentmill.tools.{module}"
     for module, names in {
         "session": ["ToolResult", "ToolSession", "open_tool_session", "openai_tool"],
         "state": ["TOOLS_ROOT", "ToolEnvError", "gym_db", "prepare_tool_state"],

@@ -9,7 +9,7 @@ import pytest
 from agentmill.rollout.check import check_tasks
 from agentmill.tasks import load_task
 from agentmill.verify.tool_lints import sql_problem
-from tests.envs.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
+from tests.tools.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
 
 VPN_CLOSED, MENTIONS_CERT, OTHERS_UNTOUCHED = CLOSE_VPN_VERIFIERS
 

@@ -5,7 +5,7 @@ with procurement roles from their department and title; cost centres are the hr 
 Vendors and the catalogue are fixed lists written for this gym; requisitions, orders and receipts are
 drawn with stdlib `random.Random(SEED)`. Run it and commit the result:
 
-    python3 src/agentmill/envs/gyms/procurement/generate.py
+    python3 src/agentmill/tools/gyms/procurement/generate.py
 """
 
 from __future__ import annotations
