@@ -1,4 +1,4 @@
-"""`agentmill env serve`: a gym or a tool task's tools over MCP (streamable HTTP, official `mcp` SDK).
+"""`agentmill tools serve`: a gym or a tool task's tools over MCP (streamable HTTP, official `mcp` SDK).
 
 The MCP server is a thin proxy on loopback: every tool call goes into a bubblewrap sandbox that
 holds the databases, exactly as in a trial (tools are task code, never run in host Python). With

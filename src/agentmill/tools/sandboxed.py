@@ -1,4 +1,4 @@
-"""A throwaway sandbox for one tool task, outside a trial: `env serve`, `check`'s mutants, benchmarks, tests.
+"""A throwaway sandbox for one tool task, outside a trial: `tools serve`, `check`'s mutants, benchmarks, tests.
 
 Trials build their own sandboxes (rollout/trial.py); this is the same image and limits, with the
 rootfs kept where the caller says so the state can be inspected or reused.
