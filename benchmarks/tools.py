@@ -30,18 +30,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # tests.helpers.chat_server, tests.envs.helpers
+    sys.path.insert(0, str(REPO))  # tests.helpers.chat_server, tests.tools.helpers
 
 from agentmill.agents import make_agent  # noqa: E402
-from agentmill.envs import open_tool_session  # noqa: E402
-from agentmill.envs.sandboxed import task_sandbox  # noqa: E402
 from agentmill.images import ImageBuilder  # noqa: E402
 from agentmill.models.client import ModelClient  # noqa: E402
 from agentmill.rollout.trial import run_trial  # noqa: E402
 from agentmill.tasks import load_task  # noqa: E402
+from agentmill.tools import open_tool_session  # noqa: E402
+from agentmill.tools.sandboxed import task_sandbox  # noqa: E402
 from agentmill.verify.outcome import Outcome  # noqa: E402
-from tests.envs.helpers import make_tool_task  # noqa: E402
 from tests.helpers.chat_server import ChatServer, Reply  # noqa: E402
+from tests.tools.helpers import make_tool_task  # noqa: E402
 
 
 def instant_policy(request) -> Reply:

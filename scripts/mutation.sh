@@ -34,8 +34,8 @@ declare -A TESTS=(
   [verify/hardening.py]="tests/verify/test_hardening.py"
   [verify/test_script.py]="tests/verify/test_trials.py tests/verify/test_reward_files.py"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
-  [verify/mutation.py]="tests/verify/test_check_infra.py tests/envs"
-  [verify/sql_state.py]="tests/envs"
+  [verify/mutation.py]="tests/verify/test_check_infra.py tests/tools"
+  [verify/sql_state.py]="tests/tools"
   [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
 )
 # smallest first: a run of the small ones fits in minutes, the sandbox-backed ones take hours on 2 cores

@@ -156,6 +156,16 @@ def test_help_shows_every_option_with_a_line_and_its_default():
                 assert f"[default: {default}" in text, f"agentmill {' '.join(path)} {param.opts[0]}: default not shown"
 
 
+def test_the_old_env_command_is_a_hidden_alias_of_tools():
+    wide = {**os.environ, "COLUMNS": "2000"}
+    listed = agentmill("--help", env=wide).stdout.split()
+    assert "tools" in listed and "env" not in listed  # hidden from --help
+    for sub in ("serve", "export-eog"):
+        new, old = agentmill("tools", sub, "--help", env=wide), agentmill("env", sub, "--help", env=wide)
+        assert new.returncode == old.returncode == 0, old.stderr
+        assert old.stdout.replace("cli env ", "cli tools ", 1) == new.stdout  # the same command
+
+
 def test_square_brackets_in_help_are_text_not_markup():
     r = agentmill("export", "--help", env={**os.environ, "COLUMNS": "2000"})
     assert "TOML file with a [filters] table" in " ".join(r.stdout.split())

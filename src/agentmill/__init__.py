@@ -56,7 +56,7 @@ _PUBLIC: dict[str, str] = {
     "iter_traces": "agentmill.traces.records",
     "FilterSpec": "agentmill.traces.filters",
     "export_run": "agentmill.traces.export",
-    "import_harbor_job": "agentmill.interop.harbor_import",
+    "import_harbor_job": "agentmill.interop.harbor.job_import",
     # recipes
     "Recipe": "agentmill.recipe.schema",
     "load_recipe": "agentmill.recipe.schema",

@@ -74,14 +74,15 @@ def _sources_app() -> typer.Typer:  # task-source generators: their commands liv
 app.add_typer(_sources_app(), name="sources")
 
 
-def _env_apps() -> tuple[typer.Typer, typer.Typer]:  # tool environments: commands live in agentmill.envs.cli
-    from agentmill.envs.cli import env_app, import_app
+def _tools_apps() -> tuple[typer.Typer, typer.Typer]:  # tool-use tasks' gyms: commands live in agentmill.tools.cli
+    from agentmill.tools.cli import import_app, tools_app
 
-    return env_app, import_app
+    return tools_app, import_app
 
 
-app.add_typer(_env_apps()[0], name="env")
-app.add_typer(_env_apps()[1], name="import")
+app.add_typer(_tools_apps()[0], name="tools")
+app.add_typer(_tools_apps()[0], name="env", hidden=True)  # the old name of `tools`: users' scripts keep working
+app.add_typer(_tools_apps()[1], name="import")
 
 
 def _import_harbor() -> (
@@ -89,7 +90,7 @@ def _import_harbor() -> (
 ):  # `agentmill import harbor` sits beside `import eog`; its logic lives in agentmill.interop
     from agentmill.interop.cli import import_harbor_cmd
 
-    _env_apps()[1].command("harbor")(import_harbor_cmd)
+    _tools_apps()[1].command("harbor")(import_harbor_cmd)
 
 
 _import_harbor()

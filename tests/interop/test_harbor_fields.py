@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmill.interop.harbor_import import import_harbor_job
+from agentmill.interop.harbor.job_import import import_harbor_job
 from agentmill.traces.atif import AgentInfo, Trajectory
 from agentmill.traces.export import export_run
 from agentmill.traces.filters import FilterSpec

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentmill.errors import AgentmillError
-from agentmill.interop.harbor_import import import_harbor_job
+from agentmill.interop.harbor.job_import import import_harbor_job
 from agentmill.rollout.status import summarize
 from agentmill.traces.records import iter_traces
 from tests.interop.harbor_job import atif, write_job, write_trial

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from agentmill.errors import AgentmillError
-from agentmill.interop.harbor_import import import_harbor_job
+from agentmill.interop.harbor.config import SANDBOX_IMPORT_PATH, agent_config
+from agentmill.interop.harbor.job_import import import_harbor_job
+from agentmill.interop.harbor.schema import TrialResult as HarborTrial
 from agentmill.rollout.status import summarize
 from agentmill.tasks import sample_dataset_path
 from agentmill.traces.atif import AgentInfo, Step, Trajectory
 from agentmill.traces.export import export_run
 from agentmill.traces.filters import FilterSpec
-from agentmill.traces.harbor_config import SANDBOX_IMPORT_PATH, agent_config
-from agentmill.traces.harbor_schema import TrialResult as HarborTrial
 from agentmill.traces.records import iter_traces
 from tests.conftest import sandbox
 from tests.interop.harbor_job import atif, write_job
@@ -248,7 +248,7 @@ def test_secrets_in_a_trajectory_are_redacted_in_the_job(tmp_path):
 
 
 def test_task_names_from_other_harnesses_make_plain_trial_folder_names(tmp_path):
-    from agentmill.traces.formats_harbor import trial_name
+    from agentmill.interop.harbor.job_export import trial_name
 
     assert trial_name("harbor/hello-world", "abcdef0123") == "hello-world__abcdef0"
     assert trial_name("../../etc/passwd", "abcdef0123") == "passwd__abcdef0"
@@ -317,7 +317,7 @@ def test_a_model_driven_terminus_run_round_trips_to_the_same_sft_rows(tmp_path):
 
 def test_every_agentmill_outcome_has_a_harbor_exception_and_comes_back_as_itself():
     """The mapping is kept by outcome value (traces sit below verify): a new outcome must be added to it."""
-    from agentmill.traces.harbor_schema import EXCEPTION_OF, outcome_of
+    from agentmill.interop.harbor.schema import EXCEPTION_OF, outcome_of
     from agentmill.verify.outcome import Outcome
 
     assert set(EXCEPTION_OF) == {o.value for o in Outcome} - {"passed", "failed"}

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agentmill.rl.policy import PolicyClient, PolicyExhausted, PolicyTurn, scripted, turns_from_completion
+from agentmill.rl.policy import PolicyClient, PolicyExhaustedError, PolicyTurn, scripted, turns_from_completion
 
 
 def test_text_completion_with_reasoning_and_hermes_tool_calls():
@@ -49,7 +49,7 @@ def test_policy_client_answers_then_ends_the_episode():
 
     async def talk():
         got = [(await client.chat([{"role": "user", "content": "go"}])).content for _ in range(2)]
-        with pytest.raises(PolicyExhausted):
+        with pytest.raises(PolicyExhaustedError):
             await client.chat([])
         return got
 

@@ -100,7 +100,7 @@ def test_check_reports_a_task_that_needs_a_judge_and_does_not_call_it_ok(tmp_pat
 
 
 def test_harbor_export_names_unjudged_and_reads_it_back():
-    from agentmill.traces.harbor_schema import error_policy, harbor_exception, outcome_of
+    from agentmill.interop.harbor.schema import error_policy, harbor_exception, outcome_of
 
     kind, _ = harbor_exception("unjudged", "explains: needs a judge", None)
     assert kind == "JudgeNotConfiguredError" and outcome_of(kind, None) == "unjudged"

@@ -11,7 +11,14 @@ from agentmill.sandbox import BwrapSandbox, TmuxSession
 from agentmill.sandbox import tmux as tmux_module
 from agentmill.sandbox.protocol import Capability
 from agentmill.sandbox.tmux import last_line
-from agentmill.sandbox.tmux_channel import ChannelLost, NotSendable, TmuxCommandError, parse_reply, quote, request_lines
+from agentmill.sandbox.tmux_channel import (
+    ChannelLostError,
+    NotSendableError,
+    TmuxCommandError,
+    parse_reply,
+    quote,
+    request_lines,
+)
 from tests.conftest import sandbox
 from tests.sandbox.helpers import fresh_spec, run
 
@@ -286,9 +293,9 @@ def test_errors_notifications_and_shape_problems():
     assert parse_reply(_answer("n", [([], True), ([], True)]), "n", 2) == ""
     with pytest.raises(TmuxCommandError, match="can't find pane: x"):
         parse_reply(_answer("n", [([], True), ([b"can't find pane: x"], False)]), "n", 3)
-    with pytest.raises(ChannelLost):  # fewer answers than commands, without an error
+    with pytest.raises(ChannelLostError):  # fewer answers than commands, without an error
         parse_reply(_answer("n", [([], True)]), "n", 2)
-    with pytest.raises(ChannelLost):  # another request's marks
+    with pytest.raises(ChannelLostError):  # another request's marks
         parse_reply(_answer("other", [([], True)]), "n", 1)
     assert parse_reply(_answer("n", [([b""], True)]), "n", 1) == "\n"  # an empty capture is one newline, as by exec
 
@@ -296,9 +303,9 @@ def test_errors_notifications_and_shape_problems():
 def test_arguments_are_quoted_whole_and_unsendable_ones_refused():
     assert quote("a;") == "'a;'" and quote("it's") == "'it'\\''s'" and quote("") == "''"
     for bad in ("a\nb", "a\0b"):
-        with pytest.raises(NotSendable):
+        with pytest.raises(NotSendableError):
             quote(bad)
-    with pytest.raises(NotSendable):
+    with pytest.raises(NotSendableError):
         request_lines([("send-keys", "-l", "\udc80")], "n")
     assert request_lines([("send-keys", "-t", "main", "-l", "x ; y")], "n").count(b"\n") == 2
 
@@ -368,7 +375,7 @@ def test_a_flood_before_the_answer_closes_the_channel_at_the_limit():
         return flood * (MAX_REPLY // len(flood) + 1024) + _answer(nonce, [([b"late"], True)])
 
     results, _, channel = _with_peer(answer, piece=1 << 16)
-    assert isinstance(results[0], ChannelLost) and results[0].executed is None
+    assert isinstance(results[0], ChannelLostError) and results[0].executed is None
     assert not channel.alive and "MiB" in channel.lost
 
 

@@ -11,8 +11,8 @@ import json
 import re
 from pathlib import Path
 
-from tests.envs.helpers import FIXTURES
 from tests.helpers.chat_server import ChatServer, Reply
+from tests.tools.helpers import FIXTURES
 
 GYM = FIXTURES / "helpdesk"
 SYSTEM = "You are a helpdesk agent for Ardent Mills. Closed tickets are final. Look tickets up before changing them."

@@ -12,8 +12,8 @@ from agentmill.synth.config import SynthConfig
 from agentmill.synth.report import funnel
 from agentmill.synth.store import SynthStore
 from tests.conftest import sandbox
-from tests.envs.helpers import CLOSE_VPN_CALLS, make_tool_task
 from tests.helpers.chat_server import ChatServer, Reply
+from tests.tools.helpers import CLOSE_VPN_CALLS, make_tool_task
 
 PRINTER = (
     "Raise the printer ticket on the third floor to the highest priority, because it blocks the payroll run today."

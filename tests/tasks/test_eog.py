@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agentmill.tasks import load_task
 from agentmill.tasks.eog import export_eog, import_eog
-from tests.envs.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
+from tests.tools.helpers import CLOSE_VPN_VERIFIERS, make_tool_task
 
 AGENTMILL = Path(sys.executable).with_name("agentmill")
 
@@ -115,7 +115,7 @@ def test_an_imported_task_runs_here_once_its_gyms_exist(tmp_path):
     import shutil
 
     shutil.copytree(
-        Path(__file__).parents[1] / "envs" / "fixtures" / "helpdesk", folder / "environment" / "gyms" / "helpdesk"
+        Path(__file__).parents[1] / "tools" / "fixtures" / "helpdesk", folder / "environment" / "gyms" / "helpdesk"
     )
     task = load_task(folder)
     assert task.kind == "tools" and [g.name for g in task.tool_spec.gyms] == ["helpdesk"]

@@ -16,7 +16,7 @@ from agentmill.tasks import load_task
 
 AGENTMILL = Path(sys.executable).with_name("agentmill")
 FIXTURE = Path(__file__).parent / "fixtures" / "eog_hr_procurement.jsonl"
-GYMS = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "envs" / "gyms"
+GYMS = Path(__file__).resolve().parents[2] / "src" / "agentmill" / "tools" / "gyms"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ from agentmill.errors import TaskError
 from agentmill.tasks import load_dataset, load_task
 from agentmill.tasks.kinds import TaskKind, kind_names, register_kind, unregister_kind
 from agentmill.tasks.tool_spec import DatabaseStateVerifier
-from tests.envs.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
+from tests.tools.helpers import CLOSE_VPN_CALLS, CLOSE_VPN_VERIFIERS, make_tool_task
 
 
 def test_a_tool_task_loads_into_the_task_record(tmp_path):

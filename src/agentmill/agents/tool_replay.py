@@ -9,9 +9,9 @@ and replay goes on, as a model's trajectory would.
 from __future__ import annotations
 
 from agentmill.agents.base import AgentResult
-from agentmill.envs.session import ToolSession
-from agentmill.envs.state import require_spec
 from agentmill.tasks.model import Task
+from agentmill.tools.session import ToolSession
+from agentmill.tools.state import require_spec
 from agentmill.traces.atif import Observation, ObservationResult, Step, ToolCall
 
 

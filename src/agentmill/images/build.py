@@ -361,6 +361,8 @@ def _seal(path: Path) -> None:
     subprocess.run(["chmod", "-R", "a+rX,go-w", str(path)], check=True)
 
 
+# A control-flow signal, not an error (so not an AgentmillError): _host_build catches it and starts
+# over, or raises the NetworkFetchError it carries once no retry is left. It never leaves this module.
 class _NetworkRetry(Exception):
     """A RUN step's fetch failed: the host build starts again from an empty tree."""
 

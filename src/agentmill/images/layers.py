@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agentmill.images.errors import ImageBuildError
 from agentmill.images.locks import KeyedLocks
 from agentmill.images.userns import BuildIdentity, run_as_builder, run_in_userns
 from agentmill.runtime.paths import cache_dir, ensure_traversable
@@ -39,8 +40,9 @@ class LayerInfo(BaseModel):
     size_bytes: int = 0  # disk this layer adds over its parent (unchanged files are shared links)
 
 
-class LayerError(Exception):
-    """A step failed; `result` is what the step's runner returned."""
+class LayerError(ImageBuildError):
+    """A step failed; `result` is what the step's runner returned. The builders turn it into the
+    build's own ImageBuildError or NeedsContainerError."""
 
     def __init__(self, message: str, result=None):
         self.result = result

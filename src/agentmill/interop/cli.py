@@ -1,4 +1,4 @@
-"""`agentmill import harbor`: registered on the `import` command group by cli.py (logic: harbor_import.py)."""
+"""`agentmill import harbor`: registered on the `import` command group by cli.py (logic: harbor/job_import.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def import_harbor_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from agentmill.errors import AgentmillError
-    from agentmill.interop.harbor_import import import_harbor_job
+    from agentmill.interop.harbor.job_import import import_harbor_job
 
     columns = (
         TextColumn("importing"),

@@ -349,8 +349,9 @@ def _response_format(mode: str, schema: dict) -> dict:
     return {"type": "json_object", "schema": schema}
 
 
-class StatusError(Exception):
-    """A non-2xx answer; its text reads as the openai SDK's did ("Error code: N - body")."""
+class StatusError(EndpointError):
+    """A non-2xx answer; its text reads as the openai SDK's did ("Error code: N - body"). chat() retries
+    it or raises an EndpointError (or ContextExceededError) of its own: it never leaves this module."""
 
     def __init__(self, response: httpx.Response):
         self.status_code, self.response = response.status_code, response

@@ -15,7 +15,7 @@ _WHERE = {
     for module, names in {
         "episode": ["Episode", "run_episode"],
         "live": ["AgentmillInteraction", "LiveEpisode", "StepResult"],
-        "policy": ["PolicyClient", "PolicyExhausted", "PolicyTurn", "turns_from_completion"],
+        "policy": ["PolicyClient", "PolicyExhausted", "PolicyExhaustedError", "PolicyTurn", "turns_from_completion"],
         "resolve": ["TaskNotFound", "TaskResolver"],
         "reward": [
             "GRPOReward",

@@ -12,7 +12,7 @@ from typing import Any
 from agentmill.agents.base import AgentResult
 from agentmill.agents.registry import make_agent
 from agentmill.images import ImageBuilder
-from agentmill.rl.policy import PolicyClient, PolicyExhausted, Source
+from agentmill.rl.policy import PolicyClient, PolicyExhaustedError, Source
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.trial import run_trial
 from agentmill.sandbox.protocol import Sandbox
@@ -43,7 +43,7 @@ class EpisodeAgent:
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
         try:
             await self.inner.run(task, sandbox, result)
-        except PolicyExhausted:
+        except PolicyExhaustedError:
             result.metadata["policy_exhausted"] = True
 
 

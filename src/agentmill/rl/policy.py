@@ -4,7 +4,7 @@ A trainer produces the model's turns; agentmill's own agents (terminus for termi
 for tool tasks) consume them through `PolicyClient`, which has the model client's `chat` interface.
 So the policy's actions run exactly as a teacher's would: terminus types the reply's keystrokes
 into the sandbox's tmux, the tools agent calls the task's sandboxed tools. When the policy has no
-further turn the client raises `PolicyExhausted`, which ends the episode (then it is verified).
+further turn the client raises `PolicyExhaustedError`, which ends the episode (then it is verified).
 
 Completions arrive as trainers hand them over: a string (verl's decoded response, TRL's standard
 format), an assistant message or a list of messages (TRL's conversational format). Tool calls are
@@ -20,14 +20,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentmill.errors import AgentmillError
 from agentmill.models.client import ChatReply, ClientStats, SamplingParams, ToolCallRequest, Usage
 from agentmill.models.reasoning import split_reasoning
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
-class PolicyExhausted(Exception):
+class PolicyExhaustedError(AgentmillError):
     """The policy has no further turn: the episode ends here (not an agent failure)."""
+
+
+PolicyExhausted = PolicyExhaustedError  # the name agentmill.rl exported first: scripts may import it
 
 
 @dataclass
@@ -103,7 +107,7 @@ class PolicyClient:
     ) -> ChatReply:
         turn = await self.source(messages)
         if turn is None:
-            raise PolicyExhausted()
+            raise PolicyExhaustedError()
         self.stats.requests += 1
         return ChatReply(
             content=turn.content,

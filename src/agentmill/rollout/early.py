@@ -4,7 +4,7 @@ The agent may ask the model meanwhile (terminus asks its first turn, docs/termin
 wait for `SandboxStart.wait()` before it touches the sandbox. The trial keeps three promises here:
 - the agent's time limit counts from the moment the sandbox is ready, not from its start;
 - a sandbox is never stopped while it is still starting;
-- a failed start is the sandbox's failure (`StartFailed`), whatever the agent made of it.
+- a failed start is the sandbox's failure (`EarlyStartError`), whatever the agent made of it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from agentmill.agents.base import Agent, AgentResult, SandboxStart
+from agentmill.errors import SandboxStartError
 from agentmill.rollout.result import Timings
 from agentmill.sandbox.protocol import SandboxSpec
 from agentmill.tasks.behaviour import behaviour_for
@@ -22,7 +23,7 @@ from agentmill.tasks.hashing import hash_text
 from agentmill.tasks.model import Task
 
 
-class StartFailed(Exception):
+class EarlyStartError(SandboxStartError):
     """The sandbox's start failed while the agent ran early: `error` is what the start raised."""
 
     def __init__(self, error: BaseException):
@@ -54,7 +55,7 @@ async def run_early(
     agent: Any, task: Task, sandbox, start: SandboxStart, result: AgentResult, timings: Timings, began: float
 ) -> None:
     """The agent, begun at `began` while its sandbox starts; sets timings.sandbox_start. Returns or
-    raises only once the start is over; a start that failed is raised as StartFailed."""
+    raises only once the start is over; a start that failed is raised as EarlyStartError."""
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(None) as clock:
@@ -83,4 +84,4 @@ async def run_early(
 async def _start_over(ready: asyncio.Future) -> None:
     await asyncio.wait({ready})  # an agent may end (or fail) before its sandbox is ready
     if not ready.cancelled() and ready.exception() is not None:
-        raise StartFailed(ready.exception()) from None
+        raise EarlyStartError(ready.exception()) from None

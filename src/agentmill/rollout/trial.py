@@ -15,7 +15,7 @@ from agentmill.errors import AgentmillError, SandboxError, SandboxStartError
 from agentmill.images import ImageBuilder
 from agentmill.images.errors import ImageBuildError
 from agentmill.models.client import ContextExceededError, EndpointError
-from agentmill.rollout.early import StartFailed, run_early, runs_early, start_key
+from agentmill.rollout.early import EarlyStartError, run_early, runs_early, start_key
 from agentmill.rollout.result import Timings, TrialResult
 from agentmill.runtime.loop_priority import removal_threads, trials_first
 from agentmill.runtime.open_files import allow_open_files
@@ -133,7 +133,7 @@ async def run_trial(
                 )
             else:
                 await quota.guard(run_early(agent, task, sandbox, early, agent_result, timings, t))
-        except StartFailed as e:
+        except EarlyStartError as e:
             result.exception = f"sandbox failed to start: {_brief(e.error)}"
             return result
         except DiskQuotaExceeded as e:  # the agent filled its own disk: its failure, stopped there

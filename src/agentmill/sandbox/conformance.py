@@ -25,8 +25,8 @@ Check = Callable[[Factory], Awaitable[None]]
 CHECKS: dict[str, Check] = {}
 
 
-class ConformanceFailure(AssertionError):
-    """A backend broke a rule of the protocol."""
+class ConformanceFailure(SandboxError, AssertionError):
+    """A backend broke a rule of the protocol (an AssertionError too, so pytest reports it as a failed check)."""
 
 
 def _check(fn: Check) -> Check:

@@ -65,7 +65,7 @@ class Capability:
     # ends the sandbox (sandbox/command.py); without it one command runs through the guest.
     ONE_COMMAND = "one_command"
     # control_dir (a host folder the guest sees at its control path) and uid (the sandbox's host uid): a
-    # guest service such as the tool host serves a unix socket there (envs/session.py); without it, one
+    # guest service such as the tool host serves a unix socket there (tools/session.py); without it, one
     # exec per tool call.
     CONTROL_DIR = "control_dir"
     # guest_socket: the guest's exec socket as pinned at start, for a terminal's control channel

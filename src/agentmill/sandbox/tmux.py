@@ -17,7 +17,13 @@ from collections.abc import Sequence
 
 from agentmill.errors import SandboxError
 from agentmill.sandbox.protocol import Capability, Sandbox
-from agentmill.sandbox.tmux_channel import CLIENT_FLAGS, ChannelLost, NotSendable, TmuxChannel, TmuxCommandError
+from agentmill.sandbox.tmux_channel import (
+    CLIENT_FLAGS,
+    ChannelLostError,
+    NotSendableError,
+    TmuxChannel,
+    TmuxCommandError,
+)
 
 SOCKET = "/tmp/.agentmill-tmux"
 ECHO_TAIL = 24  # characters of the text typed last that a settled look waits to see echoed
@@ -89,9 +95,9 @@ class TmuxSession:
                 return await self._channel.run(commands, timeout)
             except TmuxCommandError as e:
                 raise SandboxError(f"tmux {commands[0][0]} failed (1): {str(e)[:300]}") from None
-            except NotSendable:
+            except NotSendableError:
                 pass  # this one command by exec; the channel stays
-            except ChannelLost as e:
+            except ChannelLostError as e:
                 self._channel, self.channel_note = None, f"lost: {e}"
                 if effects and e.executed is not False:
                     raise SandboxError(
@@ -154,7 +160,7 @@ class TmuxSession:
                 self.cwd,
                 blocks=len(commands),
             )
-        except ChannelLost as e:
+        except ChannelLostError as e:
             self.channel_note = str(e)
             return "unknown"
         flags, _, size = answer.strip().rpartition(" ")

@@ -21,7 +21,7 @@ hold a line such as `%end T N 1`: the output block is therefore closed by the LA
 matches its `%begin`, never the first one.
 
 Trust: everything read here comes from inside the sandbox and is treated as hostile: answers are
-bounded (MAX_REPLY), time-limited, and anything unexpected closes the channel (ChannelLost); the
+bounded (MAX_REPLY), time-limited, and anything unexpected closes the channel (ChannelLostError); the
 caller then falls back to client execs, or, when a command with effects may or may not have run,
 raises (tmux.py). An agent can kill or detach the client, or flood it: that costs it speed, never
 a screen different from what an exec would capture.
@@ -36,6 +36,8 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentmill.errors import SandboxError
+
 CLIENT_FLAGS = "no-output,ignore-size"
 MAX_REPLY = 16 << 20  # as much as an exec's stdout may carry (Sandbox.exec's max_output)
 # What the socket's reader holds while no request runs (it stops reading past twice this): an agent
@@ -45,7 +47,7 @@ OPEN_TIMEOUT = 30.0  # the client starts tmux's server and the session: as long 
 _GUARDS = (b"%end ", b"%error ")
 
 
-class ChannelLost(Exception):
+class ChannelLostError(SandboxError):
     """The control client is gone or its answer broke. `executed`: False when the command was
     never written; None when it was written and its outcome is unknown."""
 
@@ -54,15 +56,15 @@ class ChannelLost(Exception):
         self.executed = executed
 
 
-class TmuxCommandError(Exception):
+class TmuxCommandError(SandboxError):
     """tmux answered a command with %error; the message is tmux's own."""
 
 
-class ReplyTooLarge(Exception):
+class ReplyTooLargeError(SandboxError):
     """More than MAX_REPLY bytes without the answer's end (a flood, or a capture over the limit)."""
 
 
-class NotSendable(ValueError):
+class NotSendableError(SandboxError, ValueError):
     """An argument that cannot travel on one command line (a newline, a NUL, unencodable text)."""
 
 
@@ -70,7 +72,7 @@ def quote(arg: str) -> str:
     """One argument for tmux's command parser, taken whole and literally: inside single quotes
     nothing is special (`;`, `#`, `$`, `~`, `{`, `\\`); a single quote itself goes between them, escaped."""
     if "\n" in arg or "\0" in arg:
-        raise NotSendable("newline or NUL in a tmux argument")
+        raise NotSendableError("newline or NUL in a tmux argument")
     return "'" + arg.replace("'", "'\\''") + "'"
 
 
@@ -86,20 +88,20 @@ def request_lines(commands: Sequence[Sequence[str]], nonce: str) -> bytes:
     try:
         return f"{line}\ndisplay-message -p agentmill-{nonce}-b\n".encode()
     except UnicodeEncodeError as e:  # a lone surrogate: the exec path decides what to do with it
-        raise NotSendable(str(e)) from None
+        raise NotSendableError(str(e)) from None
 
 
 def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
     """The output of the request's commands (the last one's; '' when it printed nothing) from the
     bytes read up to and including the end mark's block. Raises TmuxCommandError on %error and
-    ChannelLost when the answer is not shaped as tmux shapes it."""
+    ChannelLostError when the answer is not shaped as tmux shapes it."""
     lines = data.split(b"\n")
     begin, after, end = (f"agentmill-{nonce}-{m}".encode() for m in "acb")
     try:
         ia = lines.index(begin)
         ib = lines.index(end, ia + 1)
     except ValueError:
-        raise ChannelLost("tmux control answer without its marks") from None
+        raise ChannelLostError("tmux control answer without its marks") from None
     # no error: the first line answered whole, at once (nothing can come between its blocks), up to
     # its closing mark; after an error that mark is missing and the second line's mark ends it
     ic = lines.index(after, ia + 1, ib) if after in lines[ia + 1 : ib] else ib
@@ -109,7 +111,7 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
         and lines[ia + 1].startswith(b"%end ")
         and lines[ic - 1].startswith(b"%begin ")
     ):
-        raise ChannelLost("tmux control answer out of shape")
+        raise ChannelLostError("tmux control answer out of shape")
     region = lines[ia + 2 : ic - 1]  # between the opening mark's block and the closing one's
     output: list[bytes] = []
     blocks, i = 0, 0
@@ -121,7 +123,7 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
         guard = line[len(b"%begin ") :]
         closes = [j for j in range(i + 1, len(region)) if region[j] in (b"%end " + guard, b"%error " + guard)]
         if not closes:
-            raise ChannelLost("tmux control block without its end")
+            raise ChannelLostError("tmux control block without its end")
         blocks += 1
         # only the last command may print; its output may hold forged guard lines: its block ends at the last one
         close = closes[-1] if blocks == n_commands else closes[0]
@@ -132,7 +134,7 @@ def parse_reply(data: bytes, nonce: str, n_commands: int) -> str:
         if blocks == n_commands:
             break
     if blocks != n_commands:
-        raise ChannelLost(f"tmux answered {blocks} of {n_commands} commands")
+        raise ChannelLostError(f"tmux answered {blocks} of {n_commands} commands")
     return (b"\n".join(output) + b"\n").decode("utf-8", "replace") if output else ""
 
 
@@ -151,21 +153,21 @@ class TmuxChannel:
     ) -> tuple[TmuxChannel, str]:
         """Start the control client through the guest (`argv`: tmux -C and the commands it runs
         first, the attach among them) and wait for the answers to those `blocks` commands. Returns
-        the channel and the last command's output; ChannelLost (executed=False) with the reason when
+        the channel and the last command's output; ChannelLostError (executed=False) with the reason when
         a command failed or the client did not stay."""
         try:
             reader, writer = await asyncio.open_unix_connection(str(guest_socket), limit=READ_BUFFER)
         except OSError as e:
-            raise ChannelLost(f"guest unreachable: {e}", executed=False) from None
+            raise ChannelLostError(f"guest unreachable: {e}", executed=False) from None
         channel = cls(reader, writer)
         try:
             writer.write(json.dumps({"op": "attach", "argv": argv, "env": env, "cwd": cwd}).encode() + b"\n")
             ok, text = await asyncio.wait_for(channel._first_answers(blocks), OPEN_TIMEOUT)
-        except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLost) as e:
+        except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLostError) as e:
             ok, text = False, _why(e)
         if not ok:
             channel.close(f"attach failed: {text}")
-            raise ChannelLost(channel.lost, executed=False)
+            raise ChannelLostError(channel.lost, executed=False)
         return channel, text
 
     async def _first_answers(self, blocks: int) -> tuple[bool, str]:
@@ -200,22 +202,22 @@ class TmuxChannel:
 
     async def run(self, commands: Sequence[Sequence[str]], timeout: float) -> str:
         """Run the commands as one tmux command line (they stop at the first error); return the
-        last one's output. TmuxCommandError, ChannelLost, NotSendable (nothing was written)."""
+        last one's output. TmuxCommandError, ChannelLostError, NotSendableError (nothing was written)."""
         nonce = secrets.token_hex(16)
         payload = request_lines(commands, nonce)
         async with self._lock:
             if not self.alive:
                 self.close(self.lost or "the control client exited")
-                raise ChannelLost(self.lost, executed=False)
+                raise ChannelLostError(self.lost, executed=False)
             try:
                 self._writer.write(payload)
                 data = await asyncio.wait_for(self._read_reply(nonce), timeout)
-            except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLarge) as e:
+            except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLargeError) as e:
                 self.close(_why(e))
-                raise ChannelLost(self.lost, executed=None) from None
+                raise ChannelLostError(self.lost, executed=None) from None
         try:
             return parse_reply(data, nonce, len(commands))
-        except ChannelLost as e:
+        except ChannelLostError as e:
             self.close(str(e))
             e.executed = None
             raise
@@ -235,7 +237,7 @@ class TmuxChannel:
                     return bytes(buf[: eol + 1])
             searched = len(buf)
             if searched > MAX_REPLY:
-                raise ReplyTooLarge()
+                raise ReplyTooLargeError()
             chunk = await self._reader.read(1 << 16)
             if not chunk:
                 raise asyncio.IncompleteReadError(bytes(buf), None)
@@ -273,7 +275,7 @@ def _why(e: BaseException) -> str:
         return "no answer in time"
     if isinstance(e, asyncio.IncompleteReadError):
         return "the control client exited (end of stream)"
-    if isinstance(e, ReplyTooLarge):
+    if isinstance(e, ReplyTooLargeError):
         return f"no answer within {MAX_REPLY >> 20} MiB"
     if isinstance(e, ValueError):
         return "malformed answer"

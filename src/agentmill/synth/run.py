@@ -8,8 +8,6 @@ import asyncio
 import time
 from pathlib import Path
 
-from agentmill.envs.sandboxed import task_sandbox
-from agentmill.envs.state import prepare_tool_state, tool_schemas
 from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.synth.box import BoxEnv, run_box
@@ -26,6 +24,8 @@ from agentmill.synth.scheduler import CardQuota, Scheduler, run_workers
 from agentmill.synth.store import SynthStore
 from agentmill.synth.user_cards import barrier_user_cards
 from agentmill.tasks.tool_task import load_tool_task
+from agentmill.tools.sandboxed import task_sandbox
+from agentmill.tools.state import prepare_tool_state, tool_schemas
 
 
 async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -> str:

@@ -343,10 +343,10 @@ def _int(params, name: str, default: int, lo: int, hi: int | None) -> int:
 
 
 def _not_found(message: str) -> Exception:
-    # the viewer's own NotFound makes a 404; imported here (synth may import view, never the reverse)
-    from agentmill.view.trial import NotFound
+    # the viewer's own NotFoundError makes a 404; imported here (synth may import view, never the reverse)
+    from agentmill.view.trial import NotFoundError
 
-    return NotFound(message)
+    return NotFoundError(message)
 
 
 def open_synth_store(path: Path, **_options) -> SynthViewSource | None:

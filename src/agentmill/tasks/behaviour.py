@@ -1,7 +1,7 @@
 """A task kind's behaviour in a trial: the hooks a new kind overrides, with a terminal task's defaults.
 
 Adding a kind is one module: a `KindBehaviour` subclass, and a `TaskKind` (tasks/kinds.py) whose
-`behaviour` names it (tool tasks: envs/task_kind.py). The trial (rollout/trial.py) asks the kind to `begin` its part of a trial (a `KindTrial`: attach,
+`behaviour` names it (tool tasks: tools/task_kind.py). The trial (rollout/trial.py) asks the kind to `begin` its part of a trial (a `KindTrial`: attach,
 prepare, verify, stop); the oracle (agents/oracle.py), the early start (rollout/early.py) and `check`
 (rollout/check.py) call the other hooks; none of them branches on a kind's name.
 """

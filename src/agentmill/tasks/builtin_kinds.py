@@ -10,7 +10,7 @@ register_kind(
         "tools",
         lambda root: declared_kind(root) == "tools",
         tool_task.load_tool_task,
-        behaviour="agentmill.envs.task_kind:TOOLS",
+        behaviour="agentmill.tools.task_kind:TOOLS",
     )
 )
 register_kind(

@@ -9,7 +9,7 @@
     solution/calls.json       reference calls: [{tool, arguments}] or {"calls": [...], "answer": "..."}
 
 Gym names in `gyms` resolve to `environment/gyms/<name>/`, else the bundled gym of that name
-(`agentmill/envs/gyms/<name>/`). `environment/gym/` is the first named gym (overriding a bundled
+(`agentmill/tools/gyms/<name>/`). `environment/gym/` is the first named gym (overriding a bundled
 one of that name), or the task's only gym, named "gym", when `gyms` is empty.
 """
 
@@ -28,7 +28,7 @@ from agentmill.tasks.io import parse_config, read_text
 from agentmill.tasks.model import Task
 from agentmill.tasks.tool_spec import GymRef, ReferenceCall, ToolSpec, Verifier
 
-BUNDLED_GYMS = Path(__file__).resolve().parent.parent / "envs" / "gyms"
+BUNDLED_GYMS = Path(__file__).resolve().parent.parent / "tools" / "gyms"
 _VERIFIER = TypeAdapter(Verifier)
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agentmill.errors import AgentmillError
+from agentmill.registry import load_target
 from agentmill.traces.filters import FilterSpec, Funnel, FunnelStep, emptied_by, relax_hint
 from agentmill.traces.formats import FORMATS, ROW_BUILDERS, dataset_info_entry, rl_rows
-from agentmill.traces.formats_harbor import write_harbor_job
 from agentmill.traces.parallel import RowMaker, export_rules, made_in_order, worker_count
 from agentmill.traces.records import TraceRecord, iter_traces, trial_folders
 from agentmill.traces.render import Reasoning, render
@@ -132,7 +132,7 @@ def write_records(
 ) -> ExportReport:
     """Render and write already-filtered records (the recipe's export stage); rows -> `out`."""
     if fmt in FOLDER_WRITERS:  # one folder per run (harbor-job): `rows` counts the trials written
-        trials, redactions = FOLDER_WRITERS[fmt](records, out, allow_empty=allow_empty)
+        trials, redactions = load_target(FOLDER_WRITERS[fmt])(records, out, allow_empty=allow_empty)
         return ExportReport(out, trials, [], redactions, "")
     counts = {"redactions": 0}
     rows = write_rows(stream_rows(fmt, records, reasoning, counts), out, keep_empty=allow_empty)
@@ -146,7 +146,9 @@ def _rows_report(fmt: str, out: Path, rows: int, redactions: int, allow_empty: b
     return report
 
 
-FOLDER_WRITERS = {"harbor-job": write_harbor_job}  # formats written as a folder, not as rows
+# Formats written as a folder, not as rows: "module:function", imported when used (the Harbor job
+# writer lives with Harbor's other formats in interop/harbor/, which builds on traces)
+FOLDER_WRITERS = {"harbor-job": "agentmill.interop.harbor.job_export:write_harbor_job"}
 
 
 def stream_rows(fmt: str, records: Iterable[TraceRecord], reasoning: Reasoning, counts: dict) -> Iterator[dict]:

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from agentmill.traces.atif import Step, Trajectory
 from agentmill.traces.handoff import current_conversation
-from agentmill.traces.harbor_schema import HARBOR_TEXT_AGENTS
 from agentmill.traces.redact import scrub, scrubbed_as_is
 
 Reasoning = Literal["think", "drop"]
@@ -123,6 +122,12 @@ def sent_tools(trajectory: Trajectory) -> list[dict] | None:
         if isinstance(tools, list):
             return tools
     return None
+
+
+# Harbor's agents that speak in the reply text (JSON keystrokes) and see the terminal as the next
+# user turn, as agentmill's terminus does: their trajectories render as that conversation. Kept here,
+# with the rendering it decides (interop/harbor/ sits above traces and reads it from here).
+HARBOR_TEXT_AGENTS = frozenset({"terminus", "terminus-1", "terminus-2"})
 
 
 def rendering_of(trajectory: Trajectory) -> str:

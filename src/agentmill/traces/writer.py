@@ -42,6 +42,8 @@ def write_rows(rows: Iterable[dict | JsonLine], path: Path, *, keep_empty: bool 
     return n
 
 
+# A control-flow signal, not an error (so not an AgentmillError): raised through atomic_path so the
+# temporary file is discarded, and caught by write_rows right there. It never leaves this module.
 class _Empty(Exception):
     """Zero rows and keep_empty=False: the temporary file is discarded."""
 

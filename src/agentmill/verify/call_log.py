@@ -1,7 +1,7 @@
 """What a tool_execution verifier counts: the tool host's own record of the calls, not the agent's.
 
 The tool host appends one line per call (name, is_error, rows written) beside the databases, where
-only it can write (envs/guest/toolhost.py `log_call`). A look-up is a call that succeeded, to a tool
+only it can write (tools/guest/toolhost.py `log_call`). A look-up is a call that succeeded, to a tool
 the task exposes: an unknown tool, bad arguments or a tool that raised is not one.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from agentmill.envs.state import TOOLS_ROOT
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.tool_spec import ToolSpec
+from agentmill.tools.state import TOOLS_ROOT
 
 CALL_LOG = f"{TOOLS_ROOT}/calls.jsonl"
 

@@ -29,11 +29,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentmill.envs.sandboxed import task_sandbox
-from agentmill.envs.state import PYTHON, TOOLS_ROOT, prepare_tool_state, require_spec
 from agentmill.images import ImageBuilder
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
+from agentmill.tools.sandboxed import task_sandbox
+from agentmill.tools.state import PYTHON, TOOLS_ROOT, prepare_tool_state, require_spec
 from agentmill.traces.atif import Step, ToolCall
 from agentmill.verify import state_diff
 from agentmill.verify.judge import Judge, default_judge
@@ -213,7 +213,8 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
         "argument_values": sorted({json.dumps(v) for c in calls for v in _scalars(c["arguments"])}),
     }
     await sb.write_file(
-        f"{PRIVATE}/mutants.py", (Path(__file__).resolve().parent.parent / "envs" / "guest" / "mutants.py").read_bytes()
+        f"{PRIVATE}/mutants.py",
+        (Path(__file__).resolve().parent.parent / "tools" / "guest" / "mutants.py").read_bytes(),
     )
     await sb.write_file(f"{PRIVATE}/mutants.json", json.dumps(request).encode())
     made = await guest_json(

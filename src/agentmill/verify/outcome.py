@@ -6,6 +6,8 @@ import json
 import math
 from enum import Enum
 
+from agentmill.errors import AgentmillError
+
 
 class Outcome(str, Enum):
     PASSED = "passed"
@@ -36,8 +38,8 @@ class Outcome(str, Enum):
         return self in (Outcome.SANDBOX_ERROR, Outcome.INFRA_ERROR)
 
 
-class RewardError(ValueError):
-    """The verifier wrote no reward, or one that is not a number."""
+class RewardError(AgentmillError, ValueError):
+    """The verifier wrote no reward, or one that is not a number: the task's (its verifier's) failure."""
 
 
 PASS_THRESHOLD = 1.0 - 1e-9

@@ -20,7 +20,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentmill.envs.state import (
+from agentmill.errors import SandboxError
+from agentmill.sandbox.protocol import Sandbox
+from agentmill.sandbox.registry import create_sandbox
+from agentmill.tasks.model import Task
+from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier
+from agentmill.tools.state import (
     PYTHON,
     TOOLS_ROOT,
     ToolEnvError,
@@ -30,11 +35,6 @@ from agentmill.envs.state import (
     sandbox_spec,
     toolhost_source,
 )
-from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Sandbox
-from agentmill.sandbox.registry import create_sandbox
-from agentmill.tasks.model import Task
-from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier
 from agentmill.traces.atif import Step
 from agentmill.verify import state_diff
 from agentmill.verify.call_log import read_calls

@@ -5,7 +5,7 @@ imported or synthesized, and by the mutation audit on each wrong end state. In t
 sandbox: the untouched state is the copy the tool host kept when it built the trial's state (in
 its own sandbox, which the agent cannot write; rebuilt from the task's files where there is none),
 the reference calls (solution/calls.json) are replayed on two copies of it, and each end state is diffed against the untouched one
-(envs/guest/statediff.py). A change the reference did not make is a violation, outside the
+(tools/guest/statediff.py). A change the reference did not make is a violation, outside the
 bookkeeping fields the tools write on their own. Whether the asked-for change was made right is
 the task's verifiers' question, not this one's.
 """
@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentmill.envs.state import (
+from agentmill.errors import SandboxError
+from agentmill.sandbox.protocol import Sandbox
+from agentmill.tasks.model import Task
+from agentmill.tools.state import (
     PYTHON,
     TOOLS_ROOT,
     guest_json,
@@ -24,9 +27,6 @@ from agentmill.envs.state import (
     sandbox_spec,
     toolhost_source,
 )
-from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Sandbox
-from agentmill.tasks.model import Task
 
 NAME = "nothing_else_changed"  # the check's name in reward.json and verifiers.json
 VERIFIER_TYPE = "state_diff"
@@ -55,7 +55,7 @@ async def diff_states(task: Task, sb: Sandbox, finals: dict[str, str]) -> dict:
         spec_path, toolhost = f"{rebuilt}/spec.json", f"{rebuilt}/runtime/toolhost.py"
     script = f"{WORK}/statediff.py"
     await sb.write_file(
-        script, (Path(__file__).resolve().parent.parent / "envs" / "guest" / "statediff.py").read_bytes()
+        script, (Path(__file__).resolve().parent.parent / "tools" / "guest" / "statediff.py").read_bytes()
     )
     request = {
         "toolhost": toolhost,

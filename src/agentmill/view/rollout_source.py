@@ -8,7 +8,7 @@ from agentmill.rollout.folder import resolve_run_dir
 from agentmill.view.index import TrialIndex, read_json
 from agentmill.view.queries import BadQuery, TrialQuery, attempts_of, facets, list_trials
 from agentmill.view.source import register_source
-from agentmill.view.trial import NotFound, load_trial, task_file
+from agentmill.view.trial import NotFoundError, load_trial, task_file
 from agentmill.view.verdicts import judge_for
 
 
@@ -65,13 +65,13 @@ class RolloutSource:
         try:
             row = db.execute("SELECT * FROM trials WHERE trial_id = ?", (trial_id,)).fetchone()
             if row is None:
-                raise NotFound(f"trial {trial_id!r}: not in the ledger")
+                raise NotFoundError(f"trial {trial_id!r}: not in the ledger")
             attempts = attempts_of(db, row["task"], row["task_hash"])
         finally:
             db.close()
         try:
             data = load_trial(self.rollout_dir / "trials", trial_id)
-        except NotFound:  # running, or its folder was lost: the ledger row is all there is
+        except NotFoundError:  # running, or its folder was lost: the ledger row is all there is
             data = {"trial_id": trial_id, "missing_folder": True}
         data["row"] = dict(row)
         data["attempts"] = attempts

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from agentmill.errors import AgentmillError
 from agentmill.view.queries import BadQuery
 from agentmill.view.source import ViewSource
-from agentmill.view.trial import NotFound
+from agentmill.view.trial import NotFoundError
 
 ASSETS = Path(__file__).parent / "assets"
 LOOPBACK = "127.0.0.1"
@@ -98,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             data = handler(params)
         except BadQuery as e:
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
-        except NotFound as e:
+        except NotFoundError as e:
             return self._json(HTTPStatus.NOT_FOUND, {"error": f"not found: {e}"})
         except AgentmillError as e:
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from agentmill.errors import AgentmillError
 from agentmill.view.index import read_json
 
 TEXT_CAP = 2_000_000  # characters of one file shown; the rest is cut with a note
@@ -18,7 +19,7 @@ TASK_FILE_CAP = 300_000
 TASK_LISTING_CAP = 500
 
 
-class NotFound(Exception):
+class NotFoundError(AgentmillError):
     """The trial, or the file asked for, does not exist (or is outside what may be shown)."""
 
 
@@ -37,10 +38,10 @@ def read_text(path: Path, cap: int = TEXT_CAP) -> str | None:
 def trial_folder(trials_dir: Path, trial_id: str) -> Path:
     """The folder of `trial_id`, refusing names that are not plain folder names."""
     if not trial_id or "/" in trial_id or "\\" in trial_id or trial_id in (".", "..") or trial_id.startswith("."):
-        raise NotFound(f"trial {trial_id!r}")
+        raise NotFoundError(f"trial {trial_id!r}")
     folder = trials_dir / trial_id
     if not folder.is_dir():
-        raise NotFound(f"trial {trial_id!r}: no folder")
+        raise NotFoundError(f"trial {trial_id!r}: no folder")
     return folder
 
 
@@ -113,11 +114,11 @@ def task_file(trials_dir: Path, trial_id: str, rel: str) -> dict:
     trial = read_json(trial_folder(trials_dir, trial_id) / "trial.json") or {}
     root = task_dir(trial)
     if root is None:
-        raise NotFound("the task folder no longer exists")
+        raise NotFoundError("the task folder no longer exists")
     root = root.resolve()
     target = (root / rel).resolve()
     if not rel or Path(rel).is_absolute() or not target.is_relative_to(root) or target == root:
-        raise NotFound(f"{rel!r} is not a file of the task")
+        raise NotFoundError(f"{rel!r} is not a file of the task")
     if (root / rel).is_symlink() or not target.is_file():
-        raise NotFound(f"{rel!r} is not a file of the task")
+        raise NotFoundError(f"{rel!r} is not a file of the task")
     return {"path": rel, "text": read_text(target, TASK_FILE_CAP)}

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from agentmill.errors import AgentError
+
 MAX_DURATION = 60.0
 
 
-class ReplyError(ValueError):
-    pass
+class ReplyError(AgentError, ValueError):
+    """The reply cannot be used; the message says why, to the model."""
 
 
 @dataclass

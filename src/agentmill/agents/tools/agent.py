@@ -14,9 +14,9 @@ import json
 
 from agentmill.agents.base import AgentResult, ModelAgentBase
 from agentmill.agents.conversation import Conversation
-from agentmill.envs import open_tool_session
 from agentmill.sandbox.protocol import Sandbox
 from agentmill.tasks.model import Task
+from agentmill.tools import open_tool_session
 
 
 class ToolsAgent(ModelAgentBase):

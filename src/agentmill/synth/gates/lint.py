@@ -14,11 +14,11 @@ import jsonschema
 import sqlglot
 from sqlglot import exp
 
-from agentmill.envs.sandboxed import task_sandbox
-from agentmill.envs.state import ToolEnvError, prepare_tool_state, require_spec, tool_schemas
 from agentmill.errors import SandboxError
 from agentmill.synth.gates.base import GateContext, GateResult
 from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier
+from agentmill.tools.sandboxed import task_sandbox
+from agentmill.tools.state import ToolEnvError, prepare_tool_state, require_spec, tool_schemas
 from agentmill.verify.sql_state import run_queries, stage_query_runner
 from agentmill.verify.tool_lints import sql_problem
 
