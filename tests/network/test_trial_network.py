@@ -112,3 +112,48 @@ def test_a_rollout_records_its_network_and_a_resume_may_not_change_it(tmp_path):
     assert json.loads((out / "config.json").read_text())["network"] == "task"
     refused = rollout("--network", "none")
     assert refused.returncode != 0 and "network: 'task' -> 'none'" in refused.stdout + refused.stderr
+
+
+def test_augments_oracle_check_gives_the_oracle_the_internet_its_task_allows(tmp_path):
+    """A rewrite of a task whose solution needs the network is kept: the augment stage's oracle runs
+    as the task's rollout will, online where the task allows it (planted: the oracle offline, as
+    before; the rewrite was dropped with 'oracle no longer passes'). Its twin: the same task without
+    allow_internet is dropped, so the check still fails a solution that cannot run."""
+    import asyncio
+
+    from agentmill.images import ImageBuilder
+    from agentmill.models.client import ModelClient
+    from agentmill.recipe.llm_cache import CachedModel
+    from agentmill.recipe.records import TaskEntry
+    from agentmill.recipe.schema import Augment
+    from agentmill.recipe.stages.augment import augment_tasks
+    from agentmill.tasks import load_task
+    from tests.helpers.chat_server import ChatServer, Reply
+
+    data = tmp_path / "ds"
+    _task(data, "needs-network", allow=True)
+    _task(data, "offline-task", allow=False)
+    entries = []
+    for name in ("needs-network", "offline-task"):
+        t = load_task(data / name)
+        entries.append(
+            TaskEntry(
+                name=name, path=str(data / name), source="s", content_hash=t.content_hash, instruction=t.instruction
+            )
+        )
+    rewrite = "Please install the PyPI package six at version 1.16.0 into /app/lib, so it can be imported from there."
+    spec = Augment(strategies=["rewrite"], keep_original=False, check_anchors=False, judge=False)
+
+    async def go(url: str):
+        client = ModelClient(base_url=url, model="m", max_retries=0)
+        try:
+            model = CachedModel(client, tmp_path / "llm.sqlite")
+            return await augment_tasks(entries, spec, model, tmp_path / "aug", builder=ImageBuilder(), prompts_dir=None)
+        finally:
+            await client.close()
+
+    with ChatServer(lambda request: Reply(rewrite)) as srv:
+        kept, report = asyncio.run(go(srv.base_url))
+    assert [e.name for e in kept] == ["needs-network~rewrite0"], report.dropped
+    [dropped] = [d for d in report.dropped if "~" in d.name]  # the originals are replaced by design
+    assert dropped.name == "offline-task~rewrite0" and "oracle no longer passes" in dropped.reason

@@ -26,6 +26,7 @@ from agentmill.recipe.schema import Augment, Recipe
 from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.recipe.stages.meaning import judge, lost_anchors, verifier_text
 from agentmill.recipe.stages.model_identity import model_identity
+from agentmill.rollout.network import DEFAULT_NETWORK, agent_internet
 from agentmill.rollout.trial import run_trial
 from agentmill.tasks import load_task
 from agentmill.verify.outcome import Outcome
@@ -106,7 +107,8 @@ async def augment_tasks(
         task = load_task(folder)
         if spec.verify_oracle and task.solution_script:
             async with gate:
-                trial = await run_trial(task, OracleAgent(), builder)
+                # the oracle has the internet where the rewritten task allows it, as its rollout will
+                trial = await run_trial(task, OracleAgent(), builder, internet=agent_internet(DEFAULT_NETWORK, task))
             if trial.outcome is not Outcome.PASSED:
                 return Drop(name=name, reason=f"oracle no longer passes ({trial.outcome.value})")
         return TaskEntry(
