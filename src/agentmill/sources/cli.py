@@ -139,12 +139,33 @@ def stackexchange_cmd(
     min_score: int = typer.Option(0, "--min-score", help="Only questions scored at least this."),
     any_answer: bool = typer.Option(False, "--any-question", help="Also questions without an accepted answer."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N tasks."),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="A judge: tasks judged against a rubric from the accepted answer (optional)."
+    ),
+    judge_base_url: str | None = typer.Option(None, "--judge-base-url", help="The judge's OpenAI-compatible endpoint."),
+    judge_api_key_env: str | None = typer.Option(
+        None, "--judge-api-key-env", help="Environment variable holding the judge's key."
+    ),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight", help="Skip the one-token request that checks the judge before any work."
+    ),
 ) -> None:
-    """One unverified task per question (verifier kind none: SFT data; RL exports refuse them)."""
+    """One task per question: unverified (verifier kind none: SFT data; RL exports refuse them), or,
+    with a judge, judged against a rubric from the accepted answer."""
     from agentmill.sources.stackexchange import generate
+    from agentmill.sources.teacher import check_teacher
 
+    if bool(judge_model) != bool(judge_base_url):
+        _fail("--judge-model and --judge-base-url go together (the judge that writes the rubrics)")
+    judge = (
+        {"name": judge_model, "base_url": judge_base_url, "api_key_env": judge_api_key_env} if judge_model else None
+    )
     try:
-        report = generate(posts, out, tags=tag, min_score=min_score, accepted=not any_answer, limit=limit)
+        if not no_preflight:
+            check_teacher(judge, role="judge", key_hint="--judge-api-key-env")
+        report = generate(
+            posts, out, tags=tag, min_score=min_score, accepted=not any_answer, limit=limit, judge=judge
+        )
     except AgentmillError as e:
         _fail(str(e))
     _summary(report, out)
