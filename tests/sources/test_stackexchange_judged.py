@@ -62,7 +62,9 @@ def test_a_judge_writes_the_rubric_which_only_the_solution_folder_holds(tmp_path
     with ChatServer(judge) as server:
         task_dir = judged_tasks(tmp_path, server)
     [asked] = server.requests
-    assert "Accepted answer:\n```\nfind . -name '*.txt' -exec sed -i 's/foo/bar/g' {} +" in asked["messages"][1]["content"]
+    assert (
+        "Accepted answer:\n```\nfind . -name '*.txt' -exec sed -i 's/foo/bar/g' {} +" in asked["messages"][1]["content"]
+    )
     [task] = load_dataset(task_dir.parent).tasks
     assert task.verified and task.config.metadata["judged"] is True
     rubric = json.loads((task_dir / "solution" / "rubric.json").read_text())

@@ -168,7 +168,9 @@ def test_teacher_bugs_go_through_the_keep_rule_and_each_rejection_says_why(mined
     origins = {t.name: t.config.metadata["origin"] for t in ds.tasks}
     [taught] = [t for t in ds.tasks if origins[t.name] == "teacher"]
     assert len(ds.tasks) == 4 and all(o == "teacher" or o.startswith("ast:") for o in origins.values())
-    assert json.loads((taught.path / "tests" / "f2p.json").read_text()) == ["suite/tests/test_numkit.py::test_sign_negative"]
+    assert json.loads((taught.path / "tests" / "f2p.json").read_text()) == [
+        "suite/tests/test_numkit.py::test_sign_negative"
+    ]
     patch = (taught.path / "solution" / "fix.patch").read_text()
     assert "-    if x < -1:\n+    if x < 0:\n" in patch
     assert len({(t.path / "solution" / "fix.patch").read_text() for t in ds.tasks}) == 4  # no duplicates
@@ -205,7 +207,10 @@ def test_a_reply_becomes_a_small_patch_of_that_function_at_its_indentation():
         ("no code at all", "bad_reply"),
         ("```python\ndef g(self, x):\n    return 1\n```", "bad_reply"),  # another function
         ("```python\ndef f(self, x):\n    if x > 0:\n            return 1\n    return 0\n```", "no_change"),
-        ("```python\ndef f(self, x):\n" + "".join(f"    y{i} = {i}\n" for i in range(8)) + "    return 0\n```", "not_subtle"),
+        (
+            "```python\ndef f(self, x):\n" + "".join(f"    y{i} = {i}\n" for i in range(8)) + "    return 0\n```",
+            "not_subtle",
+        ),
     ]:
         with pytest.raises(TeacherBugError, match=f"^{why}"):
             parse_bug(bad, site, source)

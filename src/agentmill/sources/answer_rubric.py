@@ -65,7 +65,9 @@ SCHEMA = {
 async def write_criteria(question: str, answer: str, client: ModelClient) -> list[str]:
     """The judge's criteria for this question; ValueError when its reply has none."""
     user = f"Question:\n{question}\n\nAccepted answer:\n{answer}"
-    reply = await client.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], json_schema=SCHEMA)
+    reply = await client.chat(
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], json_schema=SCHEMA
+    )
     match = re.search(r"\{.*\}", reply.content or "", re.S)
     try:
         items = json.loads(match.group(0))["criteria"] if match else None

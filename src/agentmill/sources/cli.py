@@ -157,15 +157,11 @@ def stackexchange_cmd(
 
     if bool(judge_model) != bool(judge_base_url):
         _fail("--judge-model and --judge-base-url go together (the judge that writes the rubrics)")
-    judge = (
-        {"name": judge_model, "base_url": judge_base_url, "api_key_env": judge_api_key_env} if judge_model else None
-    )
+    judge = {"name": judge_model, "base_url": judge_base_url, "api_key_env": judge_api_key_env} if judge_model else None
     try:
         if not no_preflight:
             check_teacher(judge, role="judge", key_hint="--judge-api-key-env")
-        report = generate(
-            posts, out, tags=tag, min_score=min_score, accepted=not any_answer, limit=limit, judge=judge
-        )
+        report = generate(posts, out, tags=tag, min_score=min_score, accepted=not any_answer, limit=limit, judge=judge)
     except AgentmillError as e:
         _fail(str(e))
     _summary(report, out)

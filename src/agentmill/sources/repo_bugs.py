@@ -40,8 +40,15 @@ from agentmill.sources.folders import (
 )
 from agentmill.sources.mutations import Mutation, mutations, still_parses
 from agentmill.sources.probe import SuiteRun, run_suite
-from agentmill.sources.teacher_bugs import OPERATOR, FunctionSite, TeacherBugError, bug_messages, function_sites, parse_bug
 from agentmill.sources.projects import Project, from_pypi, from_repo
+from agentmill.sources.teacher_bugs import (
+    OPERATOR,
+    FunctionSite,
+    TeacherBugError,
+    bug_messages,
+    function_sites,
+    parse_bug,
+)
 from agentmill.tasks.hashing import hash_tree
 from agentmill.tasks.io import write_task
 from agentmill.tasks.model import AgentSection, EnvironmentSection, TaskConfig, VerifierSection
@@ -444,5 +451,7 @@ def repo_bugs_tasks_dir(path: Path | str | None, params: dict[str, Any] | None =
     out = cached_output("repo_bugs", *identity)
     if not is_done(out):
         check_teacher(teacher, key_hint="api_key_env of the repo_bugs source's params.model")
-        generate(out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher, teacher_bugs=teacher_bugs)
+        generate(
+            out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher, teacher_bugs=teacher_bugs
+        )
     return out / "tasks"
