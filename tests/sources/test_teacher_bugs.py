@@ -2,8 +2,8 @@
 with bugs, which go through the same keep rule as the AST mutants; it also writes the issues, which
 are refused when they give the bug away. What crossed the wire is checked, and every rejection's reason."""
 
-import asyncio
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentmill.errors import AgentmillError
-from agentmill.rollout.check import check_tasks
 from agentmill.sources.issue_writer import SYSTEM as ISSUE_SYSTEM
 from agentmill.sources.repo_bugs import generate
 from agentmill.sources.teacher_bugs import TeacherBugError, function_sites, parse_bug
-from agentmill.tasks import load_dataset, load_task
+from agentmill.tasks import load_dataset
 from tests.conftest import sandbox
 from tests.helpers.chat_server import ChatServer, Reply
 
@@ -177,11 +176,18 @@ def test_teacher_bugs_go_through_the_keep_rule_and_each_rejection_says_why(mined
 
 
 @sandbox
-def test_a_kept_teacher_bug_passes_check(mined, builder):
+def test_a_kept_teacher_bug_passes_agentmill_check(mined, tmp_path):
     out, _, _ = mined
     taught = next(p for p in (out / "tasks").iterdir() if "-teacher-" in p.name)
-    [r] = asyncio.run(check_tasks([load_task(taught)], builder=builder))
-    assert r.verdict == "ok" and r.oracle.reward == 1.0 and r.nop.reward == 0.0
+    alone = tmp_path / "tasks"
+    shutil.copytree(taught, alone / taught.name)
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "check", str(alone), "--json", str(tmp_path / "check.json")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    [row] = json.loads((tmp_path / "check.json").read_text())
+    assert row["verdict"] == "ok" and row["oracle"]["reward"] == 1.0 and row["nop"]["reward"] == 0.0, row
 
 
 @sandbox
