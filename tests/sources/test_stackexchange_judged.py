@@ -180,3 +180,25 @@ def test_what_the_agent_saw_holds_no_rubric_and_no_judge_means_unjudged(tmp_path
             [judged] = [q for q in judge_server.requests if q["messages"][0]["content"] == verify_judge.SYSTEM]
             assert unfence(judged["messages"][1]["content"])[1] == {"answer_file": HONEST}
     assert outcomes == {False: ("unjudged", None), True: ("passed", 1.0)}
+
+
+def test_a_recipe_source_with_a_judge(tmp_path, monkeypatch, declared_source_kinds):
+    from agentmill.errors import AgentmillError
+    from agentmill.recipe.schema import load_recipe
+    from agentmill.recipe.stages.sources import load_sources
+    from tests.conftest import scratch_cache
+
+    monkeypatch.setenv("AGENTMILL_CACHE", str(scratch_cache(tmp_path)))
+    recipe = tmp_path / "r.toml"
+    head = f'[[sources]]\nname = "su"\nkind = "stackexchange"\npath = "{POSTS}"\n'
+    with ChatServer(judge) as server:
+        recipe.write_text(
+            head + f'params = {{ tags = ["sed"], judge = {{ name = "j", base_url = "{server.base_url}" }} }}\n'
+        )
+        tasks, _ = load_sources(load_recipe(recipe)[0])
+    [task] = tasks
+    assert "/app/answer.md" in task.instruction and len(server.probes) == 1  # preflighted once
+    assert load_task(Path(task.path)).config.metadata["judged"] is True
+    recipe.write_text(head + 'params = { judge = { name = "j", url = "http://x" } }\n')
+    with pytest.raises(AgentmillError, match="params.model needs name and base_url|params.judge"):
+        load_sources(load_recipe(recipe)[0])
