@@ -1,14 +1,18 @@
 """Task sources: tasks per minute of each generator kind on this machine, end to end (generation,
 image builds and the admission `check` of every candidate in the sandbox).
 
-    .venv/bin/python benchmarks/sources.py [--kinds functions,stackexchange,generate,repo_bugs]
+    .venv/bin/python benchmarks/sources.py [--kinds functions,stackexchange,generate,repo_bugs,...]
                                            [--rows 24] [--max 6] [--pypi NAME==VERSION] [--workdir /tmp/bench-sources]
 
 functions: the test fixture's good rows, repeated with distinct ids up to --rows; stackexchange: the
 test fixture's Posts.xml (unverified tasks: no check, so it measures parsing and writing); generate:
 the scripted teacher of tests/sources/test_generate.py (a real local HTTP server; the model's time is
 not measured, the checks are); repo_bugs: the test's five-function git project (--max tasks), or a
-PyPI project with --pypi (downloads it). Printed per kind: kept/candidates, seconds, tasks per minute.
+PyPI project with --pypi (downloads it); repo_bugs_teacher: the teacher path, the scripted teacher of
+tests/sources/test_teacher_bugs.py writing bugs for every function of its project and the issues
+(--max tasks); stackexchange_judged: the fixture's questions with a scripted judge writing each
+rubric (generation only: a judged task is checked at rollout, by the rollout's judge). Printed per
+kind: kept/candidates, seconds, tasks per minute.
 """
 
 from __future__ import annotations
@@ -66,6 +70,37 @@ def bench_repo_bugs(work: Path, max_tasks: int, pypi: str | None):
     return generate(work / "out-repo-bugs", repos=[repo], max_tasks=max_tasks, seed=3)
 
 
+def bench_repo_bugs_teacher(work: Path, max_tasks: int):
+    from agentmill.sources.repo_bugs import generate
+    from tests.helpers.chat_server import ChatServer
+    from tests.sources.test_teacher_bugs import make_repo, teacher
+
+    repo = make_repo(work / "numkit")
+    with ChatServer(teacher) as server:
+        report = generate(
+            work / "out-repo-bugs-teacher",
+            repos=[repo],
+            max_tasks=max_tasks,
+            seed=5,
+            teacher={"name": "teacher", "base_url": server.base_url},
+            teacher_bugs=5,
+        )
+    t = report.extra["projects"][0]["teacher"]
+    print(f"{'':14s} teacher: {t['asked']} asked, {t['refused']} refused, {t['tried']} tried, {t['kept']} kept")
+    return report
+
+
+def bench_stackexchange_judged(work: Path, rows: int):
+    from agentmill.sources.stackexchange import generate
+    from tests.helpers.chat_server import ChatServer
+    from tests.sources.test_stackexchange_judged import judge
+
+    with ChatServer(judge) as server:
+        return generate(
+            FIXTURES / "Posts.xml", work / "out-se-judged", judge={"name": "judge", "base_url": server.base_url}
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kinds", default="functions,stackexchange,generate,repo_bugs")
@@ -81,6 +116,10 @@ def main() -> None:
         t0 = time.monotonic()
         if kind == "repo_bugs":
             report = bench_repo_bugs(args.workdir, args.max, args.pypi)
+        elif kind == "repo_bugs_teacher":
+            report = bench_repo_bugs_teacher(args.workdir, args.max)
+        elif kind == "stackexchange_judged":
+            report = bench_stackexchange_judged(args.workdir, args.rows)
         else:
             report = {"functions": bench_functions, "stackexchange": bench_stackexchange, "generate": bench_generate}[
                 kind

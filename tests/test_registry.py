@@ -105,7 +105,7 @@ print(source_kinds(), VIEW_SOURCES.names(), JUDGED_STEPS.names(), agent_names(),
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == (
-        "['functions', 'generate', 'grounded', 'harbor', 'repo_bugs', 'stackexchange', 'synth'] ['rollout', 'synth'] ['grounded'] "
+        "['functions', 'generate', 'grounded', 'harbor', 'repo_bugs', 'stackexchange', 'synth'] ['rollout', 'synth'] ['grounded', 'stackexchange'] "
         "('nop', 'oracle', 'terminus', 'tools') ['local', 'processes', 'ray'] "
         "['tools', 'terminal', 'terminal-bench'] ['bwrap', 'bwrap-overlay'] True"
     )

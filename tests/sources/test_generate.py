@@ -168,3 +168,21 @@ def test_the_cli_and_a_recipe_source_use_the_same_teacher(tmp_path, monkeypatch,
         )
         tasks, _ = load_sources(load_recipe(recipe)[0])
     assert [t.name.rsplit("-", 1)[0] for t in tasks] == ["gen/greeting-file"]
+
+
+def test_a_dead_teacher_is_one_clear_error_before_any_work(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port nobody listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "agentmill.cli", "sources", "generate", "--topic", "jq", "--model", "t",
+         "--base-url", dead, "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and "preflight: teacher endpoint" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()

@@ -269,6 +269,7 @@ def test_a_teacher_rewrites_the_issue_unless_it_gives_the_bug_away(tmp_path, bui
             seed=3,
             builder=builder,
             teacher={"name": "teacher", "base_url": server.base_url},
+            teacher_bugs=0,  # the issues only (teacher-written bugs: test_teacher_bugs.py)
         )
     assert len(server.requests) == 3
     for r in server.requests:  # the teacher saw the symptom, never the patch

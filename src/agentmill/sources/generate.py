@@ -239,6 +239,9 @@ def generate_tasks_dir(path: Path | str | None, params: dict[str, Any] | None = 
     identity = json.dumps([topics, model.get("name"), per_topic], sort_keys=True)  # not the URL: it moves
     out = cached_output("generate", VERSION, identity)
     if not is_done(out):
+        from agentmill.sources.teacher import check_teacher
+
+        check_teacher(model, key_hint="api_key_env of the generate source's params.model")
         generate(
             topics,
             out,

@@ -2,8 +2,9 @@
 
 The teacher sees only what the template already shows (the failing tests' names and assertion
 text, the project's name), never the patch. Its text is used only if it still hides the bug: it
-must not name the changed file, quote a changed line or show a diff; otherwise the template stays
-and the report counts the refusal."""
+must not name the changed file, quote a changed line, the mutated expression or the changed
+function's body, or show a diff or a line number; otherwise the template stays and the report
+says why, per task."""
 
 from __future__ import annotations
 
@@ -20,8 +21,25 @@ End with: "Please fix the library so the test suite passes again (the tests must
 Reply with the issue text only (Markdown)."""
 
 
-def leaks(text: str, patch: str) -> str | None:
-    """Why a teacher's issue gives the bug away, or None."""
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+_LEAD = re.compile(r"^(?:(?:el)?if|while|return|assert|yield|not|for .+? in|with)\s+")
+
+
+def _expression(line: str) -> str:
+    """The expression a changed line holds: without its keyword, assignment target and trailing colon."""
+    line = line.strip().rstrip(":").strip()
+    line = _LEAD.sub("", line)
+    target = re.match(r"^[\w.\[\]]+\s*[-+*/%|&^]?=(?!=)\s*", line)
+    return line[target.end() :] if target else line
+
+
+def leaks(text: str, patch: str, function_source: str = "") -> str | None:
+    """Why a teacher's issue gives the bug away, or None: it names the changed file, quotes a changed
+    line or the mutated expression (either version, spacing aside), quotes a line of the changed
+    function's body, or shows a diff or a line number."""
     files = set(re.findall(r"^\+\+\+ b/(\S+)", patch, re.M))
     for f in files:
         if f in text or Path(f).name in text:
@@ -30,9 +48,34 @@ def leaks(text: str, patch: str) -> str | None:
     for line in changed:
         if len(line) > 8 and line in text:
             return f"quotes a changed line: {line[:60]}"
+    squeezed = _squeeze(text)
+    for line in changed:
+        expr = _squeeze(_expression(line))
+        if len(expr) >= 4 and not re.fullmatch(r"[\w.]+", expr) and expr in squeezed:  # a bare name says nothing
+            return f"quotes the mutated expression: {_expression(line)[:60]}"
+    for line in function_source.splitlines():
+        body = line.strip()
+        if len(body) > 12 and not body.startswith(("def ", "async def ", "@", "#")) and body in text:
+            return f"quotes the changed function's code: {body[:60]}"
     if "@@ " in text or re.search(r"\bline \d+", text):
         return "shows a diff or a line number"
     return None
+
+
+def changed_function(task: Path) -> str:
+    """The changed function's source as the agent's copy has it (the buggy file), or '' if not found."""
+    import tomllib
+
+    from agentmill.sources.teacher_bugs import function_sites
+
+    patch = (task / "solution" / "fix.patch").read_text(encoding="utf-8")
+    found = re.search(r"^\+\+\+ b/(\S+)", patch, re.M)
+    try:
+        name = tomllib.loads((task / "task.toml").read_text(encoding="utf-8"))["metadata"]["function"]
+        source = (task / "environment" / "project" / found.group(1)).read_text(encoding="utf-8") if found else ""
+    except (OSError, KeyError, ValueError):
+        return ""
+    return next((site.text for site in function_sites(source) if site.qualname == name), "")
 
 
 async def rewrite_issues(task_dirs: list[Path], client: ModelClient) -> dict[str, str]:
@@ -47,7 +90,8 @@ async def rewrite_issues(task_dirs: list[Path], client: ModelClient) -> dict[str
             kept[task.name] = f"endpoint: {e}"
             return
         text = (reply.content or "").strip()
-        why = "empty reply" if not text else leaks(text, (task / "solution" / "fix.patch").read_text(encoding="utf-8"))
+        patch = (task / "solution" / "fix.patch").read_text(encoding="utf-8")
+        why = "empty reply" if not text else leaks(text, patch, changed_function(task))
         if why:
             kept[task.name] = why
             return

@@ -12,6 +12,7 @@ text), never the file, line or fix.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import hashlib
 import json
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
+from agentmill.models.client import EndpointError, ModelClient
 from agentmill.runtime.paths import scratch_temp
 from agentmill.sources.folders import (
     SourceReport,
@@ -39,11 +41,19 @@ from agentmill.sources.folders import (
 from agentmill.sources.mutations import Mutation, mutations, still_parses
 from agentmill.sources.probe import SuiteRun, run_suite
 from agentmill.sources.projects import Project, from_pypi, from_repo
+from agentmill.sources.teacher_bugs import (
+    OPERATOR,
+    FunctionSite,
+    TeacherBugError,
+    bug_messages,
+    function_sites,
+    parse_bug,
+)
 from agentmill.tasks.hashing import hash_tree
 from agentmill.tasks.io import write_task
 from agentmill.tasks.model import AgentSection, EnvironmentSection, TaskConfig, VerifierSection
 
-VERSION = "1"
+VERSION = "2"  # 2: teacher-written bugs, the origin in task.toml
 FILES = Path(__file__).with_name("verifier_files")
 MAX_BROKEN = 0.5  # a mutant failing more than this share of the passing tests is a crash, not a bug report
 
@@ -109,6 +119,45 @@ def _ordered(candidates: list[tuple[Path, Mutation]], seed: int) -> list[tuple[P
     return out
 
 
+def _mixed(teacher: list[tuple[Path, Mutation]], ast_sites: list[tuple[Path, Mutation]]):
+    """Teacher candidates and AST mutants dealt in turn (teacher first): both origins get tried."""
+    for i in range(max(len(teacher), len(ast_sites))):
+        yield from teacher[i : i + 1]
+        yield from ast_sites[i : i + 1]
+
+
+async def _teacher_candidates(
+    project: Project, client: ModelClient | None, count: int, seed: int, report: SourceReport, stats: dict[str, Any]
+) -> list[tuple[Path, Mutation]]:
+    """Ask the teacher to rewrite `count` functions (chosen by `seed`) with a bug; the replies that
+    parse into a small change are candidates, the others are dropped with their reason."""
+    stats["teacher"] = {"asked": 0, "refused": 0, "tried": 0, "valid": 0}
+    if client is None or count <= 0:
+        return []
+    sources = {rel: (project.root / rel).read_text(encoding="utf-8", errors="replace") for rel in project.sources}
+    sites = [(rel, site) for rel, text in sources.items() for site in function_sites(text)]
+    chosen = random.Random(seed).sample(sites, min(count, len(sites)))
+    stats["teacher"]["asked"] = len(chosen)
+    gate = asyncio.Semaphore(4)
+
+    async def ask(rel: Path, site: FunctionSite) -> tuple[Path, Mutation] | None:
+        label = f"{slug(project.label, 30)}-teacher-{site.qualname}"
+        try:
+            async with gate:
+                reply = await client.chat(bug_messages(site, project.label))
+            return rel, parse_bug(reply.content or "", site, sources[rel])
+        except TeacherBugError as e:
+            code, _, detail = str(e).partition(": ")
+            report.drop(label, code, f"{rel}: {site.qualname}: {detail}")
+        except EndpointError as e:  # the endpoint's failure costs this candidate, not the run
+            report.drop(label, "endpoint", f"{rel}: {site.qualname}: {e}")
+        stats["teacher"]["refused"] += 1
+        return None
+
+    found = await asyncio.gather(*(ask(rel, site) for rel, site in chosen))
+    return [c for c in found if c is not None]
+
+
 def _symptom(message: str, hidden: list[str]) -> str:
     """The assertion text of a failure, without paths, line numbers or the library's file names."""
     lines = [ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ")]
@@ -148,6 +197,7 @@ def _task_folder(
     p2p: list[str],
     mutation: Mutation,
     tests_dir: Path,
+    origin: str,
 ) -> Path:
     patch = "".join(difflib.unified_diff(buggy.splitlines(True), original.splitlines(True), f"a/{rel}", f"b/{rel}"))
     deps = (
@@ -160,6 +210,7 @@ def _task_folder(
             "source": "repo_bugs",
             "project": project.label,
             "operator": mutation.operator,
+            "origin": origin,  # "ast:<operator>" or "teacher"
             "function": mutation.function,
             "fail_to_pass": len(f2p),
             "pass_to_pass": len(p2p),
@@ -193,9 +244,19 @@ def _task_folder(
 
 
 async def mine(
-    project: Project, out: Path, report: SourceReport, *, max_tasks: int, seed: int, max_tries: int | None = None
+    project: Project,
+    out: Path,
+    report: SourceReport,
+    *,
+    max_tasks: int,
+    seed: int,
+    max_tries: int | None = None,
+    teacher: ModelClient | None = None,
+    teacher_bugs: int = 0,
 ) -> dict[str, Any]:
-    """Find up to `max_tasks` distinct valid bugs in `project`, written as candidates under out/candidates."""
+    """Find up to `max_tasks` distinct valid bugs in `project`, written as candidates under out/candidates.
+    With a `teacher`, `teacher_bugs` functions are also rewritten by it with a bug, and those candidates
+    are dealt in turn with the AST mutants through the same keep rule."""
     t0 = time.monotonic()
     work = scratch_temp("repo-bugs")
     stats: dict[str, Any] = {"project": project.label, "tried": 0, "valid": 0, "reasons": {}}
@@ -219,9 +280,10 @@ async def mine(
             for m in mutations((project.root / rel).read_text(encoding="utf-8", errors="replace"))
         ]
         stats["sites"] = len(sites)
+        teacher_sites = await _teacher_candidates(project, teacher, teacher_bugs, seed, report, stats)
         seen: set[str] = set()
         budget = max_tries or max_tasks * 12
-        for rel, m in _ordered(sites, seed):
+        for rel, m in _mixed(teacher_sites, _ordered(sites, seed)):
             if stats["valid"] >= max_tasks or stats["tried"] >= budget:
                 break
             original = (project.root / rel).read_text(encoding="utf-8", errors="replace")
@@ -230,9 +292,12 @@ async def mine(
             if key in seen or not still_parses(buggy):  # the same patch as an earlier mutant: not run again
                 why = "duplicate" if key in seen else "does_not_parse"
                 stats["reasons"][why] = stats["reasons"].get(why, 0) + 1
+                if m.operator == OPERATOR:
+                    report.drop(f"{slug(project.label, 30)}-teacher-{m.function}", why, f"{rel}: {m.function}")
                 continue
             seen.add(key)
             stats["tried"] += 1
+            origin = "teacher" if m.operator == OPERATOR else f"ast:{m.operator}"
             (app / rel).write_text(buggy, encoding="utf-8")
             try:
                 run = await run_suite(app, tests_dir, pythonpath=pypath, extra_mounts=mounts, timeout=timeout)
@@ -250,6 +315,12 @@ async def mine(
                 if len(f2p) > MAX_BROKEN * len(passing)
                 else None
             )
+            if m.operator == OPERATOR:  # each teacher bug is listed with its reason (AST mutants are counted)
+                stats["teacher"]["tried"] += 1
+                if why:
+                    report.drop(f"{slug(project.label, 30)}-teacher-{m.function}", why, f"{rel}: {m.function}")
+                else:
+                    stats["teacher"]["valid"] += 1
             if why:
                 stats["reasons"][why] = stats["reasons"].get(why, 0) + 1
                 continue
@@ -257,7 +328,7 @@ async def mine(
             p2p = sorted(set(passing) - set(f2p))
             name = f"{slug(project.label, 30)}-{m.operator.replace('_', '-')}-{key[:8]}"
             report.candidates += 1
-            _task_folder(out / "candidates" / name, project, rel, buggy, original, run, f2p, p2p, m, tests_dir)
+            _task_folder(out / "candidates" / name, project, rel, buggy, original, run, f2p, p2p, m, tests_dir, origin)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     stats["mining_seconds"] = round(time.monotonic() - t0, 1)
@@ -275,11 +346,14 @@ def generate(
     concurrency: int = 4,
     builder=None,
     teacher: dict[str, Any] | None = None,
+    teacher_bugs: int | None = None,
 ) -> SourceReport:
     """Mine every project, then admit the candidates with `check`; per-project throughput in the report.
-    `teacher` ({name, base_url, api_key_env}): the issue texts are rewritten by that model (issue_writer.py)."""
+    `teacher` ({name, base_url, api_key_env}): that model also writes bugs (`teacher_bugs` functions per
+    project rewritten, default `max_tasks`; teacher_bugs.py) and rewrites the issue texts (issue_writer.py)."""
     if not pypi and not repos:
         raise AgentmillError("repo_bugs: give --pypi NAME==VERSION or --repo DIR")
+    asked = (max_tasks if teacher_bugs is None else teacher_bugs) if teacher else 0
     fresh_output(out)
     report = SourceReport(kind="repo_bugs")
     t0 = time.monotonic()
@@ -287,9 +361,25 @@ def generate(
     for where, pin in [("pypi", p) for p in pypi] + [("repo", r) for r in repos]:
         with tempfile.TemporaryDirectory(prefix="repo-bugs-src-") as tmp:
             project = from_pypi(pin, Path(tmp)) if where == "pypi" else from_repo(Path(pin), Path(tmp))
-            projects.append(run_sync(mine(project, out, report, max_tasks=max_tasks, seed=seed, max_tries=max_tries)))
+            projects.append(
+                run_sync(
+                    _with_teacher(
+                        teacher,
+                        lambda client, project=project: mine(
+                            project,
+                            out,
+                            report,
+                            max_tasks=max_tasks,
+                            seed=seed,
+                            max_tries=max_tries,
+                            teacher=client,
+                            teacher_bugs=asked,
+                        ),
+                    )
+                )
+            )
     if teacher:
-        report.extra["template_kept"] = run_sync(_teacher_issues(out, teacher))
+        report.extra["template_kept"] = run_sync(_with_teacher(teacher, lambda client: _teacher_issues(out, client)))
     t_check = time.monotonic()
     run_sync(
         admit(
@@ -307,6 +397,7 @@ def generate(
         kept = sum(name.startswith(label + "-") for name in report.kept)
         share = check_seconds * p["valid"] / max(1, report.candidates)
         p |= {"kept": kept, "seconds": round(p["mining_seconds"] + share, 1)}
+        p["teacher"]["kept"] = sum(name.startswith(f"{label}-{OPERATOR}-") for name in report.kept)
         p["tasks_per_minute"] = round(60 * kept / p["seconds"], 2) if p["seconds"] else 0.0
     report.extra["projects"] = projects
     report.write(out)
@@ -314,40 +405,53 @@ def generate(
     return report
 
 
-async def _teacher_issues(out: Path, teacher: dict[str, Any]) -> dict[str, str]:
-    from agentmill.models.client import ModelClient
-    from agentmill.sources.issue_writer import rewrite_issues
-
+async def _with_teacher(teacher: dict[str, Any] | None, work):
+    """`work(client)` with the teacher's client open (None without a teacher), closed after."""
+    if not teacher:
+        return await work(None)
     client = ModelClient.from_env(
         base_url=teacher["base_url"], model=teacher["name"], api_key_env=teacher.get("api_key_env"), max_retries=2
     )
     try:
-        return await rewrite_issues(sorted((out / "candidates").iterdir()), client)
+        return await work(client)
     finally:
         await client.close()
 
 
+async def _teacher_issues(out: Path, client: ModelClient) -> dict[str, str]:
+    from agentmill.sources.issue_writer import rewrite_issues
+
+    return await rewrite_issues(sorted((out / "candidates").iterdir()), client)
+
+
 def repo_bugs_tasks_dir(path: Path | str | None, params: dict[str, Any] | None = None) -> Path:
     """`[[sources]] kind = "repo_bugs"`: `path` a git checkout, or params.pypi = "NAME==VERSION" (or a
-    list); params max (tasks per project, default 10), seed. Generated once into the agentmill cache."""
+    list); params max (tasks per project, default 10), seed, model ({ name, base_url, api_key_env }: the
+    teacher that writes bugs and issues), teacher_bugs (functions it rewrites per project, default max).
+    Generated once into the agentmill cache."""
+    from agentmill.sources.teacher import check_teacher, teacher_spec
+
     params = dict(params or {})
     pypi = params.pop("pypi", [])
     pypi = [pypi] if isinstance(pypi, str) else list(pypi)
     max_tasks, seed = int(params.pop("max", 10)), int(params.pop("seed", 0))
-    teacher = params.pop("model", None)  # { name, base_url, api_key_env }: the issue writer
+    teacher = teacher_spec(params.pop("model", None), "repo_bugs source")
+    teacher_bugs = params.pop("teacher_bugs", None)
     if params:
         raise AgentmillError(
-            f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} (known: pypi, max, seed, model)"
+            f"repo_bugs source: unknown option(s) {', '.join(sorted(params))} "
+            "(known: pypi, max, seed, model, teacher_bugs)"
         )
-    if teacher is not None and not (isinstance(teacher, dict) and teacher.get("name") and teacher.get("base_url")):
-        raise AgentmillError(
-            "repo_bugs source: params.model needs name and base_url (the teacher that writes the issues)"
-        )
+    if teacher_bugs is not None and (not isinstance(teacher_bugs, int) or teacher_bugs < 0 or not teacher):
+        raise AgentmillError("repo_bugs source: params.teacher_bugs is a count (>= 0) and needs params.model")
     repos = [Path(path)] if path else []
-    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed, teacher and teacher["name"]])] + [
+    identity = [VERSION, json.dumps([sorted(pypi), max_tasks, seed, teacher and teacher["name"], teacher_bugs])] + [
         hash_tree(r) for r in repos
     ]  # the teacher by name, not by its URL (it moves)
     out = cached_output("repo_bugs", *identity)
     if not is_done(out):
-        generate(out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher)
+        check_teacher(teacher, key_hint="api_key_env of the repo_bugs source's params.model")
+        generate(
+            out, pypi=pypi, repos=repos, max_tasks=max_tasks, seed=seed, teacher=teacher, teacher_bugs=teacher_bugs
+        )
     return out / "tasks"

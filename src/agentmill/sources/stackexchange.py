@@ -20,7 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from agentmill.errors import AgentmillError
-from agentmill.sources.folders import REPORT, SourceReport, cached_output, is_done, mark_done, slug, timed
+from agentmill.sources import answer_rubric
+from agentmill.sources.folders import (
+    REPORT,
+    SourceReport,
+    cached_output,
+    heredoc,
+    is_done,
+    mark_done,
+    run_sync,
+    slug,
+    timed,
+)
 from agentmill.sources.html_markdown import html_to_markdown
 from agentmill.tasks.hashing import hash_file
 from agentmill.tasks.io import write_task
@@ -133,25 +144,86 @@ def dockerfile(packages: list[str]) -> str:
     return f"FROM debian:bookworm-slim\n{install}WORKDIR /app\n"
 
 
-def task_for(dest: Path, q: Question, answer: str) -> Path:
+def task_for(dest: Path, q: Question, answer: str, rubric: dict[str, Any] | None = None) -> Path:
+    """An unverified task; with a `rubric` (answer_rubric.py), a judged one: the agent writes its answer
+    to /app/answer.md, the test script hands it over, the judge scores it against the rubric."""
     instruction = f"# {html_to_markdown(q.title).strip()}\n\n{html_to_markdown(q.body)}"
+    metadata: dict[str, Any] = {"source": "stackexchange", "question": q.id, "tags": q.tags, "score": q.score}
+    if rubric is not None:
+        instruction += answer_rubric.INSTRUCTION
+        metadata["judged"] = True
     config = TaskConfig(
-        metadata={"source": "stackexchange", "question": q.id, "tags": q.tags, "score": q.score},
+        metadata=metadata,
         agent=AgentSection(timeout_sec=900),
-        verifier=VerifierSection(kind="none"),
+        verifier=VerifierSection(kind="tests" if rubric is not None else "none"),
         environment=EnvironmentSection(memory_mb=1024),
     )
-    root = write_task(dest, instruction=instruction, config=config, test_sh="", dockerfile=dockerfile(packages_for(q)))
-    shutil.rmtree(root / "tests")  # no verifier: nothing to stage
-    (root / "solution").mkdir()
-    (root / "solution" / "reference.md").write_text(html_to_markdown(answer), encoding="utf-8")
+    reference = html_to_markdown(answer)
+    root = write_task(
+        dest,
+        instruction=instruction,
+        config=config,
+        test_sh=answer_rubric.TEST_SH if rubric is not None else "",
+        solve_sh=("#!/bin/bash\n" + heredoc(answer_rubric.ANSWER, reference)) if rubric is not None else None,
+        dockerfile=dockerfile(packages_for(q)),
+    )
+    if rubric is None:
+        shutil.rmtree(root / "tests")  # no verifier: nothing to stage
+    (root / "solution").mkdir(exist_ok=True)
+    (root / "solution" / "reference.md").write_text(reference, encoding="utf-8")
+    if rubric is not None:  # only an oracle's sandbox mounts solution/; the judged step reads it on the host
+        (root / "solution" / answer_rubric.RUBRIC).write_text(json.dumps(rubric, indent=1) + "\n", encoding="utf-8")
     return root
 
 
+async def _criteria(
+    chosen: list[tuple[str, Question, str]], judge: dict[str, Any], report: SourceReport
+) -> dict[str, list[str] | None]:
+    """The judge's criteria per task name (None where it gave none: the general criterion stands)."""
+    import asyncio
+
+    from agentmill.models.client import EndpointError, ModelClient, SamplingParams
+
+    client = ModelClient.from_env(
+        base_url=judge["base_url"],
+        model=judge["name"],
+        api_key_env=judge.get("api_key_env"),
+        sampling=SamplingParams(temperature=0.0),
+        max_retries=2,
+    )
+    gate = asyncio.Semaphore(4)
+    fallback: dict[str, str] = {}
+
+    async def one(name: str, q: Question, answer: str) -> list[str] | None:
+        question = f"# {html_to_markdown(q.title).strip()}\n\n{html_to_markdown(q.body)}"
+        try:
+            async with gate:
+                return await answer_rubric.write_criteria(question, html_to_markdown(answer), client)
+        except (ValueError, EndpointError) as e:
+            fallback[name] = str(e)[:300]
+            return None
+
+    try:
+        found = await asyncio.gather(*(one(*c) for c in chosen))
+    finally:
+        await client.close()
+    if fallback:
+        report.extra["rubric_fallback"] = fallback
+    return {name: criteria for (name, _, _), criteria in zip(chosen, found)}
+
+
 def generate(
-    posts: Path, out: Path, *, tags: list[str] = (), min_score: int = 0, accepted: bool = True, limit: int | None = None
+    posts: Path,
+    out: Path,
+    *,
+    tags: list[str] = (),
+    min_score: int = 0,
+    accepted: bool = True,
+    limit: int | None = None,
+    judge: dict[str, Any] | None = None,
 ) -> SourceReport:
-    """One unverified task per question passing the filters, into out/tasks; counts per reason."""
+    """One task per question passing the filters, into out/tasks; counts per reason. Unverified, or
+    with `judge` ({name, base_url, api_key_env}) judged against a rubric from the accepted answer."""
     questions, answers = read_posts(posts)
     if out.exists() and any(out.iterdir()) and not (out / REPORT).is_file():
         raise AgentmillError(f"{out}: exists and is not a sources output folder; choose an empty or new --out")
@@ -160,6 +232,7 @@ def generate(
     report = SourceReport(kind="stackexchange")
     want = {t.lower() for t in tags}
     with timed(report):
+        chosen: list[tuple[str, Question, str]] = []
         for q in sorted(questions.values(), key=lambda q: int(q.id) if q.id.isdigit() else 0):
             label = f"question {q.id}"
             if want and not want & {t.lower() for t in q.tags}:
@@ -170,20 +243,31 @@ def generate(
                 report.drop(label, "no_accepted_answer")
             elif not q.title.strip() or not q.body.strip():
                 report.drop(label, "empty_question")
-            elif limit is not None and len(report.kept) >= limit:
+            elif limit is not None and len(chosen) >= limit:
                 report.drop(label, "over_limit")
+            elif judge and not answers.get(q.accepted or ""):
+                report.drop(label, "no_reference", "a judged task needs the accepted answer for its rubric")
             else:
-                report.candidates += 1
-                name = f"se-{q.id}-{slug(q.title, 40)}"
-                task_for(out / "tasks" / name, q, answers.get(q.accepted or "", ""))
-                report.kept.append(name)
+                chosen.append((f"se-{q.id}-{slug(q.title, 40)}", q, answers.get(q.accepted or "", "")))
+        criteria = run_sync(_criteria(chosen, judge, report)) if judge and chosen else {}
+        for name, q, answer in chosen:
+            report.candidates += 1
+            rubric = None
+            if judge:
+                question = f"# {html_to_markdown(q.title).strip()}\n\n{html_to_markdown(q.body)}"
+                rubric = answer_rubric.rubric(question, html_to_markdown(answer), criteria.get(name))
+            task_for(out / "tasks" / name, q, answer, rubric)
+            report.kept.append(name)
     report.write(out)
     mark_done(out)
     return report
 
 
 def stackexchange_tasks_dir(path: Path | str, params: dict[str, Any] | None = None) -> Path:
-    """`[[sources]] kind = "stackexchange"`: `path` is Posts.xml; params tags, min_score, accepted, limit."""
+    """`[[sources]] kind = "stackexchange"`: `path` is Posts.xml; params tags, min_score, accepted, limit,
+    judge ({ name, base_url, api_key_env }: judged tasks, a rubric from the accepted answer)."""
+    from agentmill.sources.teacher import check_teacher, teacher_spec
+
     params = dict(params or {})
     opts = {
         "tags": list(params.pop("tags", [])),
@@ -191,15 +275,18 @@ def stackexchange_tasks_dir(path: Path | str, params: dict[str, Any] | None = No
         "accepted": bool(params.pop("accepted", True)),
         "limit": params.pop("limit", None),
     }
+    judge = teacher_spec(params.pop("judge", None), "stackexchange source (params.judge)")
     if params:
         raise AgentmillError(
             f"stackexchange source: unknown option(s) {', '.join(sorted(params))} "
-            "(known: tags, min_score, accepted, limit)"
+            "(known: tags, min_score, accepted, limit, judge)"
         )
     posts = Path(path)
     if not posts.is_file():
         raise AgentmillError(f"{posts}: no such file (a StackExchange dump's Posts.xml)")
-    out = cached_output("stackexchange", VERSION, hash_file(posts), json.dumps(opts, sort_keys=True))
+    identity = [hash_file(posts), json.dumps(opts, sort_keys=True)] + ([judge["name"]] if judge else [])
+    out = cached_output("stackexchange", VERSION, *identity)  # the judge by name, not by its URL (it moves)
     if not is_done(out):
-        generate(posts, out, **opts)
+        check_teacher(judge, role="judge", key_hint="api_key_env of the stackexchange source's params.judge")
+        generate(posts, out, **opts, judge=judge)
     return out / "tasks"

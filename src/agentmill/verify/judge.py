@@ -42,6 +42,7 @@ FIELDS = {
         "every tool call the agent made, in order: the tool, its arguments and what the tool returned (an "
         "error or refusal still shows what the agent tried; judge the attempt, not only the final answer)"
     ),
+    "answer_file": "the answer the agent wrote to its answer file (a Q&A task: judge what it says, not its format)",
     "text_to_judge": "the text the agent wrote into the database (the query's rows), which is what the check is about",
 }
 

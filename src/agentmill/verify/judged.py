@@ -25,7 +25,12 @@ JudgedStep = Callable[[Task, "VerifierResult"], Awaitable["VerifierResult"]]
 GROUP = "agentmill.judged_steps"
 
 JUDGED_STEPS: Registry[JudgedStep] = Registry(
-    "judged step", group=GROUP, builtins={"grounded": "agentmill.grounded.verifier:judge_rubric"}
+    "judged step",
+    group=GROUP,
+    builtins={
+        "grounded": "agentmill.grounded.verifier:judge_rubric",
+        "stackexchange": "agentmill.sources.answer_judge:judge_answer",  # judged Q&A answers
+    },
 )
 
 
