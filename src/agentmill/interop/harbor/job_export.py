@@ -313,6 +313,8 @@ def _agent_context(rec: TraceRecord, trajectory: Trajectory) -> dict:
         "instruction",
         "agent_version",
         "sampling",
+        "internet",
+        "network",
     )
     usage = {
         "n_input_tokens": tokens.get("prompt", 0),

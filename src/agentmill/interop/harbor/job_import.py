@@ -264,6 +264,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path, job_key: str) -> tuple[dic
         cost_usd=_total([c.cost_usd for c in contexts]),
         agent_metadata=ours.get("agent_metadata") or _claimed(h, trajectory),
         tamper=ours.get("tamper") or [],
+        internet=bool(ours.get("internet", False)),
     )
     trial = {
         "trial_id": trial_id,
@@ -279,6 +280,7 @@ def _convert(p: _Parsed, attempt: int, job_dir: Path, job_key: str) -> tuple[dic
         "agent_version": result.agent_version,
         "model": model,
         "sampling": ours.get("sampling"),
+        **{k: ours[k] for k in ("internet", "network") if k in ours},  # as run, where agentmill ran it
         "imported_from": {
             "harbor_job": str(job_dir.resolve()),
             "trial_name": h.trial_name,
