@@ -43,6 +43,44 @@ def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
 # -- rollout -----------------------------------------------------------------------------------------------
 
 
+def rollout_tasks(root: Path, names: list[str], agent: str, *, say) -> tuple[list, dict[str, str]]:
+    """(the tasks to plan as references, every loaded task's name -> content hash for the run's identity).
+    Task folders are loaded one at a time and only their references kept; what cannot run is said
+    and left out: a folder that does not load, a task this agent does not work on, a byte-identical
+    duplicate of an earlier task (it would share that task's trials)."""
+    from agentmill.agents.registry import split_by_support
+    from agentmill.errors import AgentmillError
+    from agentmill.rollout.plan import TaskRef
+    from agentmill.tasks.dataset import iter_dataset
+
+    refs: list[TaskRef] = []
+    hashes: dict[str, str] = {}
+    seen: set[str] = set()
+    loaded = 0
+    for task in iter_dataset(root, names=names or None):
+        if isinstance(task, TaskError):
+            say(f"[yellow]skipped:[/yellow] {task}")
+            continue
+        loaded += 1
+        for w in task.warnings:
+            say(f"[dim]warning: {w}[/dim]")
+        _, unsupported = split_by_support(agent, [task])
+        if unsupported:
+            say(f"[yellow]skipped:[/yellow] {unsupported[0]}")
+            continue
+        hashes[task.name] = task.content_hash
+        if task.content_hash in seen:
+            say(f"[yellow]skipped:[/yellow] {task.path}: byte-identical to another task (same content hash)")
+            continue
+        seen.add(task.content_hash)
+        refs.append(TaskRef.of(task))
+    if not loaded:
+        raise AgentmillError(f"no loadable tasks in {root}")
+    if not refs:
+        raise AgentmillError(f"--agent {agent}: none of the tasks is one it works on")
+    return refs, hashes
+
+
 def resume_command() -> str:
     return shlex.join(["agentmill", *sys.argv[1:]])
 
@@ -96,7 +134,7 @@ def execute_rollout(
     from agentmill.models.preflight import run_preflight
     from agentmill.models.session import open_model
     from agentmill.progress import RolloutProgress
-    from agentmill.rollout.runner import plan_trials, preflight, run_rollout
+    from agentmill.rollout.runner import preflight, run_rollout
     from agentmill.rollout.store import TrialStore
     from agentmill.runtime.signals import sigterm_as_interrupt
 
@@ -108,9 +146,8 @@ def execute_rollout(
     async def go():
         async def run(client):
             local = executor is None or executor.name == "local"  # elsewhere, tokens are counted from results
-            with RolloutProgress(
-                total=len(plan_trials(config, tasks)), client=client if local else None, console=console
-            ) as progress:
+            total = config.attempts * len(config.task_hashes)  # until the plan says how many are left
+            with RolloutProgress(total=total, client=client if local else None, console=console) as progress:
                 holder["progress"] = progress
                 return await run_rollout(
                     config,
@@ -173,12 +210,10 @@ def interrupted_counts(out: Path, finished_now: int | None = None) -> str:
     if (out / "ledger.sqlite").exists():
         ledger = Ledger(out / "ledger.sqlite")
         try:
-            rows = ledger.rows()
-            planned = ledger.planned() or len(rows)
+            done, lost = ledger.count("done"), ledger.count("running")
+            planned = ledger.planned() or done + lost
         finally:
             ledger.close()
-        done = sum(r["state"] == "done" for r in rows)
-        lost = len(rows) - done
     now = f" ({finished_now} in this session)" if finished_now is not None else ""
     return (
         f"{done} of {planned} trials finished{now}; {lost} in flight were lost and will run again on resume; "

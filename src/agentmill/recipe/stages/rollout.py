@@ -161,9 +161,9 @@ def stop_on_outage(run_dir: Path, planned: int) -> None:
     """Trials that ended because the endpoint failed make the stage unfinished (never cached): its
     traces would be missing, and the filters after it would blame the data for the outage."""
     from agentmill.models.outages import outage_lines
-    from agentmill.rollout.infra import finished_rows
+    from agentmill.rollout.infra import infra_rows
 
-    failed = [r for r in finished_rows(run_dir) if r["outcome"] == Outcome.INFRA_ERROR.value]
+    failed = [r for r in infra_rows(run_dir)[0] if r["outcome"] == Outcome.INFRA_ERROR.value]
     if failed:
         raise InfraStopError(
             f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
