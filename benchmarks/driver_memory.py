@@ -2,7 +2,7 @@
 """The rollout driver's memory against the number of tasks: peak RSS while planning and over a run.
 
 For each N in --tasks, N tiny distinct tasks are written (one shared Dockerfile, so one image; each
-instruction differs, so each has its own content hash; test.sh writes reward 1), then
+instruction differs, so each has its own content hash; test.sh writes reward 1; solve.sh does nothing), then
 `agentmill rollout DATASET --agent nop --out RUN` runs in a fresh child process, exactly as the CLI
 runs it (the `typer` app, the progress display, the closing `status` table and outage summary).
 The child records its peak RSS (VmHWM) twice:
@@ -52,7 +52,7 @@ def make_tasks(root: Path, n: int) -> Path:
         return root
     shutil.rmtree(root, ignore_errors=True)
     for i in range(n):
-        write_task(root / f"t{i:06d}", instruction=f"Task {i}: nothing to do.", test_sh=TEST_SH)
+        write_task(root / f"t{i:06d}", instruction=f"Task {i}: nothing to do.", test_sh=TEST_SH, solve_sh="true\n")
     done.touch()
     return root
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from agentmill.errors import TaskError
 from agentmill.rollout.identity import trial_id
@@ -23,12 +22,12 @@ class TaskRef:
     """What planning needs of a task; the task itself is loaded when its trial is dispatched."""
 
     name: str
-    path: Path
+    path: str  # the task folder (a str: a Path object per task costs three times its size)
     content_hash: str
 
     @classmethod
     def of(cls, task: Task | TaskRef) -> TaskRef:
-        return task if isinstance(task, TaskRef) else cls(task.name, Path(task.path), task.content_hash)
+        return task if isinstance(task, TaskRef) else cls(task.name, str(task.path), task.content_hash)
 
     def load(self) -> Task:
         """The task, as planned: a folder edited since planning is refused (its trials would be another task's)."""

@@ -186,7 +186,7 @@ async def run_rollout(
                 yield t
 
         planned = ledger.set_plan(
-            (p.trial_id, p.ref.name, p.attempt, p.ref.content_hash, str(p.ref.path))
+            (p.trial_id, p.ref.name, p.attempt, p.ref.content_hash, p.ref.path)
             for p in plan_trials(config, noted(tasks), copies)
         )
         # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
@@ -201,7 +201,7 @@ async def run_rollout(
 
         def pending() -> Iterator[TrialPlan]:  # the planned trials not done, read from the ledger as needed
             for tid, name, attempt, task_hash, path in ledger.unfinished_plan():
-                ref = TaskRef(name, Path(path), task_hash)
+                ref = TaskRef(name, path, task_hash)
                 yield TrialPlan(tid, ref, attempt, task=loaded.get(task_hash))
 
         reused = 0

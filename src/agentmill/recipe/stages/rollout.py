@@ -25,6 +25,7 @@ from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.rollout.commands import interrupted_counts
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.identity import settings_identity
+from agentmill.rollout.plan import TaskRef
 from agentmill.rollout.runner import preflight, run_rollout
 from agentmill.rollout.store import TrialStore
 from agentmill.tasks import load_task
@@ -96,7 +97,7 @@ async def rollout_tasks(
             report.dropped.append(Drop(name=e.name, reason=f"broken task: {err.problem}"))
             continue
         if supports(rollout.agent, task):
-            tasks.append(task)
+            tasks.append(TaskRef.of(task))  # loaded again when its trial starts: memory flat in the task count
         else:  # e.g. a tool task in a terminus rollout: reported, not run
             report.dropped.append(
                 Drop(
