@@ -86,24 +86,40 @@ def resume_command() -> str:
 
 
 def endpoint_probes(config, model_name: str | None) -> list:
-    """The rollout's endpoint, as `models.preflight` checks it (none for the embedded model: we start it)."""
+    """The rollout's endpoints, as `models.preflight` checks them: the agent's model (none for the
+    embedded model: we start it) and, where one is configured, the verifier's judge (it replies JSON)."""
+    import os
+
     from agentmill.agents import agent_class
     from agentmill.models import LOCAL_MODEL
     from agentmill.models.preflight import Probe
 
-    if config.model is None or model_name == LOCAL_MODEL or not config.base_url:
-        return []
-    tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
-    return [
-        Probe(
-            role=f"{config.agent} agent's model",
-            base_url=config.base_url,
-            model=config.model,
-            api_key_env=config.api_key_env,
-            key_hint="--api-key-env",
-            tools=tools,
+    probes = []
+    if config.model is not None and model_name != LOCAL_MODEL and config.base_url:
+        tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
+        probes.append(
+            Probe(
+                role=f"{config.agent} agent's model",
+                base_url=config.base_url,
+                model=config.model,
+                api_key_env=config.api_key_env,
+                key_hint="--api-key-env",
+                tools=tools,
+            )
         )
-    ]
+    judge_model, judge_url = os.environ.get("AGENTMILL_JUDGE_MODEL"), os.environ.get("AGENTMILL_JUDGE_BASE_URL")
+    if judge_model and judge_url:
+        probes.append(
+            Probe(
+                role="verifier's judge (AGENTMILL_JUDGE_MODEL)",
+                base_url=judge_url,
+                model=judge_model,
+                api_key_env=os.environ.get("AGENTMILL_JUDGE_API_KEY_ENV"),
+                key_hint="AGENTMILL_JUDGE_API_KEY_ENV",
+                json=True,
+            )
+        )
+    return probes
 
 
 STORE_NAME = ".trial-store"
