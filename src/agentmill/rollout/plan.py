@@ -56,6 +56,8 @@ class TrialPlan:
                 self.task = self.ref.load()
             except TaskError as e:
                 self.problem = str(e)
+            except OSError as e:  # the folder went away or became unreadable while it was hashed
+                self.problem = f"{self.ref.path}: could not be read again since planning ({e})"
         return self
 
 
