@@ -190,6 +190,7 @@ async def batch(
                 executor=executor,
                 on_start=started,
                 on_done=finished,
+                keep_results=True,
             )
     finally:
         TmuxSession.start = tmux_start

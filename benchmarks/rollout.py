@@ -538,7 +538,7 @@ async def bench_level(
     TMUX.reset()
     try:
         with Monitor() as mon, CpuWindow(endpoint, meter) as cpu:
-            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder)
+            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, keep_results=True)
     finally:
         await client.close()
     results = report.results

@@ -58,7 +58,7 @@ async def level(base: Path, tasks, endpoint, meter, builder, concurrency: int) -
     client, chat = rb.timed_client(endpoint.base_url, 1024)
     try:
         with rb.Monitor() as mon, rb.CpuWindow(endpoint, meter) as cpu:
-            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder)
+            report = await run_rollout(config, tasks, run_dir, client=client, builder=builder, keep_results=True)
     finally:
         await client.close()
     results = report.results

@@ -311,6 +311,23 @@ def test_synth_run_on_a_dead_endpoint_stops_at_once_then_the_same_command_comple
     assert "accepted 1 target samples" in r.stderr
 
 
+def test_synth_run_stops_where_a_json_role_gets_no_json(tmp_path):
+    """The critic's endpoint answers, but not in JSON (JSON mode ignored): every critique would fail
+    to parse mid-run. Preflight names the role, the URL and the cause; exit 2; nothing written."""
+    with ExitStack() as stack:
+        servers = {role: stack.enter_context(ChatServer(p)) for role, p in _synth_policies().items()}
+        servers["critic"].probe_reply = Reply(content="Looks fine to me.")
+        config = _synth_config(tmp_path, servers)
+        r, seconds = timed("synth", "run", config, "--out", tmp_path / "out", "--no-report")
+        assert all(s.requests == [] for s in servers.values())  # preflight only: no work was asked for
+        assert servers["generator"].probes[0]["response_format"]["type"] == "json_schema"
+    assert r.returncode == 2 and seconds < 30, r.stderr
+    (line,) = error_lines(r.stderr)
+    assert f"critic endpoint {servers['critic'].base_url}" in line and "asked for a JSON object" in line, line
+    assert "Looks fine to me." in line and "generator" not in line and "judge" not in line
+    assert not (tmp_path / "out").exists()
+
+
 @sandbox
 def test_synth_boxes_an_outage_ended_give_their_slot_back_to_the_same_command(tmp_path):
     from tests.synth.scripted import Generator
@@ -383,6 +400,20 @@ def test_ground_run_on_a_dead_endpoint_stops_at_once_then_the_same_command_compl
         r = agentmill(*cmd, env=env)
     assert r.returncode == 0, r.stderr
     assert "1 of 1 seeds admitted" in r.stdout
+
+
+def test_ground_run_stops_where_a_json_role_gets_no_json_and_not_for_its_agent_roles(tmp_path):
+    with ExitStack() as stack:
+        servers = {role: stack.enter_context(ChatServer(p)) for role, p in _ground_policies().items()}
+        for role in ("judge", "teacher"):  # the teacher plays tasks (terminus): it is not asked for JSON
+            servers[role].probe_reply = Reply(content="I think it passes.")
+        config = _ground_config(tmp_path, {r: s.base_url for r, s in servers.items()})
+        r = agentmill("ground", "run", config, "--out", tmp_path / "store")
+        assert "response_format" not in servers["teacher"].probes[0]
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = error_lines(r.stderr)
+    assert f"judge endpoint {servers['judge'].base_url}" in line and "asked for a JSON object" in line, line
+    assert "teacher" not in line and not (tmp_path / "store").exists()
 
 
 @sandbox

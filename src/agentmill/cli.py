@@ -125,21 +125,31 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _load(dataset: Path | None, sample: bool, names: list[str] | None, sample_tools: bool = False):
-    from agentmill.tasks import load_dataset, sample_dataset_path, sample_tools_path
+def _dataset_root(dataset: Path | None, sample: bool, names: list[str] | None, sample_tools: bool = False) -> Path:
+    """The dataset folder the options name, its --task names checked (none of its tasks loaded)."""
+    from agentmill.errors import TaskError
+    from agentmill.rollout.commands import unknown_task_names
+    from agentmill.tasks import sample_dataset_path, sample_tools_path
 
     if sample + sample_tools + (dataset is not None) != 1:
         _fail("give a DATASET folder, --sample or --sample-tools (one of them)")
-    from agentmill.rollout.commands import unknown_task_names
+    root = (sample_dataset_path() if sample else sample_tools_path() if sample_tools else Path(str(dataset))).resolve()
+    if not root.is_dir():
+        _fail(str(TaskError(root, "dataset folder not found")))
+    unknown = unknown_task_names(root, names or [])
+    if unknown:
+        _fail(unknown)
+    return root
 
-    root = sample_dataset_path() if sample else sample_tools_path() if sample_tools else dataset
+
+def _load(dataset: Path | None, sample: bool, names: list[str] | None, sample_tools: bool = False):
+    from agentmill.tasks import load_dataset
+
+    root = _dataset_root(dataset, sample, names, sample_tools)
     try:
         ds = load_dataset(root, names=names or None)
     except AgentmillError as e:
         _fail(str(e))
-    unknown = unknown_task_names(ds.root, names or [])
-    if unknown:
-        _fail(unknown)
     for err in ds.errors:
         console.print(f"[yellow]skipped:[/yellow] {err}", highlight=False)
     for w in ds.warnings:
@@ -340,12 +350,10 @@ def rollout(
 ) -> None:
     """Run an agent on every task (k attempts each), verify, and keep every trajectory. Resumable."""
     from agentmill.agents import agent_class, agent_names
-    from agentmill.agents.registry import split_by_support
     from agentmill.models import LOCAL_MODEL, Prices, SamplingParams
     from agentmill.models.session import served_name
-    from agentmill.rollout.commands import default_store, execute_rollout, infra_exit, report_line
+    from agentmill.rollout.commands import default_store, execute_rollout, infra_exit, report_line, rollout_tasks
     from agentmill.rollout.config import RolloutConfig
-    from agentmill.rollout.runner import unique_tasks
 
     if agent not in agent_names():
         _fail(f"--agent: unknown agent '{agent}' (known: {', '.join(agent_names())})")
@@ -363,23 +371,17 @@ def rollout(
         _fail(f"--model: the {agent} agent needs a model (a name at --base-url, or 'local')")
     if needs_model and model != LOCAL_MODEL and not base_url:
         _fail("--base-url: give the endpoint of --model (or use --model local)")
-    ds = _load(dataset, sample, task, sample_tools)
-    ds.tasks, unsupported = split_by_support(agent, ds.tasks)
-    for line in unsupported:
-        console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
-    if not ds.tasks:
-        _fail(f"--agent {agent}: none of the tasks is one it works on")
-    _, dupes = unique_tasks(ds.tasks)
-    for d in dupes:
-        console.print(
-            f"[yellow]skipped:[/yellow] {d.path}: byte-identical to another task (same content hash)", highlight=False
-        )
+    root = _dataset_root(dataset, sample, task, sample_tools)
+    try:  # one task at a time, kept as references: the driver's memory stays flat in the dataset's size
+        refs, task_hashes = rollout_tasks(root, task, agent, say=lambda m: console.print(m, highlight=False))
+    except AgentmillError as e:
+        _fail(str(e))
     served = served_name(model) if model else None
     prices = Prices(input=price_in or 0.0, output=price_out or 0.0) if (price_in or price_out) else None
     try:
         config = RolloutConfig(
-            dataset=str(ds.root),
-            task_hashes={t.name: t.content_hash for t in ds.tasks},
+            dataset=str(root),
+            task_hashes=task_hashes,
             agent=agent,
             agent_version=agent_class(agent).version,
             model=served if needs_model else None,
@@ -403,7 +405,7 @@ def rollout(
     try:
         report = execute_rollout(
             config,
-            ds.tasks,
+            refs,
             out,
             model_name=model if needs_model else None,
             retry_infra=retry == "infra",
@@ -438,7 +440,7 @@ def _print_status(run_dir: Path, *, as_json: bool) -> None:
     from agentmill.rollout.status import summarize
 
     try:
-        s = summarize(run_dir)
+        s = summarize(run_dir, trials=as_json)  # the table needs no list of every trial
     except AgentmillError as e:
         _fail(str(e))
     if as_json:

@@ -55,15 +55,22 @@ def queue(*replies: Reply) -> Policy:
     return policy
 
 
+def probe_answer(body: dict[str, Any]) -> Reply:
+    """A served model's answer to a preflight request: the JSON object a probe asks for in JSON mode."""
+    wants_json = "response_format" in body or "JSON" in str(body.get("messages"))
+    return Reply(content='{"ok": true}' if wants_json else "ok")
+
+
 class ChatServer:
     """`port`: bind this port (a test that starts the server late, after a command found it down).
     Preflight requests (`X-Agentmill-Preflight`) are answered with `probe_reply` and recorded in
     `probes`, apart from the script: a real server answers them as any request, and the script's
-    replies stay for the work they were written for."""
+    replies stay for the work they were written for. Unless `probe_reply` is set, a probe is
+    answered as a served model in JSON mode would: the JSON object it asks for, else "ok"."""
 
     def __init__(self, policy: Policy, model: str = "scripted", port: int = 0):
         self.policy, self.model = policy, model
-        self.probe_reply = Reply(content="ok")
+        self.probe_reply: Reply | None = None
         self.probes: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.exchanges: list[Exchange] = []
@@ -87,7 +94,7 @@ class ChatServer:
                 probe = self.headers.get("x-agentmill-preflight") is not None
                 with server._lock:
                     (server.probes if probe else server.requests).append(body)
-                reply = server.probe_reply if probe else server.policy(body)
+                reply = (server.probe_reply or probe_answer(body)) if probe else server.policy(body)
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.raw_body is not None:

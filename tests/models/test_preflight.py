@@ -42,6 +42,53 @@ def test_a_role_that_calls_tools_is_refused_where_tools_are_not_served():
     assert "refused tool calling" in cause_of(refusal, tools=True)
 
 
+def probe_json(reply: Reply | None, **answer_patch):
+    """(cause, the probe requests the server saw) for a role that reads JSON replies."""
+    with ChatServer(lambda r: Reply("unused")) as server:
+        if reply is not None:
+            server.probe_reply = reply
+        cause = asyncio.run(probe_endpoint(Probe("critic", server.base_url, "m", json=True)))
+        assert server.requests == []
+        return cause, server.probes
+
+
+def test_a_role_that_reads_json_is_refused_where_the_reply_is_not_json():
+    # a server that ignores response_format and answers prose: every reply of this role would fail to parse
+    cause, probes = probe_json(Reply(content="Sure! ok"))
+    assert cause is not None and "asked for a JSON object (response_format json_schema)" in cause
+    assert "'Sure! ok'" in cause and "JSON mode" in cause
+    (sent,) = probes  # one request, in the endpoint's JSON mode, asking for a small object
+    assert sent["response_format"]["type"] == "json_schema" and sent["max_tokens"] <= 16
+    assert "JSON object" in sent["messages"][0]["content"]
+
+
+def test_a_role_that_reads_json_passes_where_json_mode_works():
+    cause, probes = probe_json(None)  # the honest twin: a served model in JSON mode answers the object
+    assert cause is None and probes[0]["response_format"]["type"] == "json_schema"
+    assert probe_json(Reply(content='```json\n{"ok": true}\n```'))[0] is None  # a fenced object is one too
+    assert "it answered '[1, 2]'" in probe_json(Reply(content="[1, 2]"))[0]  # JSON, but not an object
+
+
+def test_a_json_dialect_the_endpoint_refuses_is_followed_by_the_next(monkeypatch):
+    from tests.helpers import chat_server
+
+    def llama_cpp_style(body):  # takes json_object with a schema, refuses json_schema
+        if body["response_format"]["type"] == "json_schema":
+            return Reply(status=400, error="response_format json_schema is not supported")
+        return Reply(content='{"ok": true}')
+
+    monkeypatch.setattr(chat_server, "probe_answer", llama_cpp_style)
+    cause, probes = probe_json(None)
+    assert cause is None and [p["response_format"]["type"] for p in probes] == ["json_schema", "json_object"]
+
+
+def test_a_role_that_does_not_read_json_is_not_asked_for_it():
+    with ChatServer(lambda r: Reply("unused")) as server:
+        server.probe_reply = Reply(content="ok")
+        assert asyncio.run(probe_endpoint(Probe("target", server.base_url, "m"))) is None
+        assert "response_format" not in server.probes[0] and server.probes[0]["max_tokens"] == 1
+
+
 def test_an_unset_key_is_found_before_any_request(monkeypatch):
     monkeypatch.delenv("AGENTMILL_TEST_KEY", raising=False)
     probe = Probe("judge", "http://127.0.0.1:9/v1", "m", "AGENTMILL_TEST_KEY", key_hint="[roles.judge] api_key_env")

@@ -11,7 +11,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from agentmill.models import ModelClient, SamplingParams
-from agentmill.models.client import _encodable, _response_format
+from agentmill.models.client import _encodable, response_format
 
 COMPLETION = json.dumps(
     {
@@ -96,7 +96,7 @@ async def _sdk_call(url: str, model: str, sampling: SamplingParams, *, tools=Non
     if extra_body:
         kwargs["extra_body"] = extra_body
     if mode is not None:
-        kwargs["response_format"] = _response_format(mode, SCHEMA)
+        kwargs["response_format"] = response_format(mode, SCHEMA)
     try:
         await sdk.chat.completions.create(**kwargs)
     finally:

@@ -209,6 +209,7 @@ def test_a_task_that_cannot_be_shipped_ends_as_a_typed_failure_and_the_rest_run(
             tasks,
             tmp_path / "run",
             executor=RayExecutor(1, address=cluster.address),
+            keep_results=True,
         )
     )
     by_task = {r.task: r for r in report.results}
@@ -328,7 +329,12 @@ def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypat
             client = ModelClient.from_env(base_url=srv.base_url, model="scripted", api_key_env="AGENTMILL_RAY_TEST_KEY")
             try:
                 return await run_rollout(
-                    config, [task], tmp_path / "run", client=client, executor=RayExecutor(1, address=cluster.address)
+                    config,
+                    [task],
+                    tmp_path / "run",
+                    client=client,
+                    executor=RayExecutor(1, address=cluster.address),
+                    keep_results=True,
                 )
             finally:
                 await client.close()

@@ -22,7 +22,7 @@ def test_report_keeps_the_tail_and_the_folder_keeps_everything(tmp_path):
         agent_version=agent_class("oracle").version,
         concurrency=1,
     )
-    report = asyncio.run(run_rollout(config, [task], tmp_path / "run"))
+    report = asyncio.run(run_rollout(config, [task], tmp_path / "run", keep_results=True))
     [result] = report.results
     assert result.passed, result.exception
     full = (tmp_path / "run" / "trials" / result.trial_id / "verifier" / "stdout.txt").read_text()

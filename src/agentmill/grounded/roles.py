@@ -15,6 +15,7 @@ from agentmill.models import ModelClient, SamplingParams
 
 ROLE_NAMES = ("assembler", "grapher", "compiler", "teacher", "reviser", "judge", "pairwise", "student")
 FALLBACK = {"pairwise": "judge", "student": "teacher"}
+AGENT_ROLES = ("teacher", "student")  # they play tasks as terminus agents; every other role replies JSON (ask.py)
 
 
 class Endpoint(BaseModel):
@@ -70,6 +71,7 @@ def role_probes(roles: Roles, names: list[str], where: str) -> list:
                 model=ep.model,
                 api_key_env=ep.api_key_env,
                 key_hint=f"[roles.{section}] api_key_env in {where}",
+                json=role not in AGENT_ROLES,
             )
         )
     return probes

@@ -234,7 +234,7 @@ class ModelClient:
                 started = time.monotonic()
                 self.stats.requests += 1
                 try:
-                    fmt = _response_format(mode, json_schema) if mode is not None else None
+                    fmt = response_format(mode, json_schema) if mode is not None else None
                     pool = self._pools[next(self._turn) % len(self._pools)]
                     resp = await pool.post(self._url, content=_request_bytes(body, self.extra_body, fmt))
                     if not resp.is_success:
@@ -343,7 +343,9 @@ def _encodable(value: Any) -> Any:
     return value
 
 
-def _response_format(mode: str, schema: dict) -> dict:
+def response_format(mode: str, schema: dict) -> dict:
+    """The `response_format` of a JSON dialect: "json_schema" (OpenAI, vLLM, SGLang) or "json_object" with
+    a `schema` (llama-cpp-python's server)."""
     if mode == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
     return {"type": "json_object", "schema": schema}
@@ -393,5 +395,10 @@ def _body(e: StatusError) -> str:
 
 
 def _mentions_format(e: StatusError) -> bool:
-    text = _body(e).lower()
+    return mentions_format(_body(e))
+
+
+def mentions_format(body: str) -> bool:
+    """Whether an error body is about the request's response_format (a JSON dialect the endpoint lacks)."""
+    text = body.lower()
     return "response_format" in text or "json_schema" in text or "grammar" in text

@@ -30,6 +30,15 @@ def recipe_probes(plan, where: str = "the recipe") -> list[Probe]:
                 api_key_env=spec.api_key_env,
                 key_hint=f"api_key_env of this stage's model in {where}",
                 tools=tools,
+                json=replies_json(step.obj),
             )
         )
     return probes
+
+
+def replies_json(stage) -> bool:
+    """Whether the stage parses its model's replies as JSON: augment's judge (recipe/stages/meaning.py)
+    and the askllm filter (a verdict schema)."""
+    if stage.kind == "augment":
+        return bool(stage.spec.judge)
+    return stage.kind == "task_filter" and stage.name == "askllm"

@@ -43,29 +43,83 @@ def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
 # -- rollout -----------------------------------------------------------------------------------------------
 
 
+def rollout_tasks(root: Path, names: list[str], agent: str, *, say) -> tuple[list, dict[str, str]]:
+    """(the tasks to plan as references, every loaded task's name -> content hash for the run's identity).
+    Task folders are loaded one at a time and only their references kept; what cannot run is said
+    and left out: a folder that does not load, a task this agent does not work on, a byte-identical
+    duplicate of an earlier task (it would share that task's trials)."""
+    from agentmill.agents.registry import split_by_support
+    from agentmill.errors import AgentmillError
+    from agentmill.rollout.plan import TaskRef
+    from agentmill.tasks.dataset import iter_dataset
+
+    refs: list[TaskRef] = []
+    hashes: dict[str, str] = {}
+    seen: set[str] = set()
+    loaded = 0
+    for task in iter_dataset(root, names=names or None):
+        if isinstance(task, TaskError):
+            say(f"[yellow]skipped:[/yellow] {task}")
+            continue
+        loaded += 1
+        for w in task.warnings:
+            say(f"[dim]warning: {w}[/dim]")
+        _, unsupported = split_by_support(agent, [task])
+        if unsupported:
+            say(f"[yellow]skipped:[/yellow] {unsupported[0]}")
+            continue
+        hashes[task.name] = task.content_hash
+        if task.content_hash in seen:
+            say(f"[yellow]skipped:[/yellow] {task.path}: byte-identical to another task (same content hash)")
+            continue
+        seen.add(task.content_hash)
+        refs.append(TaskRef.of(task))
+    if not loaded:
+        raise AgentmillError(f"no loadable tasks in {root}")
+    if not refs:
+        raise AgentmillError(f"--agent {agent}: none of the tasks is one it works on")
+    return refs, hashes
+
+
 def resume_command() -> str:
     return shlex.join(["agentmill", *sys.argv[1:]])
 
 
 def endpoint_probes(config, model_name: str | None) -> list:
-    """The rollout's endpoint, as `models.preflight` checks it (none for the embedded model: we start it)."""
+    """The rollout's endpoints, as `models.preflight` checks them: the agent's model (none for the
+    embedded model: we start it) and, where one is configured, the verifier's judge (it replies JSON)."""
+    import os
+
     from agentmill.agents import agent_class
     from agentmill.models import LOCAL_MODEL
     from agentmill.models.preflight import Probe
 
-    if config.model is None or model_name == LOCAL_MODEL or not config.base_url:
-        return []
-    tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
-    return [
-        Probe(
-            role=f"{config.agent} agent's model",
-            base_url=config.base_url,
-            model=config.model,
-            api_key_env=config.api_key_env,
-            key_hint="--api-key-env",
-            tools=tools,
+    probes = []
+    if config.model is not None and model_name != LOCAL_MODEL and config.base_url:
+        tools = getattr(agent_class(config.agent), "rendering", None) == "tool_calls"
+        probes.append(
+            Probe(
+                role=f"{config.agent} agent's model",
+                base_url=config.base_url,
+                model=config.model,
+                api_key_env=config.api_key_env,
+                key_hint="--api-key-env",
+                tools=tools,
+            )
         )
-    ]
+    judge_model, judge_url = os.environ.get("AGENTMILL_JUDGE_MODEL"), os.environ.get("AGENTMILL_JUDGE_BASE_URL")
+    if judge_model and judge_url:
+        probes.append(
+            Probe(
+                role="verifier's judge (AGENTMILL_JUDGE_MODEL)",
+                base_url=judge_url,
+                model=judge_model,
+                api_key_env=os.environ.get("AGENTMILL_JUDGE_API_KEY_ENV"),
+                key_hint="AGENTMILL_JUDGE_API_KEY_ENV",
+                json=True,
+            )
+        )
+    return probes
 
 
 STORE_NAME = ".trial-store"
@@ -96,7 +150,7 @@ def execute_rollout(
     from agentmill.models.preflight import run_preflight
     from agentmill.models.session import open_model
     from agentmill.progress import RolloutProgress
-    from agentmill.rollout.runner import plan_trials, preflight, run_rollout
+    from agentmill.rollout.runner import preflight, run_rollout
     from agentmill.rollout.store import TrialStore
     from agentmill.runtime.signals import sigterm_as_interrupt
 
@@ -108,9 +162,8 @@ def execute_rollout(
     async def go():
         async def run(client):
             local = executor is None or executor.name == "local"  # elsewhere, tokens are counted from results
-            with RolloutProgress(
-                total=len(plan_trials(config, tasks)), client=client if local else None, console=console
-            ) as progress:
+            total = config.attempts * len(config.task_hashes)  # until the plan says how many are left
+            with RolloutProgress(total=total, client=client if local else None, console=console) as progress:
                 holder["progress"] = progress
                 return await run_rollout(
                     config,
@@ -173,12 +226,10 @@ def interrupted_counts(out: Path, finished_now: int | None = None) -> str:
     if (out / "ledger.sqlite").exists():
         ledger = Ledger(out / "ledger.sqlite")
         try:
-            rows = ledger.rows()
-            planned = ledger.planned() or len(rows)
+            done, lost = ledger.count("done"), ledger.count("running")
+            planned = ledger.planned() or done + lost
         finally:
             ledger.close()
-        done = sum(r["state"] == "done" for r in rows)
-        lost = len(rows) - done
     now = f" ({finished_now} in this session)" if finished_now is not None else ""
     return (
         f"{done} of {planned} trials finished{now}; {lost} in flight were lost and will run again on resume; "

@@ -50,16 +50,21 @@ class LocalExecutor(Executor):
         self.concurrency = concurrency
 
     async def map(self, work, jobs, *, before=None, after=None) -> list:
-        gate = asyncio.Semaphore(self.concurrency)
+        """`concurrency` runners take the jobs one at a time, in order, from `jobs` (an iterator is read
+        only as runners free up: a long plan is never held whole, nor a coroutine per job)."""
+        queue = enumerate(jobs)
+        results: list = []
 
-        async def one(job):
-            async with gate:
+        async def runner():
+            for i, job in queue:  # one shared iterator: each job is taken by exactly one runner
+                results.extend([None] * (i + 1 - len(results)))
                 if before is not None:
                     before(job)
                 result = await work(job)
-                return await after(job, result) if after is not None else result
+                results[i] = await after(job, result) if after is not None else result
 
-        return list(await asyncio.gather(*(one(j) for j in jobs)))
+        await asyncio.gather(*(runner() for _ in range(self.concurrency)))
+        return results
 
 
 def unrunnable(executor: str, work, job, message: str):

@@ -14,13 +14,16 @@ from agentmill.verify.outcome import Outcome
 INFRA_OUTCOMES = {o.value for o in Outcome if o.is_infra}
 
 
-def finished_rows(run_dir: Path) -> list[dict]:
+def infra_rows(run_dir: Path) -> tuple[list[dict], int]:
+    """(finished trials that ended in infrastructure failure, finished trials in all)."""
     path = run_dir / "ledger.sqlite"
     if not path.exists():
-        return []
+        return [], 0
     ledger = Ledger(path)
     try:
-        return [r for r in ledger.rows() if r["state"] == "done"]
+        marks = ",".join("?" * len(INFRA_OUTCOMES))
+        bad = list(ledger.iter_rows(f"state='done' AND outcome IN ({marks})", tuple(sorted(INFRA_OUTCOMES))))
+        return bad, ledger.count("done")
     finally:
         ledger.close()
 
@@ -42,12 +45,11 @@ def retry_command(argv: list[str] | None = None) -> str:
 
 def infra_report(run_dir: Path, *, retry_hint: bool = True) -> tuple[list[str], bool]:
     """(lines to print, every finished trial ended in infrastructure failure). No lines when none did."""
-    rows = finished_rows(run_dir)
-    bad = [r for r in rows if r["outcome"] in INFRA_OUTCOMES]
+    bad, finished = infra_rows(run_dir)
     if not bad:
         return [], False
-    lines = [f"{len(bad)} of {len(rows)} finished trials ended in infrastructure failures (not the agent's doing):"]
+    lines = [f"{len(bad)} of {finished} finished trials ended in infrastructure failures (not the agent's doing):"]
     lines += [f"  {line}" for line in outage_lines(r["exception"] for r in bad)]
     if retry_hint:
         lines.append(f"rerun them with: {retry_command()}")
-    return lines, len(bad) == len(rows)
+    return lines, len(bad) == finished

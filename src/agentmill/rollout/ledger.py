@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 SCHEMA = """
@@ -36,9 +37,15 @@ CREATE INDEX IF NOT EXISTS trials_state ON trials(state);
 CREATE TABLE IF NOT EXISTS plan (
     trial_id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
-    attempt INTEGER NOT NULL
+    attempt INTEGER NOT NULL,
+    task_hash TEXT,
+    path TEXT
 );
 """
+# Columns added to `plan` since ledgers were first written (a resume of an older folder adds them):
+# the runner reads the trials to run back from the plan, so it must know where each task lives.
+PLAN_COLUMNS = {"task_hash": "TEXT", "path": "TEXT"}
+PAGE = 512  # plan rows read at a time: the driver never holds the whole plan
 
 
 class Ledger:
@@ -51,6 +58,10 @@ class Ledger:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(plan)")}
+        for name, kind in PLAN_COLUMNS.items():
+            if name not in have:
+                self.db.execute(f"ALTER TABLE plan ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -90,24 +101,73 @@ class Ledger:
                 ),
             )
 
-    def set_plan(self, plans: list[tuple[str, str, int]]) -> None:
-        """Record the trials this invocation plans, (trial_id, task, attempt): `status` shows the total."""
-        with self.db:
+    def set_plan(self, plans: Iterable[tuple]) -> int:
+        """Record the trials this invocation plans, (trial_id, task, attempt[, task_hash, path]), as
+        they come (an iterator is never held whole): `status` shows the total. Returns the count."""
+        rows = ((*p, None, None)[:5] for p in plans)
+        with self.writing, self.db:
             self.db.execute("BEGIN")
             self.db.execute("DELETE FROM plan")
-            self.db.executemany("INSERT OR REPLACE INTO plan (trial_id, task, attempt) VALUES (?, ?, ?)", plans)
+            self.db.executemany(
+                "INSERT OR REPLACE INTO plan (trial_id, task, attempt, task_hash, path) VALUES (?, ?, ?, ?, ?)", rows
+            )
+        return self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
 
     def planned(self) -> int | None:
         n = self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
         return n or None
 
+    def unfinished_plan(self) -> Iterator[tuple[str, str, int, str | None, str | None]]:
+        """The planned trials not done, in plan order, (trial_id, task, attempt, task_hash, path),
+        read a page at a time (keyed on the row order, so rows finished meanwhile do not shift it)."""
+        last = 0
+        while True:
+            with self.writing:  # trials finish in file threads on this connection meanwhile
+                page = self.db.execute(
+                    "SELECT p.rowid, p.trial_id, p.task, p.attempt, p.task_hash, p.path FROM plan p "
+                    "LEFT JOIN trials t ON t.trial_id = p.trial_id "
+                    "WHERE p.rowid > ? AND (t.state IS NULL OR t.state != 'done') ORDER BY p.rowid LIMIT ?",
+                    (last, PAGE),
+                ).fetchall()
+            if not page:
+                return
+            last = page[-1][0]
+            for row in page:
+                yield row[1:]
+
+    def unfinished_count(self) -> int:
+        return self.db.execute(
+            "SELECT COUNT(*) FROM plan p LEFT JOIN trials t ON t.trial_id = p.trial_id "
+            "WHERE t.state IS NULL OR t.state != 'done'"
+        ).fetchone()[0]
+
+    def count(self, state: str | None = None) -> int:
+        """Trials in the ledger (in `state`, when given)."""
+        if state is None:
+            return self.db.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+        return self.db.execute("SELECT COUNT(*) FROM trials WHERE state=?", (state,)).fetchone()[0]
+
+    def done_with(self, outcomes: Iterable[str]) -> list[str]:
+        """Ids of finished trials that ended in one of `outcomes`."""
+        wanted = sorted(outcomes)
+        marks = ",".join("?" * len(wanted))
+        sql = f"SELECT trial_id FROM trials WHERE state='done' AND outcome IN ({marks})"
+        return [r[0] for r in self.db.execute(sql, wanted)]
+
     def forget(self, trial_ids: list[str]) -> None:
         self.db.executemany("DELETE FROM trials WHERE trial_id=?", [(t,) for t in trial_ids])
 
     def rows(self) -> list[dict]:
-        cur = self.db.execute("SELECT * FROM trials ORDER BY task, attempt")
+        return list(self.iter_rows())
+
+    def iter_rows(self, where: str = "", params: tuple = ()) -> Iterator[dict]:
+        """Rows one at a time (a summary of a large run never holds them all); `where`: an SQL condition."""
+        cur = self.db.cursor().execute(
+            f"SELECT * FROM trials {'WHERE ' + where if where else ''} ORDER BY task, attempt", params
+        )
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur]
+        for row in cur:
+            yield dict(zip(names, row))
 
     def recover(self, trials_dir: Path) -> tuple[int, int]:
         """Settle rows left 'running' by a dead process: (recovered from folder, to rerun)."""

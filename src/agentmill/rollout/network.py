@@ -26,7 +26,12 @@ DEFAULT_NETWORK: NetworkMode = "task"
 
 def agent_internet(mode: str, task: Task) -> bool:
     """Whether this task's agent gets the internet under the user's `mode`."""
-    return mode == "task" and task.config.environment.allow_internet
+    return internet_allowed(mode, task.config.environment.allow_internet)
+
+
+def internet_allowed(mode: str, task_allows: bool) -> bool:
+    """The same rule from what a task reference carries (planning loads no task)."""
+    return mode == "task" and task_allows
 
 
 def check_mode(mode: str, where: str = "--network") -> NetworkMode:

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,10 +27,11 @@ from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import Executor, LocalExecutor
-from agentmill.rollout.identity import config_identity, trial_id
+from agentmill.rollout.identity import config_identity
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.lock import RunLock, probe
 from agentmill.rollout.network import agent_internet
+from agentmill.rollout.plan import TaskRef, TrialPlan, plan_trials
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.store import TrialStore
 from agentmill.rollout.trial import run_trial
@@ -47,19 +48,14 @@ from agentmill.verify.outcome import Outcome
 
 
 @dataclass
-class TrialPlan:
-    trial_id: str
-    task: Task
-    attempt: int
-
-
-@dataclass
 class RolloutReport:
     planned: int
     skipped: int  # already done in this run folder
     recovered: int  # left unfinished by an interrupted earlier run (settled from their folder, or run again)
     ran: int
-    results: list[TrialResult]  # verifier output cut to its tail (slim_result); the trial folder holds all of it
+    # with keep_results only (a long run's memory must not grow with its trials): verifier output cut
+    # to its tail (slim_result); the trial folder holds all of it
+    results: list[TrialResult] = field(default_factory=list)
     reused: int = 0  # taken from the trial store (finished by an earlier run sharing it)
     unrecorded: list[str] = field(default_factory=list)  # trials whose folder could not be written
 
@@ -81,7 +77,7 @@ def slim_result(result: TrialResult) -> TrialResult:
     )
 
 
-def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+def unique_tasks(tasks: Iterable[Task]) -> tuple[list[Task], list[Task]]:
     """(tasks, byte-identical duplicates of an earlier task). Duplicates share their trials' identity."""
     seen: set[str] = set()
     unique, dupes = [], []
@@ -89,17 +85,6 @@ def unique_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
         (dupes if t.content_hash in seen else unique).append(t)
         seen.add(t.content_hash)
     return unique, dupes
-
-
-def plan_trials(config: RolloutConfig, tasks: list[Task], copies: dict[str, int] | None = None) -> list[TrialPlan]:
-    """Attempts per task = config.attempts x the task's copies (upsampled tasks get more attempts)."""
-    unique, _ = unique_tasks(tasks)
-    copies = copies or {}
-    return [
-        TrialPlan(trial_id(config, t.content_hash, a, internet=agent_internet(config.network, t)), t, a)
-        for t in unique
-        for a in range(config.attempts * copies.get(t.content_hash, 1))
-    ]
 
 
 def preflight(run_dir: Path, config: RolloutConfig) -> None:
@@ -168,7 +153,7 @@ def require_toolkit() -> None:
 @trials_first  # the loop every trial shares goes first while they run (loop_priority.py)
 async def run_rollout(
     config: RolloutConfig,
-    tasks: list[Task],
+    tasks: Iterable[Task | TaskRef],
     run_dir: Path,
     *,
     client: ModelClient | None = None,
@@ -181,51 +166,67 @@ async def run_rollout(
     copies: dict[str, int] | None = None,
     executor: Executor | None = None,
     store: TrialStore | None = None,
+    keep_results: bool = False,
 ) -> RolloutReport:
+    """Run every planned trial not done yet in `run_dir`. `tasks` may be loaded tasks or references
+    (`TaskRef`), consumed once: references are loaded when their trial is dispatched, so the driver's
+    memory stays flat in the number of tasks. `keep_results`: also return every result (in memory)."""
     lock, ledger = open_run(run_dir, config)
     trials_dir = run_dir / "trials"
     try:
         await asyncio.to_thread(require_toolkit)
         await asyncio.to_thread(sweep_scratch)  # sandboxes of a killed earlier run
-        interrupted = len(ledger.running_ids())
+        interrupted = ledger.count("running")
         ledger.recover(trials_dir)
-        plans = plan_trials(config, tasks, copies)
-        ledger.set_plan([(p.trial_id, p.task.name, p.attempt) for p in plans])
+        loaded: dict[str, Task] = {}  # tasks the caller gave loaded (it holds them anyway), by content hash
+
+        def noted(ts: Iterable[Task | TaskRef]) -> Iterator[Task | TaskRef]:
+            for t in ts:
+                if isinstance(t, Task):
+                    loaded[t.content_hash] = t
+                yield t
+
+        planned = ledger.set_plan(
+            (p.trial_id, p.ref.name, p.attempt, p.ref.content_hash, p.ref.path)
+            for p in plan_trials(config, noted(tasks), copies)
+        )
         # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
         again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | (
             {Outcome.UNJUDGED.value} if retry_unjudged else set()
         )
         if again:
-            infra = [r["trial_id"] for r in ledger.rows() if r["state"] == "done" and r["outcome"] in again]
+            infra = ledger.done_with(again)
             for tid in infra:
                 shutil.rmtree(trials_dir / tid, ignore_errors=True)
             ledger.forget(infra)
-        done = ledger.done_ids()
-        todo = [p for p in plans if p.trial_id not in done]
+
+        def pending() -> Iterator[TrialPlan]:  # the planned trials not done, read from the ledger as needed
+            for tid, name, attempt, task_hash, path in ledger.unfinished_plan():
+                ref = TaskRef(name, path, task_hash)
+                yield TrialPlan(tid, ref, attempt, task=loaded.get(task_hash))
+
         reused = 0
         if store is not None:
-            fresh = []
-            for p in todo:
+            for p in pending():
                 if store.get(p.trial_id) is not None and await asyncio.to_thread(_adopt, store, trials_dir, p, config):
-                    ledger.start(p.trial_id, p.task.name, p.task.content_hash, p.attempt)
+                    ledger.start(p.trial_id, p.ref.name, p.ref.content_hash, p.attempt)
                     ledger.finish(p.trial_id, json.loads((trials_dir / p.trial_id / "result.json").read_text()))
                     reused += 1
-                else:
-                    fresh.append(p)
-            todo = fresh
+        todo = ledger.unfinished_count()
         if on_plan:
-            on_plan(len(todo))
+            on_plan(todo)
         builder = builder or ImageBuilder()
         unrecorded: list[str] = []
 
         def dispatched(plan: TrialPlan) -> None:  # in the driver: the trial is running from now on
+            plan.load()  # its task, from its folder (a folder edited since planning: the trial ends task_error)
             if on_start:
                 on_start(plan)
-            ledger.start(plan.trial_id, plan.task.name, plan.task.content_hash, plan.attempt)
+            ledger.start(plan.trial_id, plan.ref.name, plan.ref.content_hash, plan.attempt)
 
         attempt = TrialWork(config, client, builder)  # where the sandbox is: here, or shipped to a node
 
-        async def record(plan: TrialPlan, outcome: tuple[TrialResult, Trajectory]) -> TrialResult:  # in the driver
+        async def record(plan: TrialPlan, outcome: tuple[TrialResult, Trajectory]) -> TrialResult | None:  # driver
             result, trajectory = outcome
             try:
                 await whole_step(_record_trial, ledger, trials_dir, plan, config, result, trajectory)
@@ -240,17 +241,20 @@ async def run_rollout(
                         pass
             if on_done:
                 on_done(result)
+            plan.task = None  # recorded: an executor that keeps its jobs keeps only the reference
+            if not keep_results:
+                return None
             return result if plan.trial_id in unrecorded else slim_result(result)
 
         results = await (executor or LocalExecutor(config.concurrency)).map(
-            attempt, todo, before=dispatched, after=record
+            attempt, pending(), before=dispatched, after=record
         )
         return RolloutReport(
-            planned=len(plans),
-            skipped=len(plans) - len(todo) - reused,
+            planned=planned,
+            skipped=planned - todo - reused,
             recovered=interrupted,
-            ran=len(todo),
-            results=list(results),
+            ran=todo,
+            results=list(results) if keep_results else [],
             reused=reused,
             unrecorded=unrecorded,
         )
@@ -289,8 +293,8 @@ class TrialWork:
     def failure(self, plan: TrialPlan, message: str) -> tuple[TrialResult, Trajectory]:
         """The result of a trial the executor could not run (its node kept dying): a sandbox_error."""
         result = TrialResult(
-            task=plan.task.name,
-            task_hash=plan.task.content_hash,
+            task=plan.ref.name,
+            task_hash=plan.ref.content_hash,
             agent=self.config.agent,
             agent_version=self.config.agent_version,
             outcome=Outcome.SANDBOX_ERROR,
@@ -322,6 +326,8 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     agent = None
     agent_result = AgentResult()
     try:
+        if plan.task is None:  # its folder no longer loads as planned: nothing of it runs
+            raise _Unloadable(plan.problem or f"task {plan.ref.name} was not loaded")
         agent = make_agent(
             config.agent,
             client=per_trial(client, plan.trial_id),
@@ -330,11 +336,20 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
         )
         internet = agent_internet(config.network, plan.task)
         result = await run_trial(plan.task, agent, builder, agent_result=agent_result, internet=internet)
+    except _Unloadable as e:
+        result = TrialResult(
+            task=plan.ref.name,
+            task_hash=plan.ref.content_hash,
+            agent=config.agent,
+            agent_version=config.agent_version,
+            outcome=Outcome.TASK_ERROR,
+            exception=str(e),
+        )
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         result = TrialResult(
-            task=plan.task.name,
-            task_hash=plan.task.content_hash,
+            task=plan.ref.name,
+            task_hash=plan.ref.content_hash,
             agent=config.agent,
             agent_version=config.agent_version,
             outcome=Outcome.SANDBOX_ERROR,
@@ -350,10 +365,15 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     return result, trajectory
 
 
+class _Unloadable(Exception):
+    """A trial whose task folder no longer loads as it was planned."""
+
+
 def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: AgentResult) -> Trajectory:
     steps = list(agent_result.steps)
     if not any(s.source == "user" for s in steps):  # scripted agents: the task is still the prompt
-        steps.insert(0, Step(step_id=0, source="user", message=plan.task.instruction))
+        instruction = plan.task.instruction if plan.task is not None else ""
+        steps.insert(0, Step(step_id=0, source="user", message=instruction))
     for i, step in enumerate(steps, 1):
         step.step_id = i
     ident = config_identity(config)
@@ -366,27 +386,28 @@ def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: Age
             extra={"agentmill_version": __version__, "max_turns": ident["max_turns"], "sampling": ident["sampling"]},
         ),
         steps=steps,
-        extra={"task": plan.task.name, "task_hash": plan.task.content_hash, "attempt": plan.attempt},
+        extra={"task": plan.ref.name, "task_hash": plan.ref.content_hash, "attempt": plan.attempt},
     ).summarize()
 
 
 def _trial_record(plan: TrialPlan, config: RolloutConfig) -> dict:
     ident = config_identity(config)
+    task = plan.task  # None: its folder no longer loaded as planned (the trial ended task_error)
     return {
         "trial_id": plan.trial_id,
-        "task": plan.task.name,
-        "task_hash": plan.task.content_hash,
-        "task_path": str(plan.task.path),
+        "task": plan.ref.name,
+        "task_hash": plan.ref.content_hash,
+        "task_path": str(plan.ref.path),
         "task_source": config.dataset,
-        "task_metadata": plan.task.config.metadata,
-        "verifier_hash": verifier_hash(plan.task),
-        "instruction": plan.task.instruction,
+        "task_metadata": task.config.metadata if task is not None else {},
+        "verifier_hash": verifier_hash(task) if task is not None else None,
+        "instruction": task.instruction if task is not None else None,
         "attempt": plan.attempt,
         "agent": ident["agent"],
         "agent_version": ident["agent_version"],
         "model": ident["model"],
         "sampling": ident["sampling"],
-        "internet": agent_internet(config.network, plan.task),  # the agent's network, as run
+        "internet": plan.task is not None and agent_internet(config.network, plan.task),  # the agent's network, as run
         "network": config.network,  # the user's switch
     }
 
@@ -423,7 +444,10 @@ def _write_trial(
 
 
 def _adopt(store: TrialStore, trials_dir: Path, plan: TrialPlan, config: RolloutConfig) -> bool:
-    """Copy a stored trial into this run; its trial.json says where this run found the task. False if it fails."""
+    """Copy a stored trial into this run; its trial.json says where this run found the task. False if it
+    fails (or the task folder no longer loads as planned: the trial then runs, and ends task_error)."""
+    if plan.load().task is None:
+        return False
     tmp = trials_dir / f".tmp-{plan.trial_id}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:

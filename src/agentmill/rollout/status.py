@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentmill.rollout.folder import resolve_run_dir
@@ -39,71 +40,104 @@ INFRA = frozenset(o.value for o in Outcome if o.is_infra)
 NOT_SCORED = INFRA | {Outcome.UNJUDGED.value}
 
 
-def summarize(run_dir: Path) -> dict:
+def summarize(run_dir: Path, *, trials: bool = True) -> dict:
     """A rollout folder's figures. Pass@k counts only trials the agent actually attempted and the
     verifier fully scored: an infrastructure failure (endpoint, sandbox) is counted apart, never as
-    the agent's failure, and so is an unjudged trial (never as a pass)."""
+    the agent's failure, and so is an unjudged trial (never as a pass). Rows are read one at a time
+    (a large run is never held whole); `trials`: also list every trial (`trial_list`)."""
     run_dir = resolve_run_dir(run_dir)
     ledger = Ledger(run_dir / "ledger.sqlite")
     try:
-        rows = ledger.rows()
         planned = ledger.planned()
+        fold = _Fold(run_dir, trials)
+        for r in ledger.iter_rows():
+            fold.add(r)
+        per_task = _per_task_passes(ledger)
+        tasks = ledger.db.execute("SELECT COUNT(DISTINCT task) FROM trials").fetchone()[0]
+        telemetry = aggregate(_telemetries(run_dir, ledger))
     finally:
         ledger.close()
-    done = [r for r in rows if r["state"] == "done"]
-    outcomes = Counter(r["outcome"] for r in done)
-    attempted = [r for r in done if r["outcome"] not in NOT_SCORED]
-    unjudged = sum(r["outcome"] == Outcome.UNJUDGED.value for r in done)
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for r in attempted:
-        if r["outcome"] != Outcome.UNVERIFIED.value:  # a task with no verifier has no pass@k
-            by_task[r["task"]].append(r)
-    rewards = [r["reward"] for r in done if r["reward"] is not None]
     summary: dict = {
         "run_dir": str(run_dir),
-        "planned": planned if planned is not None else len(rows),
-        "trials": len(rows),
-        "done": len(done),
-        "running": len(rows) - len(done),
+        "planned": planned if planned is not None else fold.rows,
+        "trials": fold.rows,
+        "done": fold.done,
+        "running": fold.rows - fold.done,
         "live_pid": live_holder(run_dir),  # a process writing the folder now, else None
-        "not_started": max(0, (planned or 0) - len(rows)),
-        "attempted": len(attempted),
-        "infra_failures": len(done) - len(attempted) - unjudged,
-        "unjudged": unjudged,
-        "tasks": len({r["task"] for r in rows}),
-        "attempted_tasks": len(by_task),
-        "outcomes": dict(sorted(outcomes.items())),
-        "mean_reward": sum(rewards) / len(rewards) if rewards else None,
-        "tokens": {
-            "prompt": sum(r["prompt_tokens"] or 0 for r in done),
-            "completion": sum(r["completion_tokens"] or 0 for r in done),
-        },
-        "cost_usd": sum(r["cost_usd"] or 0 for r in done) if any(r["cost_usd"] is not None for r in done) else None,
-        "trial_seconds": sum(r["seconds"] or 0 for r in done),
-        "wall_seconds": (max(r["finished_at"] for r in done) - min(r["started_at"] for r in done)) if done else 0.0,
+        "not_started": max(0, (planned or 0) - fold.rows),
+        "attempted": fold.attempted,
+        "infra_failures": fold.done - fold.attempted - fold.unjudged,
+        "unjudged": fold.unjudged,
+        "tasks": tasks,
+        "attempted_tasks": len(per_task),
+        "outcomes": dict(sorted(fold.outcomes.items())),
+        "mean_reward": fold.reward_sum / fold.rewarded if fold.rewarded else None,
+        "tokens": {"prompt": fold.prompt, "completion": fold.completion},
+        "cost_usd": fold.cost if fold.costed else None,
+        "trial_seconds": fold.seconds,
+        "wall_seconds": (fold.last_finish - fold.first_start) if fold.done else 0.0,
     }
-    if by_task:
-        k_max = min(len(v) for v in by_task.values())
-        passes = {task: (len(v), sum(r["outcome"] == "passed" for r in v)) for task, v in by_task.items()}
+    if per_task:
+        k_max = min(n for n, _ in per_task)
         summary["pass_at_k"] = {}
         for k in sorted({1, k_max} | ({2, 4, 8, 16} & set(range(1, k_max + 1)))):
-            m, se = mean_se([pass_at_k(n, c, k) for n, c in passes.values()])
+            m, se = mean_se([pass_at_k(n, c, k) for n, c in per_task])
             summary["pass_at_k"][str(k)] = {"mean": m, "se": se}
-    telemetries = []
-    for r in done:
-        path = run_dir / "trials" / r["trial_id"] / "telemetry.json"
-        if path.exists():
-            telemetries.append(Telemetry.model_validate_json(path.read_text()))
-    summary["telemetry"] = aggregate(telemetries)
-    summary["trial_list"] = [
-        {
-            "trial_id": r["trial_id"],
-            "task": r["task"],
-            "attempt": r["attempt"],
-            "state": r["state"],
-            "outcome": r["outcome"],
-            "reward": r["reward"],
-        }
-        for r in rows
-    ]
+    summary["telemetry"] = telemetry
+    if trials:
+        summary["trial_list"] = fold.trial_list
     return summary
+
+
+class _Fold:
+    """The run's figures, folded one ledger row at a time."""
+
+    def __init__(self, run_dir: Path, trials: bool):
+        self.rows = self.done = self.attempted = self.unjudged = self.rewarded = 0
+        self.prompt = self.completion = 0
+        self.reward_sum = self.cost = self.seconds = 0.0
+        self.costed = False
+        self.first_start, self.last_finish = math.inf, -math.inf
+        self.outcomes: Counter[str] = Counter()
+        self.trial_list: list[dict] | None = [] if trials else None
+
+    def add(self, r: dict) -> None:
+        self.rows += 1
+        if self.trial_list is not None:
+            keep = ("trial_id", "task", "attempt", "state", "outcome", "reward")
+            self.trial_list.append({k: r[k] for k in keep})
+        if r["state"] != "done":
+            return
+        self.done += 1
+        self.outcomes[r["outcome"]] += 1
+        self.attempted += r["outcome"] not in NOT_SCORED
+        self.unjudged += r["outcome"] == Outcome.UNJUDGED.value
+        if r["reward"] is not None:
+            self.reward_sum += r["reward"]
+            self.rewarded += 1
+        self.prompt += r["prompt_tokens"] or 0
+        self.completion += r["completion_tokens"] or 0
+        self.costed = self.costed or r["cost_usd"] is not None
+        self.cost += r["cost_usd"] or 0
+        self.seconds += r["seconds"] or 0
+        self.first_start = min(self.first_start, r["started_at"])
+        self.last_finish = max(self.last_finish, r["finished_at"])
+
+
+def _per_task_passes(ledger: Ledger) -> list[tuple[int, int]]:
+    """(attempts, passes) of each task with a scored attempt (a task with no verifier has no pass@k)."""
+    skip = sorted(NOT_SCORED | {Outcome.UNVERIFIED.value})
+    marks = ",".join("?" * len(skip))
+    sql = (
+        "SELECT COUNT(*), SUM(outcome = 'passed') FROM trials "
+        f"WHERE state='done' AND outcome NOT IN ({marks}) GROUP BY task ORDER BY task"
+    )
+    return [(n, c) for n, c in ledger.db.execute(sql, skip)]
+
+
+def _telemetries(run_dir: Path, ledger: Ledger) -> Iterator[Telemetry]:
+    """Each finished trial's telemetry.json, read one at a time."""
+    for (trial_id,) in ledger.db.execute("SELECT trial_id FROM trials WHERE state='done' ORDER BY task, attempt"):
+        path = run_dir / "trials" / trial_id / "telemetry.json"
+        if path.exists():
+            yield Telemetry.model_validate_json(path.read_text())

@@ -34,6 +34,7 @@ async def open_role_clients(config: SynthConfig, on_event=None) -> AsyncIterator
 
 
 TOOL_ROLES = ("target", "solver")  # they play tool tasks through function calling
+JSON_ROLES = ("generator", "critic", "judge", "card_writer")  # every reply is parsed as a JSON object (synth/llm.py)
 
 
 def role_probes(config: SynthConfig, where: str) -> list:
@@ -49,6 +50,7 @@ def role_probes(config: SynthConfig, where: str) -> list:
             api_key_env=rc.api_key_env,
             key_hint=f"[roles.{role}] api_key_env in {where}",
             tools=role in TOOL_ROLES,
+            json=role in JSON_ROLES,
         )
         for role, rc in sorted(config.roles.items())
         if not rc.is_local and rc.base_url

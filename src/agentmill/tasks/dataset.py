@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,6 +25,18 @@ class Dataset:
 
 def load_dataset(root: Path | str, *, names: list[str] | None = None) -> Dataset:
     """Load every task folder under `root` (or `root` itself if it is a task). Never raises per task."""
+    ds = Dataset(root=Path(root).resolve())
+    for loaded in iter_dataset(root, names=names):
+        if isinstance(loaded, TaskError):
+            ds.errors.append(loaded)
+        else:
+            ds.tasks.append(loaded)
+    return ds
+
+
+def iter_dataset(root: Path | str, *, names: list[str] | None = None) -> Iterator[Task | TaskError]:
+    """Each task folder under `root` (or `root` itself), loaded one at a time: the task, or the error
+    naming what is wrong with it. Raises only when `root` is not a folder."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise TaskError(root, "dataset folder not found")
@@ -34,13 +47,11 @@ def load_dataset(root: Path | str, *, names: list[str] | None = None) -> Dataset
     if names:
         wanted = set(names)
         candidates = [p for p in candidates if p.name in wanted]
-    ds = Dataset(root=root)
     for path in candidates:
         try:
-            ds.tasks.append(load_task(path))
+            yield load_task(path)
         except TaskError as e:
-            ds.errors.append(e)
-    return ds
+            yield e
 
 
 def _looks_like_task(path: Path) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -118,28 +119,46 @@ def _observation_text(step: Step) -> str:
     return "\n".join(r.content or "" for r in step.observation.results)
 
 
-def aggregate(telemetries: list[Telemetry]) -> dict:
-    """Run-level means and rates for `agentmill status`."""
-    n = len(telemetries)
+SUMMED = (
+    "assistant_turns",
+    "assistant_tokens",
+    "commands",
+    "command_errors",
+    "parse_errors",
+    "truncated_observations",
+    "timed_out",
+    "completion_claimed",
+    "premature_completion",
+    "self_corrections",
+    "repeated_commands",
+)
+
+
+def aggregate(telemetries: Iterable[Telemetry]) -> dict:
+    """Run-level means and rates for `agentmill status`, folded one trial at a time (a large run's
+    telemetry is never held whole)."""
+    n = tampered = 0
+    sums = dict.fromkeys(SUMMED, 0)
+    for t in telemetries:
+        n += 1
+        tampered += 1 if t.tamper else 0
+        for attr in SUMMED:
+            sums[attr] += getattr(t, attr)
     if not n:
         return {}
-
-    def mean(attr: str) -> float:
-        return sum(getattr(t, attr) for t in telemetries) / n
-
-    commands = sum(t.commands for t in telemetries)
+    commands = sums["commands"]
     return {
         "trajectories": n,
-        "mean_assistant_turns": mean("assistant_turns"),
-        "mean_assistant_tokens": mean("assistant_tokens"),
-        "mean_commands": mean("commands"),
-        "command_error_rate": sum(t.command_errors for t in telemetries) / commands if commands else 0.0,
-        "parse_errors": sum(t.parse_errors for t in telemetries),
-        "truncated_observations": sum(t.truncated_observations for t in telemetries),
-        "timed_out": sum(t.timed_out for t in telemetries),
-        "completion_claimed": sum(t.completion_claimed for t in telemetries),
-        "premature_completion": sum(t.premature_completion for t in telemetries),
-        "self_corrections": sum(t.self_corrections for t in telemetries),
-        "repeated_commands": sum(t.repeated_commands for t in telemetries),
-        "tampered": sum(1 for t in telemetries if t.tamper),
+        "mean_assistant_turns": sums["assistant_turns"] / n,
+        "mean_assistant_tokens": sums["assistant_tokens"] / n,
+        "mean_commands": commands / n,
+        "command_error_rate": sums["command_errors"] / commands if commands else 0.0,
+        "parse_errors": sums["parse_errors"],
+        "truncated_observations": sums["truncated_observations"],
+        "timed_out": sums["timed_out"],
+        "completion_claimed": sums["completion_claimed"],
+        "premature_completion": sums["premature_completion"],
+        "self_corrections": sums["self_corrections"],
+        "repeated_commands": sums["repeated_commands"],
+        "tampered": tampered,
     }

@@ -25,6 +25,7 @@ from agentmill.recipe.stage import Stage, StageContext, register_stage
 from agentmill.rollout.commands import interrupted_counts
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.identity import settings_identity
+from agentmill.rollout.plan import TaskRef
 from agentmill.rollout.runner import preflight, run_rollout
 from agentmill.rollout.store import TrialStore
 from agentmill.tasks import load_task
@@ -97,7 +98,7 @@ async def rollout_tasks(
             report.dropped.append(Drop(name=e.name, reason=f"broken task: {err.problem}"))
             continue
         if supports(rollout.agent, task):
-            tasks.append(task)
+            tasks.append(TaskRef.of(task))  # loaded again when its trial starts: memory flat in the task count
         else:  # e.g. a tool task in a terminus rollout: reported, not run
             report.dropped.append(
                 Drop(
@@ -163,9 +164,9 @@ def stop_on_outage(run_dir: Path, planned: int) -> None:
     """Trials that ended because the endpoint failed make the stage unfinished (never cached): its
     traces would be missing, and the filters after it would blame the data for the outage."""
     from agentmill.models.outages import outage_lines
-    from agentmill.rollout.infra import finished_rows
+    from agentmill.rollout.infra import infra_rows
 
-    failed = [r for r in finished_rows(run_dir) if r["outcome"] == Outcome.INFRA_ERROR.value]
+    failed = [r for r in infra_rows(run_dir)[0] if r["outcome"] == Outcome.INFRA_ERROR.value]
     if failed:
         raise InfraStopError(
             f"rollout: {len(failed)} of {planned} trials ended in endpoint failures ("
