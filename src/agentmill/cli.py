@@ -106,7 +106,8 @@ out = out_stdout = Console()
 
 NETWORK_HELP = (  # rollout/network.py
     "'task': the agent's sandbox gets the internet (public addresses only, never the host or private "
-    "ranges) when its task.toml says allow_internet = true; 'none': no trial gets a network. The verifier never has one."
+    "ranges) when its task.toml says allow_internet = true; 'none': no trial gets a network; 'all': every "
+    "agent gets the internet whatever its task says (tasks written for Docker's network-on default). The verifier never has one."
 )
 
 

@@ -69,6 +69,17 @@ def test_network_none_overrides_a_task_that_allows_it(tmp_path):
     ]
 
 
+def test_network_all_gives_the_internet_to_a_task_that_does_not_say(tmp_path):
+    """Legacy Terminal-Bench tasks (task.yaml) cannot say allow_internet; their solutions assume
+    Docker's network-on default. `--network all` runs them as written (planted: 'all' treated as
+    'task', the oracle offline; caught). The verifier still has none (the test script checks)."""
+    data = tmp_path / "ds"
+    _task(data, "offline-task", allow=False)
+    row = _check(data, tmp_path, "--network", "all")["offline-task"]
+    assert row["verdict"] == "ok", row["reason"]
+    assert row["oracle"]["internet"] is True and row["oracle"]["reward"] == 1.0
+
+
 def test_an_unknown_network_mode_is_refused(tmp_path):
     r = subprocess.run(
         [sys.executable, "-m", "agentmill.cli", "check", str(tmp_path), "--network", "host"],

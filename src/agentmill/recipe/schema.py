@@ -122,9 +122,9 @@ class Rollout(_Strict):
     max_turns: int = Field(defaults.MAX_TURNS, ge=1)
     temperature: float | None = None  # overrides the model's
     # as `agentmill rollout --network` (rollout/network.py)
-    network: Literal["task", "none"] = Field(
+    network: Literal["task", "none", "all"] = Field(
         "task",
-        description="the agents' internet: where task.toml says allow_internet = true (task) or never (none); part of the trials' identity",
+        description="the agents' internet: where task.toml says allow_internet = true (task), never (none) or always (all); part of the trials' identity",
     )
     # Where trials run (not identity: a run may move between executors): "local", "processes"
     # (`workers` processes on this machine, default one per core, sharing `concurrency`), or "ray"

@@ -88,7 +88,10 @@ def network_hint(allowed_by_task: bool) -> str:
     """Why a trial had no network, and what gives it one."""
     if allowed_by_task:
         return "the solution needs the network and this check ran with --network none"
-    return "the solution needs the network and the task does not allow it: set allow_internet = true in task.toml's [environment]"
+    return (
+        "the solution needs the network and the task does not allow it: set allow_internet = true in "
+        "task.toml's [environment] (or run with --network all, for tasks written for Docker's network-on default)"
+    )
 
 
 def _short(line: str, width: int = 160) -> str:

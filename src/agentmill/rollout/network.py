@@ -5,9 +5,11 @@ public addresses only) when its task allows it AND the user does.
   Harbor's own default is network on, but an agent with the internet can look its answers up and
   fetch what it likes, and a trial whose result depends on the outside world is not reproducible;
   a task that needs the network says so (and `check` explains a solution that failed without it).
-- The user: `--network task` (the default: what each task says) or `--network none` (no trial gets
-  a network, whatever its task says), on `rollout`, `check` and `eval`, and `network` in a recipe's
-  [rollout] stage.
+- The user: `--network task` (the default: what each task says), `--network none` (no trial gets
+  a network, whatever its task says) or `--network all` (every agent gets the internet, whatever its
+  task says: for task collections written for Docker's network-on default, such as legacy
+  Terminal-Bench tasks, whose task.yaml cannot say), on `rollout`, `check` and `eval`, and `network`
+  in a recipe's [rollout] stage.
 
 The verifier never gets a network. The setting a trial ran with is recorded in its result
 (`internet`) and is part of its identity (rollout/identity.py).
@@ -19,8 +21,8 @@ from typing import Literal
 
 from agentmill.tasks.model import Task
 
-NetworkMode = Literal["task", "none"]
-NETWORK_MODES: tuple[str, ...] = ("task", "none")
+NetworkMode = Literal["task", "none", "all"]
+NETWORK_MODES: tuple[str, ...] = ("task", "none", "all")
 DEFAULT_NETWORK: NetworkMode = "task"
 
 
@@ -31,7 +33,7 @@ def agent_internet(mode: str, task: Task) -> bool:
 
 def internet_allowed(mode: str, task_allows: bool) -> bool:
     """The same rule from what a task reference carries (planning loads no task)."""
-    return mode == "task" and task_allows
+    return mode == "all" or (mode == "task" and task_allows)
 
 
 def check_mode(mode: str, where: str = "--network") -> NetworkMode:
