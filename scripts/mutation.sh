@@ -67,7 +67,10 @@ pytest_add_cli_args_test_selection = $(toml_list "${selection[@]}")
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
 EOF
   echo "== $module: ${TESTS[$module]}"
-  (cd "$dir" && "$MUTMUT" run --max-children "$CHILDREN" > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
+  # tests that start a Python of their own (a lock holder, a CLI) import the unmutated copy: mutmut's
+  # trampolines do not run outside its own process
+  (cd "$dir" && PYTHONPATH="$dir/src${PYTHONPATH:+:$PYTHONPATH}" "$MUTMUT" run --max-children "$CHILDREN" \
+    > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
   (cd "$dir" && "$MUTMUT" results --all true > results.txt 2>&1 || true)
   killed=$(grep -c ': killed$' "$dir/results.txt" || true)
   total=$(grep -c ': ' "$dir/results.txt" || true)

@@ -13,7 +13,7 @@ from agentmill.traces.atif import AgentInfo, Observation, ObservationResult, Ste
 from agentmill.traces.export import export_run
 from agentmill.traces.filters import FilterSpec
 from agentmill.traces.redact import redact
-from agentmill.traces.render import render
+from agentmill.traces.render import render, rendering_of
 from tests.traces.builders import terminus_trajectory, write_trial
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -336,6 +336,7 @@ def test_render_of_another_harness_tool_trajectory_is_exact():
         Step(step_id=5, source="agent", message="done"),
         Step(step_id=6, source="user", message="never sent"),
     ]
+    assert rendering_of(_traj("other-harness", steps)) == "tool_calls"
     rendered = render(_traj("other-harness", steps))
     call = lambda i, name, args: {"id": i, "type": "function", "function": {"name": name, "arguments": args}}  # noqa: E731
     assert rendered.messages == [

@@ -271,6 +271,7 @@ def test_emptied_by_names_the_rule_that_removed_the_last_records():
     assert emptied_by([step("input", "", 3, 0), step("a", "", 3, 0), step("b", "", 1, 2)]) is None  # one kept
     emptied = [step("input", "", 3, 0), step("a", "", 1, 2), step("b", "", 0, 1), step("c", "", 0, 0)]
     assert emptied_by(emptied).name == "b"
+    assert emptied_by([step("input", "", 3, 0), step("a", "", 0, 3), step("b", "", 0, 0)]).name == "a"  # the first rule
     assert emptied_by([step("input", "", 0, 0), step("a", "", 0, 0)]) is None  # an empty input is not emptied
 
 
