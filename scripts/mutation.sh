@@ -10,6 +10,7 @@
 # Usage: scripts/mutation.sh [MODULE ...]     (default: every module below, smallest first)
 #        MUTATION_WORK=/var/tmp/m scripts/mutation.sh traces/redact.py
 #        MUTATION_CHILDREN=2 ...              (parallel mutants; default 1)
+#        PYTHON=/other/venv/bin/python ...    (an environment with the dev extra; mutmut beside it)
 # Afterwards: cd $MUTATION_WORK/<module> && mutmut results / mutmut show <mutant>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,12 +38,20 @@ declare -A TESTS=(
   [verify/mutation.py]="tests/verify/test_check_infra.py tests/envs"
   [verify/sql_state.py]="tests/envs"
   [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
+  # the rest of verify/ that has tests of its own (not run yet: docs/testing.md)
+  [verify/fence.py]="tests/verify/test_judges.py"
+  [verify/judge.py]="tests/verify/test_judges.py"
+  [verify/test_deps.py]="tests/verify/test_test_deps.py"
+  [verify/test_deps_scan.py]="tests/verify/test_test_deps.py"
+  [verify/tool_lints.py]="tests/envs/test_check_tools.py"
+  [verify/toolkit.py]="tests/verify/test_toolkit.py"
 )
 # smallest first: a run of the small ones fits in minutes, the sandbox-backed ones take hours on 2 cores
 ORDER=(rollout/identity.py verify/outcome.py rollout/lock.py verify/tamper.py verify/reward_files.py
        rollout/ledger.py traces/filters.py traces/render.py traces/redact.py verify/start_blame.py
        verify/isolation.py verify/mutation.py verify/test_script.py verify/sql_state.py verify/hardening.py
-       sandbox/bwrap.py)
+       sandbox/bwrap.py verify/fence.py verify/judge.py verify/test_deps.py verify/test_deps_scan.py
+       verify/tool_lints.py verify/toolkit.py)
 
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")

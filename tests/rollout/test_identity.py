@@ -114,3 +114,11 @@ def test_max_context_counts_only_with_a_model():
     plain = dict(PINNED, agent="nop", model=None)
     assert config_identity(RolloutConfig(**plain, max_context=4096)) == config_identity(RolloutConfig(**plain))
     assert "max_context" not in config_identity(RolloutConfig(**PINNED))  # unset: ids made before it existed hold
+
+
+def test_turns_and_sampling_count_only_with_a_model():
+    # an agent without a model (oracle, nop) does the same whatever max_turns and sampling say
+    plain = dict(PINNED, agent="nop", model=None)
+    base = config_identity(RolloutConfig(**plain))
+    assert (base["max_turns"], base["sampling"]) == (None, None)
+    assert config_identity(RolloutConfig(**dict(plain, max_turns=7, sampling=SamplingParams(temperature=0.9)))) == base
