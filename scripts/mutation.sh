@@ -10,6 +10,7 @@
 # Usage: scripts/mutation.sh [MODULE ...]     (default: every module below, smallest first)
 #        MUTATION_WORK=/var/tmp/m scripts/mutation.sh traces/redact.py
 #        MUTATION_CHILDREN=2 ...              (parallel mutants; default 1)
+#        PYTHON=/other/venv/bin/python ...    (an environment with the dev extra; mutmut beside it)
 # Afterwards: cd $MUTATION_WORK/<module> && mutmut results / mutmut show <mutant>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,11 +26,11 @@ declare -A TESTS=(
   [rollout/lock.py]="tests/rollout/test_lock.py"
   [rollout/ledger.py]="tests/rollout/test_ledger.py"
   [traces/redact.py]="tests/traces/test_redact.py tests/traces/test_redact_fast.py"
-  [traces/filters.py]="tests/traces/test_filters.py"
+  [traces/filters.py]="tests/traces/test_filters.py tests/traces/test_min_turns_default.py"
   [traces/render.py]="tests/traces/test_export.py -k render"
   [verify/outcome.py]="tests/verify/test_reward.py"
   [verify/reward_files.py]="tests/verify/test_reward_files.py"
-  [verify/tamper.py]="tests/verify/test_reward_files.py tests/verify/test_hardening.py"
+  [verify/tamper.py]="tests/verify/test_tamper.py tests/verify/test_reward_files.py"
   [verify/isolation.py]="tests/verify/test_reward_hacks.py"
   [verify/hardening.py]="tests/verify/test_hardening.py"
   [verify/test_script.py]="tests/verify/test_trials.py tests/verify/test_reward_files.py"
@@ -37,12 +38,20 @@ declare -A TESTS=(
   [verify/mutation.py]="tests/verify/test_check_infra.py tests/tools"
   [verify/sql_state.py]="tests/tools"
   [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
+  # the rest of verify/ that has tests of its own (not run yet: docs/testing.md)
+  [verify/fence.py]="tests/verify/test_judges.py"
+  [verify/judge.py]="tests/verify/test_judges.py"
+  [verify/test_deps.py]="tests/verify/test_test_deps.py"
+  [verify/test_deps_scan.py]="tests/verify/test_test_deps.py"
+  [verify/tool_lints.py]="tests/envs/test_check_tools.py"
+  [verify/toolkit.py]="tests/verify/test_toolkit.py"
 )
 # smallest first: a run of the small ones fits in minutes, the sandbox-backed ones take hours on 2 cores
 ORDER=(rollout/identity.py verify/outcome.py rollout/lock.py verify/tamper.py verify/reward_files.py
        rollout/ledger.py traces/filters.py traces/render.py traces/redact.py verify/start_blame.py
        verify/isolation.py verify/mutation.py verify/test_script.py verify/sql_state.py verify/hardening.py
-       sandbox/bwrap.py)
+       sandbox/bwrap.py verify/fence.py verify/judge.py verify/test_deps.py verify/test_deps_scan.py
+       verify/tool_lints.py verify/toolkit.py)
 
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")
@@ -67,7 +76,10 @@ pytest_add_cli_args_test_selection = $(toml_list "${selection[@]}")
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
 EOF
   echo "== $module: ${TESTS[$module]}"
-  (cd "$dir" && "$MUTMUT" run --max-children "$CHILDREN" > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
+  # tests that start a Python of their own (a lock holder, a CLI) import the unmutated copy: mutmut's
+  # trampolines do not run outside its own process
+  (cd "$dir" && PYTHONPATH="$dir/src${PYTHONPATH:+:$PYTHONPATH}" "$MUTMUT" run --max-children "$CHILDREN" \
+    > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
   (cd "$dir" && "$MUTMUT" results --all true > results.txt 2>&1 || true)
   killed=$(grep -c ': killed$' "$dir/results.txt" || true)
   total=$(grep -c ': ' "$dir/results.txt" || true)

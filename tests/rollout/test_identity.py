@@ -148,7 +148,14 @@ def test_a_trial_gets_the_internet_only_when_task_and_user_allow_it(tmp_path):
     )
     silent = load_task(simple_task(tmp_path, "b"))  # says nothing: no internet (unlike Harbor's default)
     assert silent.config.environment.allow_internet is False
-    assert [agent_internet(m, t) for m in ("task", "none") for t in (allows, silent)] == [True, False, False, False]
+    assert [agent_internet(m, t) for m in ("task", "none", "all") for t in (allows, silent)] == [
+        True,
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]
     with pytest.raises(ValueError, match="--network: 'host' is not one of task, none"):
         check_mode("host")
 
@@ -162,3 +169,11 @@ def test_a_recipes_network_key_reaches_its_rollout_key():
     assert rollout_identity(Rollout(network="none"), model)["network"] == "none"
     with pytest.raises(ValueError, match="network"):
         Rollout(network="host")
+
+
+def test_turns_and_sampling_count_only_with_a_model():
+    # an agent without a model (oracle, nop) does the same whatever max_turns and sampling say
+    plain = dict(PINNED, agent="nop", model=None)
+    base = config_identity(RolloutConfig(**plain))
+    assert (base["max_turns"], base["sampling"]) == (None, None)
+    assert config_identity(RolloutConfig(**dict(plain, max_turns=7, sampling=SamplingParams(temperature=0.9)))) == base

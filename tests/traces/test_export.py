@@ -13,7 +13,7 @@ from agentmill.traces.atif import AgentInfo, Observation, ObservationResult, Ste
 from agentmill.traces.export import export_run
 from agentmill.traces.filters import FilterSpec
 from agentmill.traces.redact import redact
-from agentmill.traces.render import render
+from agentmill.traces.render import render, rendering_of
 from tests.traces.builders import terminus_trajectory, write_trial
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -300,3 +300,131 @@ def test_render_keeps_the_assistants_surrounding_whitespace_exactly(with_secret)
         Trajectory(session_id="w", agent=AgentInfo(name="toolbot", version="1"), steps=steps), reasoning="think"
     )
     assert think.messages[1]["content"] == "<think>\n\nplan \n\n</think>\n\n" + said[0]
+
+
+def _traj(agent: str, steps: list[Step]) -> Trajectory:
+    return Trajectory(session_id="x", agent=AgentInfo(name=agent, version="1"), steps=steps)
+
+
+def _calls_step(step_id, calls, results=None, **kw):
+    return Step(
+        step_id=step_id,
+        source="agent",
+        tool_calls=calls,
+        observation=None if results is None else Observation(results=results),
+        **kw,
+    )
+
+
+def test_render_of_another_harness_tool_trajectory_is_exact():
+    # an unknown agent renders as tool calls; the tools it used are described (bash known, others generic)
+    steps = [
+        Step(step_id=1, source="system", message="sys"),
+        Step(step_id=2, source="user", message="task"),
+        _calls_step(
+            3,
+            [
+                ToolCall(tool_call_id="c1", function_name="bash", arguments={"command": "ls é"}),
+                ToolCall(
+                    tool_call_id="c2", function_name="grep", arguments={"x": 1}, extra={"arguments_text": '{"x":1}'}
+                ),
+            ],
+            [ObservationResult(source_call_id="c1", content="a.txt"), ObservationResult(source_call_id="c2")],
+            message="look",
+        ),
+        _calls_step(4, [ToolCall(tool_call_id="c3", function_name="grep")]),  # no observation recorded
+        Step(step_id=5, source="agent", message="done"),
+        Step(step_id=6, source="user", message="never sent"),
+    ]
+    assert rendering_of(_traj("other-harness", steps)) == "tool_calls"
+    rendered = render(_traj("other-harness", steps))
+    call = lambda i, name, args: {"id": i, "type": "function", "function": {"name": name, "arguments": args}}  # noqa: E731
+    assert rendered.messages == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        {
+            "role": "assistant",
+            "content": "look",
+            "tool_calls": [call("c1", "bash", '{"command": "ls é"}'), call("c2", "grep", '{"x":1}')],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+        {"role": "tool", "tool_call_id": "c2", "content": ""},
+        {"role": "assistant", "content": "", "tool_calls": [call("c3", "grep", "{}")]},
+        {"role": "assistant", "content": "done"},
+    ]
+    assert rendered.tools == [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "description": "Run a shell command.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"command": {"type": "string"}},
+                    "required": ["command"],
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "grep",
+                "description": "The grep tool.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        },
+    ]
+
+
+def test_render_uses_the_tool_list_recorded_on_the_first_step_only():
+    sent = [{"type": "function", "function": {"name": "bash"}}]
+    reply = _calls_step(3, [ToolCall(tool_call_id="c", function_name="grep")], message="x")
+    first = Step(step_id=1, source="system", message="s", extra={"tools": sent})
+    assert render(_traj("other-harness", [first, reply])).tools == sent
+    second = Step(step_id=2, source="user", message="u", extra={"tools": sent})  # not on the first step: not the list
+    tools = render(_traj("other-harness", [Step(step_id=1, source="system", message="s"), second, reply])).tools
+    assert [t["function"]["name"] for t in tools] == ["grep"]
+
+
+def test_render_of_a_harbor_terminus_trajectory_is_the_text_protocol():
+    steps = [
+        Step(step_id=1, source="user", message="task"),
+        Step(
+            step_id=2,
+            source="agent",
+            message="run",
+            tool_calls=[ToolCall(tool_call_id="k", function_name="keys")],
+            observation=Observation(
+                results=[ObservationResult(content="out"), ObservationResult(), ObservationResult(content="x")]
+            ),
+        ),
+        Step(step_id=3, source="agent", message="end"),
+    ]
+    assert render(_traj("terminus-2", steps)).messages == [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "run"},
+        {"role": "user", "content": "out\n\nx"},
+        {"role": "assistant", "content": "end"},
+    ]
+
+
+def test_render_ends_on_the_models_last_reply_or_keeps_a_row_without_one():
+    first_reply = [Step(step_id=1, source="agent", message="hi"), Step(step_id=2, source="user", message="later")]
+    assert render(_traj("other-harness", first_reply)).messages == [{"role": "assistant", "content": "hi"}]
+    no_reply = [Step(step_id=i, source="user", message=f"m{i}") for i in (1, 2, 3)]
+    assert [m["content"] for m in render(_traj("other-harness", no_reply)).messages] == ["m1", "m2", "m3"]
+
+
+def test_render_redacts_a_secret_that_only_a_tool_call_or_a_tool_result_holds():
+    # the fast path keeps texts as they are only when none of them holds a secret: every text must be looked at
+    in_call = _calls_step(
+        2, [ToolCall(tool_call_id="c", function_name="bash", arguments={"command": f"echo {AWS}"})], []
+    )
+    in_result = _calls_step(
+        2,
+        [ToolCall(tool_call_id="c", function_name="bash", arguments={"command": "env"})],
+        [ObservationResult(source_call_id="c", content=f"KEY={AWS}")],
+    )
+    for step in (in_call, in_result):
+        rendered = render(_traj("other-harness", [Step(step_id=1, source="user", message="go"), step]))
+        assert AWS not in json.dumps(rendered.messages) and rendered.redactions == 1

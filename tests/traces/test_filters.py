@@ -3,9 +3,21 @@
 import pytest
 
 from agentmill.errors import AgentmillError
-from agentmill.traces.filters import FilterSpec, apply_filters, rules
-from agentmill.traces.records import iter_traces
+from agentmill.traces.atif import AgentInfo, Step, Trajectory
+from agentmill.traces.filters import (
+    DEFAULT_DROP,
+    RELAX,
+    FilterSpec,
+    Funnel,
+    FunnelStep,
+    apply_filters,
+    emptied_by,
+    relax_hint,
+    rules,
+)
+from agentmill.traces.records import TraceRecord, iter_traces
 from agentmill.traces.render import render
+from agentmill.traces.telemetry import Telemetry
 from agentmill.traces.tokens import TokenCounter
 from tests.traces.builders import terminus_trajectory, write_trial
 
@@ -138,3 +150,140 @@ def test_toml_spec_and_flag_override(tmp_path):
     f.write_text("[filters]\nmin_turn = 3\n")
     with pytest.raises(AgentmillError, match="min_turn"):
         FilterSpec.from_toml(f)
+
+
+def _record(trial_id="r", *, result=None, tamper=0, turns=5) -> TraceRecord:
+    return TraceRecord(
+        trial={"trial_id": trial_id, "agent": "terminus"},
+        result={"outcome": "passed", "reward": 1.0, **(result or {})},
+        trajectory=Trajectory(
+            session_id=trial_id,
+            agent=AgentInfo(name="terminus", version="1"),
+            steps=[Step(step_id=1, source="user", message="do it")],
+        ),
+        telemetry=Telemetry(assistant_turns=turns, tamper=tamper),
+    )
+
+
+def test_tamper_evidence_in_the_result_or_the_telemetry_drops_the_trial():
+    evidence = [{"kind": "reward_file", "path": "/logs/verifier/reward.txt", "detail": "x"}]
+    records = [
+        _record("honest"),
+        _record("in_result", result={"tamper": evidence}),  # telemetry from before the field: 0
+        _record("in_telemetry", tamper=1),
+        _record("one", tamper=1, result={"tamper": evidence}),
+    ]
+    kept, _ = apply_filters(records, rules(FilterSpec(min_turns=0)))
+    assert [r.trial_id for r in kept] == ["honest"]
+    kept, _ = apply_filters(records, rules(FilterSpec(min_turns=0, tamper="keep")))
+    assert len(kept) == 4
+
+
+def test_every_rule_is_named_described_and_has_a_hint_to_relax_it():
+    spec = FilterSpec(
+        reward="success",
+        min_reward=0.5,
+        completion="claimed",
+        max_repeated_commands=3,
+        max_error_rate=0.25,
+        max_truncated=2,
+        max_tokens=1000,
+        drop_outcomes=["infra_error", "agent_error"],
+    )
+    active = rules(spec, TokenCounter(), lambda r: ([], None))
+    assert [(name, description) for name, description, _ in active] == [
+        ("tamper", "drop trials with tamper evidence"),
+        ("subagents", "drop subagent traces"),
+        ("outcome", "drop outcomes agent_error, infra_error"),
+        ("reward", "keep successes (reward 1)"),
+        ("min_reward", "reward >= 0.5"),
+        ("completion", "completion claimed"),
+        ("min_turns", ">= 5 assistant turns, 2 for tool-calling agents"),
+        ("repeated_commands", "<= 3 repeated commands"),
+        ("error_rate", "command error rate <= 0.25"),
+        ("truncation", "<= 2 truncated observations"),
+        ("max_tokens", f"<= 1000 tokens ({TokenCounter().label})"),
+    ]
+    for name, _, _ in active:
+        assert relax_hint(name) == RELAX[name][0] and relax_hint(name, recipe=True) == RELAX[name][1]
+    failure = [(n, d) for n, d, _ in rules(FilterSpec(reward="failure", min_turns=3))]
+    assert ("reward", "keep failures") in failure and ("min_turns", ">= 3 assistant turns") in failure
+    assert relax_hint("new_rule") == "change the new_rule rule's setting"
+    assert relax_hint("new_rule", recipe=True) == "change the new_rule setting in [trace_filters]"
+
+
+def test_prompt_rows_leave_out_only_the_trace_length_rules():
+    spec = FilterSpec(max_tokens=10, max_truncated=1)
+    names = [n for n, _, _ in rules(spec, TokenCounter(), lambda r: ([], None), prompt_rows=True)]
+    assert names == ["tamper", "subagents", "outcome", "truncation"]
+    assert spec.max_tokens == 10 and spec.min_turns == 5  # the caller's spec is left as it was
+
+
+class _Template:
+    """Stands where a transformers tokenizer with a chat template stands: records what it was given."""
+
+    chat_template = "{{ messages }}"
+
+    def __init__(self):
+        self.seen_tools = []
+
+    def apply_chat_template(self, messages, tools=None, tokenize=True):
+        self.seen_tools.append(tools)
+        return [0] * (10 * len(messages) + 100 * len(tools or ()))
+
+
+def test_max_tokens_counts_the_tool_list_under_the_template_and_needs_a_renderer():
+    messages = [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}]
+    tools = [{"type": "function", "function": {"name": "bash"}}]
+    template = _Template()
+    active = rules(FilterSpec(min_turns=0, max_tokens=100), TokenCounter(template), lambda r: (messages, tools))
+    assert apply_filters([_record()], active)[0] == []  # 20 for the messages + 100 for the tool list sent
+    assert template.seen_tools == [tools]
+    active = rules(FilterSpec(min_turns=0, max_tokens=120), TokenCounter(template), lambda r: (messages, tools))
+    assert len(apply_filters([_record()], active)[0]) == 1  # exactly at the cutoff: kept
+    # no counter given: the estimate, labelled as such
+    active = rules(FilterSpec(min_turns=0, max_tokens=12), None, lambda r: (messages, None))
+    assert active[-1][1] == f"<= 12 tokens ({TokenCounter().label})" and len(apply_filters([_record()], active)[0]) == 1
+    with pytest.raises(ValueError, match="^max_tokens needs a renderer$"):
+        rules(FilterSpec(max_tokens=5))
+
+
+def test_the_funnel_names_the_first_rule_a_record_fails_and_records_those_it_passed():
+    funnel = Funnel(rules(FilterSpec(min_turns=3)))
+    short = _record("short", turns=2)
+    assert funnel.admit(short) == "min_turns"
+    assert short.passed_filters == ["tamper", "subagents", "outcome"]
+    long = _record("long", turns=3)
+    assert funnel.admit(long) is None and long.passed_filters == ["tamper", "subagents", "outcome", "min_turns"]
+    steps = funnel.steps()
+    assert (steps[0].name, steps[0].description, steps[0].kept, steps[0].dropped) == ("input", "finished trials", 2, 0)
+    assert [(s.description, s.kept, s.dropped) for s in steps[1:]] == [
+        ("drop trials with tamper evidence", 2, 0),
+        ("drop subagent traces", 2, 0),
+        (f"drop outcomes {', '.join(sorted(DEFAULT_DROP))}", 2, 0),
+        (">= 3 assistant turns", 1, 1),
+    ]
+
+
+def test_emptied_by_names_the_rule_that_removed_the_last_records():
+    step = FunnelStep
+    assert emptied_by([step("input", "", 0, 0)]) is None  # nothing to begin with
+    assert emptied_by([step("input", "", 3, 0), step("a", "", 3, 0), step("b", "", 1, 2)]) is None  # one kept
+    emptied = [step("input", "", 3, 0), step("a", "", 1, 2), step("b", "", 0, 1), step("c", "", 0, 0)]
+    assert emptied_by(emptied).name == "b"
+    assert emptied_by([step("input", "", 3, 0), step("a", "", 0, 3), step("b", "", 0, 0)]).name == "a"  # the first rule
+    assert emptied_by([step("input", "", 0, 0), step("a", "", 0, 0)]) is None  # an empty input is not emptied
+
+
+def test_a_filters_file_without_a_table_and_its_errors(tmp_path):
+    f = tmp_path / "flat.toml"
+    f.write_text('min_turns = 2\nreward = "failure"\n')  # the settings at the top level
+    assert (FilterSpec.from_toml(f).min_turns, FilterSpec.from_toml(f).reward) == (2, "failure")
+    f.write_text("drop_outcomes = [1]\n")
+    with pytest.raises(AgentmillError, match=r"flat.toml: field 'drop_outcomes\.0': "):
+        FilterSpec.from_toml(f)
+    f.write_text("min_turns = \n")
+    with pytest.raises(AgentmillError, match=r"^" + str(f) + ": "):
+        FilterSpec.from_toml(f)
+    with pytest.raises(AgentmillError, match="missing.toml: "):
+        FilterSpec.from_toml(f.parent / "missing.toml")

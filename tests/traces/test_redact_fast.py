@@ -9,7 +9,7 @@ import re
 import pytest
 
 from agentmill.traces import redact as redact_mod
-from agentmill.traces.redact import _FOLD_TRAPS, _NEEDLES, _PATTERNS, redact, redact_reference
+from agentmill.traces.redact import _FOLD_TRAPS, _NEEDLES, _PATTERNS, redact, redact_reference, scrubbed_as_is
 
 # (kind, a secret of that kind as it appears in text, the secret value that must disappear)
 SAMPLES = [
@@ -179,3 +179,10 @@ def test_without_the_fold_traps_a_folded_secret_would_slip_through(monkeypatch):
     monkeypatch.setattr(redact_mod, "_FOLD_TRAPS", ())
     text = "AUTHOR\u0130ZATION: Bearer abcDEF123456ghiJKL"
     assert redact(text) == (text, 0) != redact_reference(text)
+
+
+def test_scrubbed_as_is_is_true_only_when_every_text_is_clean_and_holds_no_secret():
+    assert scrubbed_as_is(["plain words", "ls -la\ntotal 0", ""])
+    assert not scrubbed_as_is(["plain words", "id AKIAIOSFODNN7EXAMPLE"])  # one secret among clean texts
+    assert not scrubbed_as_is(["plain words", "colour \x1b[31mred\x1b[0m"])  # one text that cleaning changes
+    assert not scrubbed_as_is(["AKIAIOSFODNN7EXAMPLE"])

@@ -82,3 +82,37 @@ def test_a_start_that_fails_once_is_tried_again(tmp_path, monkeypatch):
     monkeypatch.setattr(test_script, "run_command", flaky)
     r = trial(tmp_path, "echo hello > /app/out.txt\n")
     assert r.outcome is Outcome.PASSED and len(calls) == 2
+
+
+class _Template:
+    """Stands where an Image stands for `starts_over_pristine_tree`: `instantiate(target)` copies its
+    template to `target`; this one records what it found there, then fails or makes an empty root."""
+
+    def __init__(self, fail: bool):
+        self.fail, self.found_leftover = fail, None
+
+    def instantiate(self, target):
+        self.found_leftover = target.exists()
+        if self.fail:
+            raise OSError("no space left on device")
+        target.mkdir()
+        return target
+
+
+def test_a_template_that_cannot_be_copied_is_not_the_agents_fault(tmp_path):
+    from agentmill.sandbox.protocol import SandboxSpec
+    from agentmill.verify.start_blame import starts_over_pristine_tree
+
+    (tmp_path / "control-rootfs" / "old").mkdir(parents=True)  # left by an earlier, killed check
+    image = _Template(fail=True)
+    assert asyncio.run(starts_over_pristine_tree(image, SandboxSpec(rootfs=tmp_path / "x"), tmp_path)) is False
+    assert image.found_leftover is False  # removed before the copy
+    assert not (tmp_path / "control-rootfs").exists()
+
+
+def test_the_control_root_is_removed_afterwards(tmp_path):
+    from agentmill.sandbox.protocol import SandboxSpec
+    from agentmill.verify.start_blame import starts_over_pristine_tree
+
+    asyncio.run(starts_over_pristine_tree(_Template(fail=False), SandboxSpec(rootfs=tmp_path / "x"), tmp_path))
+    assert not (tmp_path / "control-rootfs").exists()

@@ -58,3 +58,25 @@ def test_a_long_garbage_reward_is_quoted_cut_to_80_characters():
     with pytest.raises(RewardError) as e:
         parse_reward(b"inf" + b" " * 3, None)
     assert str(e.value) == "reward.txt is not finite: 'inf'"
+
+
+def test_an_overflowing_reward_is_not_finite_and_quoted_cut_to_80_characters():
+    # a long run of digits reads as inf: the message quotes what the verifier wrote, cut like garbage
+    digits = "1" + "0" * 400
+    with pytest.raises(RewardError) as e:
+        parse_reward(digits.encode(), None)
+    assert str(e.value) == f"reward.txt is not finite: {digits[:80]!r}"
+
+
+@pytest.mark.parametrize(
+    "txt, js, message",
+    [
+        (None, None, "the verifier wrote no /logs/verifier/reward.txt or reward.json"),
+        (None, b"[1]", "reward.json must be a non-empty object of name -> number"),
+        (None, b'{"reward": "1"}', "reward.json: 'reward' is not a finite number: '1'"),
+    ],
+)
+def test_a_reward_error_names_the_file_and_the_problem_exactly(txt, js, message):
+    with pytest.raises(RewardError) as e:
+        parse_reward(txt, js)
+    assert str(e.value) == message

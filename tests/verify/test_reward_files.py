@@ -8,8 +8,9 @@ may yield a reward; each is tamper evidence. The honest twin: a plain file is re
 from __future__ import annotations
 
 import os
+import socket
 
-from agentmill.verify.reward_files import read_reward_files, rewritten
+from agentmill.verify.reward_files import MAX_BYTES, read_reward_files, rewritten
 from agentmill.verify.tamper import TamperKind
 
 
@@ -111,3 +112,53 @@ def test_without_evidence_the_verdict_stands_and_a_timeout_stays_a_timeout():
     timed_out = _tampered(Outcome.VERIFIER_TIMEOUT, None)
     withhold_for_tamper(timed_out)
     assert timed_out.outcome is Outcome.VERIFIER_TIMEOUT
+
+
+def test_a_reward_folder_that_is_not_a_folder_is_one_piece_of_evidence(tmp_path):
+    logs = tmp_path / "logs"
+    logs.write_text("1\n")  # the mount point replaced by a file
+    files = read_reward_files(logs)
+    assert [(t.kind, t.path, t.detail) for t in files.evidence] == [
+        (TamperKind.REWARD_FILE, "/logs/verifier", "unreadable: Not a directory")
+    ]
+    assert files.files == {}
+
+
+def test_a_reward_folder_that_is_a_link_is_not_followed(tmp_path):
+    real = _logs(tmp_path)
+    (real / "reward.txt").write_text("1\n")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    files = read_reward_files(tmp_path / "linked")
+    assert files.data("reward.txt") is None
+    assert [(t.path, t.detail) for t in files.evidence] == [("/logs/verifier", "unreadable: Not a directory")]
+
+
+def test_a_socket_at_the_reward_file_is_unreadable_evidence(tmp_path, monkeypatch):
+    logs = _logs(tmp_path)
+    monkeypatch.chdir(logs)  # a short relative name: socket paths are limited to 108 bytes
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind("reward.txt")
+        files = read_reward_files(logs)
+    assert files.data("reward.txt") is None
+    assert [(t.kind, t.path, t.detail) for t in files.evidence] == [
+        (TamperKind.REWARD_FILE, "/logs/verifier/reward.txt", "unreadable: No such device or address")
+    ]
+
+
+def test_a_huge_reward_file_is_read_up_to_the_cap(tmp_path):
+    logs = _logs(tmp_path)
+    (logs / "reward.json").write_bytes(b"7" * (MAX_BYTES + 5))
+    assert read_reward_files(logs).data("reward.json") == b"7" * MAX_BYTES
+
+
+def test_a_rewrite_is_named_with_what_happened(tmp_path):
+    logs = _logs(tmp_path)
+    at_exit = read_reward_files(logs)
+    (logs / "judge_input.json").write_text("{}")
+    assert [(t.kind, t.path, t.detail) for t in rewritten(at_exit, read_reward_files(logs))] == [
+        (
+            TamperKind.REWARD_FILE,
+            "/logs/verifier/judge_input.json",
+            "changed after the test script ended (a leftover process wrote it)",
+        )
+    ]

@@ -98,6 +98,15 @@ def _holds_lock(pid: int, path: Path) -> bool:
     fds = Path(f"/proc/{pid}/fd")
     try:
         target = str(path.resolve())
-        return any(os.readlink(fd) == target for fd in fds.iterdir())
+        entries = list(fds.iterdir())
     except OSError:
         return fds.parent.exists()  # no /proc access: trust the pid
+    return any(_link(fd) == target for fd in entries)
+
+
+def _link(fd: Path) -> str | None:
+    # a descriptor closed since the listing (the listing's own, when a process looks at itself) is gone
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return None
