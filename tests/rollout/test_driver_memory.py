@@ -82,8 +82,8 @@ class CountingExecutor(Executor):
 
     name = "counting"
 
-    def __init__(self, every: int = 20):
-        self.every, self.most_alive, self.jobs = every, 0, 0
+    def __init__(self, root, every: int = 20):
+        self.root, self.every, self.most_alive, self.jobs = str(root), every, 0, 0
 
     async def map(self, work, jobs, *, before=None, after=None) -> list:
         out = []
@@ -92,7 +92,8 @@ class CountingExecutor(Executor):
             self.jobs += 1
             if self.jobs % self.every == 1:
                 gc.collect()
-                self.most_alive = max(self.most_alive, sum(isinstance(o, Task) for o in gc.get_objects()))
+                alive = sum(isinstance(o, Task) and str(o.path).startswith(self.root) for o in gc.get_objects())
+                self.most_alive = max(self.most_alive, alive)  # this test's tasks only: other tests' may linger
             result = await work(job) if job.task is None else work.failure(job, "not run by this executor")
             out.append(await after(job, result))
         return out
@@ -115,7 +116,7 @@ def _config(root, refs):
 
 def test_the_driver_holds_only_the_tasks_in_flight(tmp_path):
     refs = _dataset(tmp_path / "ds", 120)
-    executor = CountingExecutor()
+    executor = CountingExecutor(tmp_path)
     report = asyncio.run(run_rollout(_config(tmp_path / "ds", refs), iter(refs), tmp_path / "run", executor=executor))
     assert (report.planned, report.ran, report.results) == (120, 120, [])  # no results kept unless asked
     assert executor.most_alive <= 2, f"{executor.most_alive} tasks alive in the driver at once"
@@ -136,7 +137,9 @@ def test_a_task_edited_after_planning_ends_task_error_and_does_not_run(tmp_path)
             (edited / "instruction.md").write_text("Something else entirely.")
 
     config = _config(tmp_path / "ds", refs)
-    asyncio.run(run_rollout(config, refs, tmp_path / "run", executor=CountingExecutor(), on_start=edit_the_second))
+    asyncio.run(
+        run_rollout(config, refs, tmp_path / "run", executor=CountingExecutor(tmp_path), on_start=edit_the_second)
+    )
     rows = {r["task"]: r for r in Ledger(tmp_path / "run" / "ledger.sqlite").rows()}
     assert rows[refs[0].name]["outcome"] == "sandbox_error"  # the executor's unrun failure
     second = rows[refs[1].name]

@@ -365,8 +365,8 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     return result, trajectory
 
 
-class _Unloadable(Exception):
-    """A trial whose task folder no longer loads as it was planned."""
+class _Unloadable(AgentmillError):
+    """A trial whose task folder no longer loads as it was planned: the task's fault (task_error)."""
 
 
 def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: AgentResult) -> Trajectory:

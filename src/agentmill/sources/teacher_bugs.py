@@ -20,6 +20,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from agentmill.errors import AgentError
 from agentmill.sources.mutations import Mutation, _is_stub
 
 OPERATOR = "teacher"
@@ -33,7 +34,7 @@ comment or name that hints at the change.
 Reply with the whole rewritten function in one ```python code block and nothing else."""
 
 
-class TeacherBugError(ValueError):
+class TeacherBugError(AgentError, ValueError):
     """A teacher's reply that cannot become a candidate; the message starts with its reason code."""
 
 

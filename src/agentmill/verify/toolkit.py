@@ -27,7 +27,7 @@ from agentmill.tasks.hashing import hash_text, hash_tree
 PACKAGES = ("pytest", "pytest-json-ctrf")
 MOUNT = "/.agentmill/toolkit"
 LIB = f"{MOUNT}/lib"  # the pytest guard, on the verifier's PYTHONPATH
-LAYOUT = "2"  # bump when the toolkit's folder layout changes: venv/, bin/ (shims), lib/ (python)
+LAYOUT = "3"  # bump when the toolkit's folder layout or contents change: venv/, bin/ (shims), lib/ (python)
 
 
 def toolkit_path() -> Path:
@@ -71,7 +71,7 @@ def ensure_toolkit(*, build: bool = True) -> Path | None:
 
 def _ensure_venv(root: Path) -> Path | None:
     """The toolkit's Python environment (pytest and plugins over the host's packages), built once."""
-    dest = root / f"venv-{hash_text(*PACKAGES, os.path.realpath('/usr/bin/python3'))[:16]}"
+    dest = root / f"venv-{hash_text(LAYOUT, *PACKAGES, os.path.realpath('/usr/bin/python3'))[:16]}"
     if (dest / ".ready").exists():
         return dest / "venv"
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
@@ -84,7 +84,19 @@ def _ensure_venv(root: Path) -> Path | None:
             timeout=300,
         )
         subprocess.run(
-            [str(tmp / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PACKAGES],
+            # --ignore-installed: a host whose Debian python3-pytest came with another package would
+            # otherwise satisfy the install from /usr/lib/python3/dist-packages, which the verifier's
+            # image does not have (the task's image, not the host's, is the sandbox's root)
+            [
+                str(tmp / "venv/bin/python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--ignore-installed",
+                *PACKAGES,
+            ],
             check=True,
             capture_output=True,
             timeout=600,
