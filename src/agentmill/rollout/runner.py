@@ -326,35 +326,20 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     agent = None
     agent_result = AgentResult()
     try:
-        if plan.task is None:  # its folder no longer loads as planned: nothing of it runs
-            raise _Unloadable(plan.problem or f"task {plan.ref.name} was not loaded")
-        agent = make_agent(
-            config.agent,
-            client=per_trial(client, plan.trial_id),
-            max_turns=config.max_turns,
-            max_context=config.max_context,
-        )
-        internet = agent_internet(config.network, plan.task)
-        result = await run_trial(plan.task, agent, builder, agent_result=agent_result, internet=internet)
-    except _Unloadable as e:
-        result = TrialResult(
-            task=plan.ref.name,
-            task_hash=plan.ref.content_hash,
-            agent=config.agent,
-            agent_version=config.agent_version,
-            outcome=Outcome.TASK_ERROR,
-            exception=str(e),
-        )
+        if plan.task is None:  # its folder no longer loads as planned: nothing of it runs (the task's fault)
+            result = _unrun(plan, config, Outcome.TASK_ERROR, plan.problem or f"task {plan.ref.name} was not loaded")
+        else:
+            agent = make_agent(
+                config.agent,
+                client=per_trial(client, plan.trial_id),
+                max_turns=config.max_turns,
+                max_context=config.max_context,
+            )
+            internet = agent_internet(config.network, plan.task)
+            result = await run_trial(plan.task, agent, builder, agent_result=agent_result, internet=internet)
     except Exception as e:  # noqa: BLE001 - run_trial types its own failures; this is the harness's last word
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        result = TrialResult(
-            task=plan.ref.name,
-            task_hash=plan.ref.content_hash,
-            agent=config.agent,
-            agent_version=config.agent_version,
-            outcome=Outcome.SANDBOX_ERROR,
-            exception=f"harness error: {detail}",
-        )
+        result = _unrun(plan, config, Outcome.SANDBOX_ERROR, f"harness error: {detail}")
     trajectory = _trajectory(plan, config, agent, agent_result)
     result.trial_id, result.attempt, result.model = plan.trial_id, plan.attempt, config.model
     fm = trajectory.final_metrics
@@ -365,8 +350,16 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     return result, trajectory
 
 
-class _Unloadable(AgentmillError):
-    """A trial whose task folder no longer loads as it was planned: the task's fault (task_error)."""
+def _unrun(plan: TrialPlan, config: RolloutConfig, outcome: Outcome, exception: str) -> TrialResult:
+    """The result of a trial that ended before its agent ran."""
+    return TrialResult(
+        task=plan.ref.name,
+        task_hash=plan.ref.content_hash,
+        agent=config.agent,
+        agent_version=config.agent_version,
+        outcome=outcome,
+        exception=exception,
+    )
 
 
 def _trajectory(plan: TrialPlan, config: RolloutConfig, agent, agent_result: AgentResult) -> Trajectory:
