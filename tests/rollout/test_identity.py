@@ -177,3 +177,20 @@ def test_turns_and_sampling_count_only_with_a_model():
     base = config_identity(RolloutConfig(**plain))
     assert (base["max_turns"], base["sampling"]) == (None, None)
     assert config_identity(RolloutConfig(**dict(plain, max_turns=7, sampling=SamplingParams(temperature=0.9)))) == base
+
+
+def test_a_planned_trial_counts_the_internet_its_task_reference_carries(tmp_path):
+    """Planning loads no task, so the reference must carry allow_internet: a task that asks for the
+    network is planned as the trial with the internet (planted: the reference without it, planned
+    as the offline trial; caught)."""
+    from agentmill.rollout.plan import TaskRef, plan_trials
+    from agentmill.tasks import load_task
+    from agentmill.tasks.model import EnvironmentSection, TaskConfig
+    from tests.conftest import simple_task
+
+    task = load_task(simple_task(tmp_path, "a", config=TaskConfig(environment=EnvironmentSection(allow_internet=True))))
+    config = RolloutConfig(**PINNED)
+    [planned] = plan_trials(config, [TaskRef.of(task)])
+    assert planned.trial_id == trial_id(config, task.content_hash, 0, internet=True)
+    [offline] = plan_trials(RolloutConfig(**PINNED, network="none"), [TaskRef.of(task)])
+    assert offline.trial_id == trial_id(config, task.content_hash, 0)
