@@ -77,16 +77,6 @@ def slim_result(result: TrialResult) -> TrialResult:
     )
 
 
-def unique_tasks(tasks: Iterable[Task]) -> tuple[list[Task], list[Task]]:
-    """(tasks, byte-identical duplicates of an earlier task). Duplicates share their trials' identity."""
-    seen: set[str] = set()
-    unique, dupes = [], []
-    for t in tasks:
-        (dupes if t.content_hash in seen else unique).append(t)
-        seen.add(t.content_hash)
-    return unique, dupes
-
-
 def preflight(run_dir: Path, config: RolloutConfig) -> None:
     """Everything that can refuse a run, checked before anything costly starts (a model server, builds):
     another process holding the folder, or a resume whose identity changed."""
