@@ -37,16 +37,22 @@ def agentmill(*args, env=None, timeout=300):
     )
 
 
+_HELD: dict[int, socket.socket] = {}
+
+
 def free_ports(n: int) -> list[int]:
-    """Ports nobody listens on (bound together, so they differ, then released)."""
+    """Ports nobody listens on: bound and held, never listening, so a connection is refused and no
+    parallel test can take the port before `serve` listens on it (a released port was taken once)."""
     socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+        _HELD[s.getsockname()[1]] = s
+    return [s.getsockname()[1] for s in socks]
+
+
+def serve(policy, port: int) -> ChatServer:
+    """A chat server listening on a port `free_ports` held."""
+    return ChatServer(policy, sock=_HELD.pop(port))
 
 
 def url(port: int) -> str:
@@ -101,7 +107,7 @@ def test_rollout_on_a_dead_endpoint_stops_at_once_then_the_same_command_complete
     r, seconds = timed(*cmd)
     assert_dead_endpoint(r, seconds, url(port), "terminus agent's model")
     assert not run.exists()  # nothing written that a later run must undo
-    with ChatServer(HELLO, port=port) as server:
+    with serve(HELLO, port) as server:
         r = agentmill(*cmd)
     assert r.returncode == 0, r.stderr
     assert "2 trials run, 0 already done" in r.stderr
@@ -247,7 +253,7 @@ def test_run_on_a_dead_endpoint_stops_at_once_then_the_same_command_completes(tm
     r, seconds = timed(*cmd)
     assert_dead_endpoint(r, seconds, url(port), "stage rollout")
     assert not (tmp_path / "run").exists()
-    with ChatServer(HELLO, port=port):
+    with serve(HELLO, port):
         r = agentmill(*cmd)
     assert r.returncode == 0, r.stderr
     assert len((tmp_path / "run" / "exports" / "trl.jsonl").read_text().splitlines()) == 1
@@ -305,7 +311,7 @@ def test_synth_run_on_a_dead_endpoint_stops_at_once_then_the_same_command_comple
     assert not (tmp_path / "out").exists()
     with ExitStack() as stack:
         for role, policy in policies.items():
-            stack.enter_context(ChatServer(policy, port=ports[role]))
+            stack.enter_context(serve(policy, ports[role]))
         r = agentmill(*cmd)
     assert r.returncode == 0, r.stderr
     assert "accepted 1 target samples" in r.stderr
@@ -396,7 +402,7 @@ def test_ground_run_on_a_dead_endpoint_stops_at_once_then_the_same_command_compl
     assert not (tmp_path / "store").exists()
     with ExitStack() as stack:
         for role, policy in policies.items():
-            stack.enter_context(ChatServer(policy, port=ports[role]))
+            stack.enter_context(serve(policy, ports[role]))
         r = agentmill(*cmd, env=env)
     assert r.returncode == 0, r.stderr
     assert "1 of 1 seeds admitted" in r.stdout

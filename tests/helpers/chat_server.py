@@ -9,6 +9,7 @@ request it receives (`requests`) and, beside each, the assistant message it answ
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -68,7 +69,7 @@ class ChatServer:
     replies stay for the work they were written for. Unless `probe_reply` is set, a probe is
     answered as a served model in JSON mode would: the JSON object it asks for, else "ok"."""
 
-    def __init__(self, policy: Policy, model: str = "scripted", port: int = 0):
+    def __init__(self, policy: Policy, model: str = "scripted", port: int = 0, sock: socket.socket | None = None):
         self.policy, self.model = policy, model
         self.probe_reply: Reply | None = None
         self.probes: list[dict[str, Any]] = []
@@ -155,7 +156,13 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        # `sock`: a socket bound earlier and held since (see reserve_ports), so no other test can
+        # take its port between "nobody listens here" and "now a server does".
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler, bind_and_activate=sock is None)
+        if sock is not None:
+            self._httpd.socket.close()
+            self._httpd.socket, self._httpd.server_address = sock, sock.getsockname()
+            self._httpd.server_activate()
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
