@@ -116,3 +116,22 @@ def test_the_control_root_is_removed_afterwards(tmp_path):
 
     asyncio.run(starts_over_pristine_tree(_Template(fail=False), SandboxSpec(rootfs=tmp_path / "x"), tmp_path))
     assert not (tmp_path / "control-rootfs").exists()
+
+
+def test_the_control_start_is_bounded_in_time(tmp_path, monkeypatch):
+    # A control sandbox whose command never returns (as in an image whose `true` hangs) is cut at the
+    # control's timeout, so the blame check cannot hold a trial (planted: no timeout; it hangs)
+    from agentmill.verify import start_blame
+
+    real = start_blame.run_command
+
+    async def hanging(spec, argv, **kw):
+        return await real(spec, ["/bin/sleep", "600"], **kw)
+
+    monkeypatch.setattr(start_blame, "run_command", hanging)
+    monkeypatch.setattr(start_blame, "_CONTROL_TIMEOUT", 1.0)
+    task = load_task(simple_task(tmp_path))
+    cache = scratch_cache(tmp_path)
+    image = asyncio.run(ImageBuilder(cache=cache).get(task))
+    check = start_blame.starts_over_pristine_tree(image, image.spec(cache / "x"), cache)
+    assert asyncio.run(asyncio.wait_for(check, 60)) is True  # it started; only its command was cut

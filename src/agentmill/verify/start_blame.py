@@ -32,7 +32,9 @@ async def starts_over_pristine_tree(image: Image, spec: SandboxSpec, scratch: Pa
         root = await asyncio.to_thread(image.instantiate, pristine)
         control = dataclasses.replace(spec, rootfs=root)
         try:
-            run = await run_command(control, ["/usr/bin/true"], timeout=_CONTROL_TIMEOUT, env=spec.env)
+            # the spec's environment comes with it (every exec starts from the sandbox's base_env);
+            # the bound matters: an image whose `true` never returns must not hold the trial
+            run = await run_command(control, ["/usr/bin/true"], timeout=_CONTROL_TIMEOUT)
         except SandboxError:
             return False
         return run.marks.startswith("s")
