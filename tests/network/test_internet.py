@@ -141,6 +141,25 @@ def test_private_ranges_are_refused_in_the_namespace():
     assert counted >= len(targets) + 1
 
 
+def test_private_v4_through_nat64_and_6to4_is_refused_in_the_namespace():
+    # attack: a private v4 address written inside an IPv6 prefix that a NAT64 gateway or a 6to4
+    # relay on the host's network would translate back (64:ff9b::a00:1 is 10.0.0.1). As above, the
+    # firewall is read first and must hold each image (planted: no images; the check below fires).
+    targets = ["[64:ff9b::aff:ff01]:80", "[64:ff9b::a9fe:a9fe]:80", "[2002:a00:1::1]:80", "[64:ff9b:1::a00:1]:80"]
+
+    async def body(sb):
+        rules = ruleset(sb)
+        for net in ("64:ff9b::a00:0/104", "64:ff9b::a9fe:0/112", "2002:a00::/24", "64:ff9b:1::/48"):
+            assert net in rules, f"the firewall lacks {net}: not probing"
+        before = rejected(rules, "blocked")
+        seen = await probe(sb, *(t.replace("[", "").replace("]", "") for t in targets))
+        return seen, rejected(ruleset(sb), "blocked") - before
+
+    seen, counted = _run(_with_internet(body))
+    assert set(seen.values()) <= {"EHOSTUNREACH", "EACCES"}, seen
+    assert counted >= len(targets)
+
+
 def test_the_agent_cannot_lift_the_firewall():
     # attack: root of its own sandbox, the agent flushes the rules, deletes routes, downs the link;
     # its user namespace is a child of the one owning the network namespace, so each fails
@@ -228,5 +247,6 @@ def test_the_rules_hold_the_host_networks_and_dns_only():
 
     rules = firewall_rules(["192.0.2.7", "192.0.2.0/24", "fd00::7"])
     assert "192.0.2.0/24" in rules and "fd00::7" in rules
+    assert "64:ff9b::c000:200/120" in rules and "2002:c000:200::/40" in rules  # the host's v4 through NAT64, 6to4
     assert f"ip daddr {DNS_ADDRESS} meta l4proto {{ tcp, udp }} th dport 53 accept" in rules
     assert json.dumps(rules)  # one string: passed to nft on its stdin

@@ -13,8 +13,8 @@ CAP_NET_ADMIN over the network namespace, so it can neither flush the rules nor 
 What the agent can reach: public addresses (TCP, UDP, ping) and DNS through pasta's forwarder at
 DNS_ADDRESS, which asks the host's resolver. What it cannot: the host's loopback (pasta's gateway
 mapping is off, and so is port forwarding in both directions), the host's own addresses and the
-networks it sits on, and the private, shared, link-local, multicast and reserved ranges below,
-which the firewall rejects in the namespace itself before pasta ever sees the packet.
+networks it sits on, and the private, shared, link-local, multicast and reserved ranges below
+(and their NAT64 and 6to4 images, which a gateway would translate back to them), which the firewall rejects in the namespace itself before pasta ever sees the packet.
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ BLOCKED_V6 = (
     "fc00::/7",  # unique local
     "fe80::/10",  # link-local
     "ff00::/8",  # multicast
+    "64:ff9b:1::/48",  # local-use NAT64 (RFC 8215): whatever v4 the site maps it to
+    "2001::/32",  # Teredo: v4 tunnelled through a relay
 )
+# IPv6 prefixes that carry an IPv4 address in their bits: a NAT64 gateway (64:ff9b::/96) or a 6to4
+# relay (2002::/16) on the host's network would deliver 64:ff9b::a00:1 to 10.0.0.1. Each blocked v4
+# range (and the host's own v4 networks) is blocked in these images too.
+_V4_IN_V6 = (("64:ff9b::", 96, 0), ("2002::", 16, 80))  # (prefix, where the v4 starts, shift)
 
 
 def require_internet_tools() -> None:
@@ -79,6 +85,19 @@ def host_networks() -> list[str]:
     return sorted(nets)
 
 
+def v4_images(nets) -> list[str]:
+    """The NAT64 and 6to4 images of the IPv4 networks among `nets`."""
+    images = []
+    for n in nets:
+        net = ipaddress.ip_network(n, strict=False)
+        if net.version != 4:
+            continue
+        for prefix, at, shift in _V4_IN_V6:
+            address = int(ipaddress.IPv6Address(prefix)) | (int(net.network_address) << shift)
+            images.append(str(ipaddress.IPv6Network((address, at + net.prefixlen))))
+    return images
+
+
 def _by_version(nets, version: int) -> str:
     return ", ".join(n for n in nets if ipaddress.ip_network(n, strict=False).version == version) or (
         "0.0.0.0/32" if version == 4 else "::/128"  # nft refuses an empty literal set
@@ -92,9 +111,9 @@ def firewall_rules(host: list[str]) -> str:
     loopback: pasta gives the namespace the host's address, and the rule must not depend on that."""
     return f"""table inet {TABLE} {{
   set host4 {{ type ipv4_addr; flags interval; auto-merge; elements = {{ {_by_version(host, 4)} }} }}
-  set host6 {{ type ipv6_addr; flags interval; auto-merge; elements = {{ {_by_version(host, 6)} }} }}
+  set host6 {{ type ipv6_addr; flags interval; auto-merge; elements = {{ {_by_version([*host, *v4_images(host)], 6)} }} }}
   set blocked4 {{ type ipv4_addr; flags interval; auto-merge; elements = {{ {_by_version(BLOCKED_V4, 4)} }} }}
-  set blocked6 {{ type ipv6_addr; flags interval; auto-merge; elements = {{ {_by_version(BLOCKED_V6, 6)} }} }}
+  set blocked6 {{ type ipv6_addr; flags interval; auto-merge; elements = {{ {_by_version([*BLOCKED_V6, *v4_images(BLOCKED_V4)], 6)} }} }}
   chain output {{
     type filter hook output priority 0; policy accept;
     oifname "lo" meta l4proto {{ icmp, ipv6-icmp }} accept  # the rejections' own replies, to ourselves
