@@ -139,7 +139,8 @@ class RolloutProgress(_Shown):
         self.client = client
         self.total = total
         self.console = console or Console(stderr=True)
-        self.done = self.running = self.failed = 0
+        self.done = self.running = 0
+        self.failed = self.errors = 0  # the agent's own failures; the machinery's, the task's or its verifier's
         self.reward_sum, self.rewarded = 0.0, 0
         self._tokens_in = self._tokens_out = 0
         self._started = time.monotonic()
@@ -171,8 +172,8 @@ class RolloutProgress(_Shown):
     def finished(self, result) -> None:
         self.running -= 1
         self.done += 1
-        if result.outcome.value not in ("passed", "failed", "unverified"):  # unverified: finished, nothing scored it
-            self.failed += 1
+        self.failed += result.outcome.is_agents_failure
+        self.errors += result.outcome.is_error
         if result.reward is not None:
             self.reward_sum += result.reward
             self.rewarded += 1
@@ -196,7 +197,10 @@ class RolloutProgress(_Shown):
         return self.client.stats.requests / elapsed
 
     def _counts(self) -> str:
-        return f"[green]{self.done} done[/] [cyan]{self.running} running[/] [red]{self.failed} errors[/]"
+        return (
+            f"[green]{self.done} done[/] [cyan]{self.running} running[/] "
+            f"[yellow]{self.failed} failed[/] [red]{self.errors} errors[/]"
+        )
 
     def _stats(self) -> str:
         mean = f"{self.reward_sum / self.rewarded:.3f}" if self.rewarded else "-"
@@ -214,7 +218,8 @@ class RolloutProgress(_Shown):
         if self.done and self.total > self.done:
             eta = f", eta {elapsed / self.done * (self.total - self.done):.0f}s"
         return (
-            f"progress: {self.done}/{self.total} trials done, {self.running} running, {self.failed} errors; "
+            f"progress: {self.done}/{self.total} trials done, {self.running} running, "
+            f"{self.failed} failed, {self.errors} errors; "
             f"reward {mean}; tokens {tin} in / {tout} out"
             + (f"; {rps:.2f} req/s" if rps is not None else "")
             + f"; {elapsed:.0f}s elapsed{eta}"

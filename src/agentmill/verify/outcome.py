@@ -37,6 +37,16 @@ class Outcome(str, Enum):
         """Failures of the machinery, not of the agent: what `--retry infra` reruns."""
         return self in (Outcome.SANDBOX_ERROR, Outcome.INFRA_ERROR)
 
+    @property
+    def is_agents_failure(self) -> bool:
+        """The agent did not solve it, by its own doing (a wrong answer, its crash, its time, its context)."""
+        return self in (Outcome.FAILED, Outcome.AGENT_ERROR, Outcome.AGENT_TIMEOUT, Outcome.CONTEXT_EXCEEDED)
+
+    @property
+    def is_error(self) -> bool:
+        """The trial says nothing of the agent: the machinery, the task or its verifier failed."""
+        return self.is_infra or self in (Outcome.TASK_ERROR, Outcome.VERIFIER_ERROR, Outcome.VERIFIER_TIMEOUT)
+
 
 class RewardError(AgentmillError, ValueError):
     """The verifier wrote no reward, or one that is not a number: the task's (its verifier's) failure."""
