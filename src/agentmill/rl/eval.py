@@ -23,7 +23,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
@@ -86,7 +86,7 @@ def run_dir_for(eval_dir: Path, spec: EvalSpec) -> Path:
 
 
 def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> RolloutConfig:
-    cls = cast("type[Agent]", agent_class(spec.agent))  # the registry checked the class has Agent's attributes
+    cls: type[Agent] = agent_class(spec.agent)  # the registry checked the class has Agent's attributes
     if cls.needs_model and not spec.model:
         raise AgentmillError(
             f"--model: the {spec.agent} agent needs a model (the checkpoint's served name, or 'local')"
