@@ -142,7 +142,7 @@ def test_user_folders_are_searched_and_a_broken_file_is_reported_not_fatal(corpu
         and "broken.xlsx" in sources.skipped["mine"][0]
         and sources.counts["mine"] == 1
     )
-    hits = sources.search("nonfarm manufacturing employment")
+    hits = sources.search_reply("nonfarm manufacturing employment")
     assert "mine/q3/employment.xlsx" in [h["path"] for h in hits]
     assert sources.resolve("mine/q3/employment.xlsx") == mine / "q3" / "employment.xlsx"
     assert sources.resolve("mine/../etc/passwd") is None and sources.resolve("other/x") is None

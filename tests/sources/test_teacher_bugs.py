@@ -212,6 +212,7 @@ def test_a_reply_becomes_a_small_patch_of_that_function_at_its_indentation():
     for bad, why in [
         ("no code at all", "bad_reply"),
         ("```python\ndef g(self, x):\n    return 1\n```", "bad_reply"),  # another function
+        ("```python\ndef f(self, x):\n    return '\ud800'\n```", "bad_reply"),  # a lone surrogate: ValueError
         ("```python\ndef f(self, x):\n    if x > 0:\n            return 1\n    return 0\n```", "no_change"),
         (
             "```python\ndef f(self, x):\n" + "".join(f"    y{i} = {i}\n" for i in range(8)) + "    return 0\n```",

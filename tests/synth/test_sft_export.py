@@ -79,6 +79,12 @@ def test_the_export_keeps_only_verified_trajectories_and_says_why_it_is_empty(sy
         app, ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "none.jsonl"), "--min-turns", "5"]
     )
     assert result.exit_code == 2 and "min_turns" in result.output and not (tmp / "none.jsonl").exists()
+    # a misspelt --reasoning is one clear error (it once meant "drop" and wrote rows without reasoning)
+    typo = CliRunner().invoke(
+        app,
+        ["synth", "export", str(tmp / "synth-out"), "-f", "trl", "-o", str(tmp / "t.jsonl"), "--reasoning", "thinks"],
+    )
+    assert typo.exit_code == 2 and "--reasoning" in typo.output and not (tmp / "t.jsonl").exists(), typo.output
     # a failed solver trial is no demonstration, whatever the filters file says about rewards
     filters = tmp / "filters.toml"
     filters.write_text('[filters]\nmin_turns = 0\nreward = "any"\n')

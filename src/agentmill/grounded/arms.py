@@ -71,8 +71,8 @@ async def run_arms(
         trials = root / arm / "trials"
         shutil.rmtree(trials, ignore_errors=True)
         trials.mkdir(parents=True)
-        for query, run in picks.items():
-            shutil.copytree(run, trials / f"{query}-{Path(run).name}")
+        for query, folder in picks.items():
+            shutil.copytree(folder, trials / f"{query}-{Path(folder).name}")
     summary = {
         "k": k,
         "threshold": threshold,

@@ -305,9 +305,9 @@ class _Formula:
         pos, text = 0, text.lstrip("=")
         while pos < len(text.rstrip()):
             m = _FTOKEN.match(text, pos)
-            if not m or m.end() == pos:
+            kind = m.lastgroup if m else None  # every alternative is a named group: a match names one
+            if not m or m.end() == pos or kind is None:
                 raise Unsupported(f"cannot read formula at {text[pos:pos + 10]!r}")
-            kind = m.lastgroup
             self.tokens.append((kind, m.group(kind)))
             pos = m.end()
         self.i = 0

@@ -38,8 +38,16 @@ class Action(BaseModel):
 class Sources(FileIndex):
     """Named source folders; a file is addressed as `<name>/<path inside it>`."""
 
-    def search(self, query: str, k: int = 8) -> list[dict]:  # the tool's reply to the model
-        return [{"path": h.path, "score": round(h.score, 3), "snippet": h.snippet} for h in super().search(query, k)]
+    def search_reply(self, query: str, k: int = 8) -> list[dict]:
+        """The search tool's reply to the model."""
+        return [{"path": h.path, "score": round(h.score, 3), "snippet": h.snippet} for h in self.search(query, k)]
+
+    def file(self, path: str) -> Path:
+        """The file behind a path the searches returned (the assembler selects only those)."""
+        found = self.resolve(path)
+        if found is None:
+            raise ValueError(f"{path}: not a file of the sources")
+        return found
 
 
 def seed_brief(seed: Seed) -> str:
@@ -74,7 +82,7 @@ async def assemble(
                 raise ValueError("at least one file must have the role 'core'")
             if len({p.path for p in a.files}) != len(a.files):
                 raise ValueError("a file is selected twice")
-            problems = confuser_problems([(p.path, p.role, sources.resolve(p.path)) for p in a.files])
+            problems = confuser_problems([(p.path, p.role, sources.file(p.path)) for p in a.files])
             if problems:
                 raise ValueError("; ".join(problems))
 
@@ -82,7 +90,7 @@ async def assemble(
         action = await ask_json(client, messages, Action, role="assembler", check=check)
         messages.append({"role": "assistant", "content": action.model_dump_json()})
         if action.action == "search":
-            hits = sources.search(action.query)
+            hits = sources.search_reply(action.query)
             seen.update(h["path"] for h in hits)
             messages.append({"role": "user", "content": "search results:\n" + json.dumps(hits, indent=1)})
             continue
@@ -96,7 +104,7 @@ def _materialise(seed: Seed, action: Action, sources: Sources, dest: Path) -> Wo
     ws_dir.mkdir(parents=True)
     files = []
     for pick in action.files:
-        src = sources.resolve(pick.path)
+        src = sources.file(pick.path)
         rel = pick.path.partition("/")[2]
         out = ws_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)

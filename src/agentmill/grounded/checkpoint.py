@@ -37,11 +37,12 @@ class Checkpoints:
     def __init__(self, work: Path, seed: Seed):
         self.work, self.seed = Path(work), seed
         self.chain = True  # every step so far came from a checkpoint
-        self._ws: Workspace | None | bool = False
+        self._ws: Workspace | None = None
+        self._ws_read = False
 
     def workspace(self) -> Workspace | None:
-        if self._ws is False:
-            self._ws = self._workspace()
+        if not self._ws_read:
+            self._ws, self._ws_read = self._workspace(), True
             self.chain = self._ws is not None
         return self._ws
 

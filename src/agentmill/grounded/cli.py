@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -22,7 +23,7 @@ err = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(2)
 
@@ -129,7 +130,7 @@ def run_cmd(
 
     try:
         cfg = GroundConfig.load(config)
-        update = {}
+        update: dict[str, object] = {}
         if files:
             update["files"] = [*cfg.files, *map(str, files)]
         if seeds:
@@ -262,7 +263,7 @@ def decontaminate_cmd(
         if rank:
             analyses["ranking"] = rank_similar(tasks, benchmarks, top=rank)
             analyses["occupations"] = occupation_overlap(tasks, benchmarks)
-        if comparisons:
+        if comparisons and system:  # without a system the command stopped above
             rows = [json.loads(line) for line in comparisons.read_text().splitlines() if line.strip()]
             overlap = analyses.get("occupations") or occupation_overlap(tasks, benchmarks)
             analyses["win_rate_by_coverage"] = win_rate_by_coverage(rows, system, set(overlap["covered"]))

@@ -10,11 +10,7 @@ from pathlib import Path
 from agentmill.errors import AgentmillError
 from agentmill.grounded import readers
 from agentmill.recipe.records import TaskEntry
-
-try:  # the recipe engine is being reorganised into stages; accept either home of the filter
-    from agentmill.recipe.stages.task_filters.decontaminate import Params, build_index, ngrams, verdict
-except ImportError:  # pragma: no cover - the older layout
-    from agentmill.recipe.task_filters.decontaminate import Params, build_index, ngrams, verdict
+from agentmill.recipe.stages.task_filters.decontaminate import Params, build_index, ngrams, verdict
 from agentmill.tasks import load_task
 
 

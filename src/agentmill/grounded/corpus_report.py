@@ -42,7 +42,7 @@ def coverage(index: FileIndex, seeds: list[Seed]) -> dict:
 def hit_rate(index: FileIndex, seeds: list[Seed], *, sample: int = 100, k: int = 8, seed: int = 0) -> dict:
     picked = random.Random(seed).sample(seeds, min(sample, len(seeds)))
     family_hits = topical_hits = 0
-    examples = []
+    examples: list[dict] = []
     for s in picked:
         want = stems(s.requirement) - GENERIC
         hits = index.search(s.requirement, k)

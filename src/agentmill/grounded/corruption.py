@@ -94,6 +94,8 @@ def _row_index(n: FactNode) -> int | None:
 def _next_row(n: FactNode) -> FactNode:
     loc = n.locator
     if loc.kind == "row_field":
+        if loc.row is None:  # a checked graph has none such: its row_field facts were read at their row
+            raise TypeError(f"fact {n.id}: a row_field locator without a row")
         return n.model_copy(update={"locator": loc.model_copy(update={"row": loc.row + 1})})
     from agentmill.grounded.artifacts import _col_row
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from agentmill.grounded import artifacts, prompts, readers
 from agentmill.grounded.ask import ask_json
-from agentmill.grounded.records import Graph, JudgeVerdict, Spec
+from agentmill.grounded.records import Criterion, Graph, JudgeVerdict, NegativeCriterion, Spec
 from agentmill.models import ModelClient
 from agentmill.verify.fence import fence
 
@@ -38,7 +38,8 @@ def evidence_view(spec: Spec, graph: Graph, ws_dir: Path, removed: frozenset[str
     """The cited facts and an excerpt of each cited file. `removed` holds files and `file#sheet`
     keys: their facts are shown as removed, and a workbook losing a sheet loses its excerpt (the
     excerpt would show the sheet)."""
-    cited = [n for n in graph.nodes if any(n.id in c.anchors for c in [*spec.criteria, *spec.negatives])]
+    every: list[Criterion | NegativeCriterion] = [*spec.criteria, *spec.negatives]
+    cited = [n for n in graph.nodes if any(n.id in c.anchors for c in every)]
     parts = []
     for n in cited:
         sheet_key = f"{n.file}#{n.locator.sheet}"

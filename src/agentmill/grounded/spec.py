@@ -14,7 +14,7 @@ from agentmill.grounded.ask import ask_json
 from agentmill.grounded.assemble import seed_brief
 from agentmill.grounded.graph import workspace_view
 from agentmill.grounded.quality import untraceable
-from agentmill.grounded.records import Graph, Spec, Workspace
+from agentmill.grounded.records import Criterion, Graph, NegativeCriterion, Spec, Workspace
 from agentmill.models import ModelClient
 
 OUTPUT_DIR = "/app/output"
@@ -68,13 +68,14 @@ def validate(spec: Spec, graph: Graph) -> None:
     for d in spec.deliverables:
         if d.path.startswith("/") or ".." in d.path.split("/") or not d.path.strip():
             problems.append(f"deliverable path '{d.path}' must be a plain relative name")
-    for c in [*spec.criteria, *spec.negatives]:
+    every: list[Criterion | NegativeCriterion] = [*spec.criteria, *spec.negatives]
+    for c in every:
         if c.artifact not in paths:
             problems.append(f"criterion {c.id}: artifact '{c.artifact}' is not a deliverable")
         bad = [a for a in c.anchors if a not in ids]
         if bad:
             problems.append(f"criterion {c.id}: anchors {bad} are not graph nodes (nodes: {sorted(ids)})")
-    if len({c.id for c in [*spec.criteria, *spec.negatives]}) != len(spec.criteria) + len(spec.negatives):
+    if len({c.id for c in every}) != len(every):
         problems.append("criterion ids must be unique")
     problems += [f"the statement reveals {x}" for x in leaks(spec, graph)]
     problems += untraceable(spec, instruction(spec))

@@ -134,7 +134,8 @@ def load_matrix(path: Path) -> Matrix:
     if ("variants" in data) == ("grid" in data):
         raise MatrixError(path, "variants", "give either [[variants]] or [grid], exactly one of them")
     overrides = _explicit(path, data["variants"]) if "variants" in data else _grid(path, data["grid"])
-    variants, folders = [], {}
+    variants: list[Variant] = []
+    folders: dict[str, str] = {}
     for name, sets in overrides:
         recipe = copy.deepcopy(base)
         for key, value in sets.items():

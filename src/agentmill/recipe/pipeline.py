@@ -16,7 +16,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +51,10 @@ def build_stages(recipe: Recipe, *, where: str = "recipe") -> list[Stage]:
     """The recipe's stages in flow order; an unknown stage or a bad setting raises, naming the key."""
 
     def make(name: str, *args, key: str | None = None, kind: str | None = None) -> Stage:
-        cls = stage_class(name, where=f"{where}: {key or name}" + (".kind" if kind else ""), kind=kind)
+        # each stage's constructor takes its own arguments after the recipe
+        cls: Callable[..., Stage] = stage_class(
+            name, where=f"{where}: {key or name}" + (".kind" if kind else ""), kind=kind
+        )
         try:
             return cls(recipe, *args)
         except AgentmillError as e:
@@ -180,11 +183,13 @@ class Pipeline:
             upstream=list(before),
             relax=self._relax,
         )
-        records = (
-            _counted(aiter_of(STORES[stage.consumes](upstream, self.cache.root).read()), report)
-            if stage.consumes
-            else aiter_of(())
-        )
+        records: AsyncIterator[Any]
+        if not stage.consumes:
+            records = aiter_of(())
+        elif upstream is None:  # the plan gives every stage that consumes records the step feeding it
+            raise AgentmillError(f"{step.stage}: reads {stage.consumes} but no step before it makes them")
+        else:
+            records = _counted(aiter_of(STORES[stage.consumes](upstream, self.cache.root).read()), report)
         try:
             produced = stage.run(records, ctx)
             if stage.produces:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentmill.agents import agent_class
 from agentmill.models.local import LOCAL_MODEL
 from agentmill.models.preflight import Probe
 from agentmill.models.session import served_name
 from agentmill.recipe.schema import ModelSpec
+
+if TYPE_CHECKING:
+    from agentmill.agents.base import Agent
 
 
 def recipe_probes(plan, where: str = "the recipe") -> list[Probe]:
@@ -18,7 +23,7 @@ def recipe_probes(plan, where: str = "the recipe") -> list[Probe]:
             continue
         tools = False
         if step.obj.kind == "rollout":
-            cls = agent_class(step.obj.recipe.rollout.agent)
+            cls: type[Agent] = agent_class(step.obj.recipe.rollout.agent)
             if not cls.needs_model:
                 continue
             tools = getattr(cls, "rendering", None) == "tool_calls"

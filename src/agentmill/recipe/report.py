@@ -13,6 +13,8 @@ import math
 import sqlite3
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,7 +195,7 @@ def bar_chart(
     return "".join(parts)
 
 
-def _bins(values: list[float], max_bins: int = 20) -> list[float]:
+def _bins(values: Sequence[float], max_bins: int = 20) -> list[float]:
     """Bin edges: one per integer when the range is small, else a 1-2-5 step giving <= max_bins bins."""
     lo, hi = min(values), max(values)
     if all(float(v).is_integer() for v in values) and hi - lo < max_bins:
@@ -208,7 +210,7 @@ def _bins(values: list[float], max_bins: int = 20) -> list[float]:
     return [start + i * step for i in range(n + 1)]
 
 
-def histogram(values: list[float], *, xlabel: str, width: int = 500, height: int = 220) -> str:
+def histogram(values: Sequence[float], *, xlabel: str, width: int = 500, height: int = 220) -> str:
     if not values:
         return '<p class="empty">No trajectories.</p>'
     edges = _bins(values)
@@ -256,7 +258,7 @@ def _fmt(v: float) -> str:
 # ---------------------------------------------------------------- sections
 
 
-def _table(header: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list], numeric: AbstractSet[int] = frozenset()) -> str:
     head = "".join(f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(header))
     body = "".join(
         "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{esc(c)}</td>" for i, c in enumerate(r)) + "</tr>"
@@ -360,15 +362,16 @@ def _sources(d: RunData) -> str:
     return chart + _table(["Source", "Tasks", "Share"], [[s, f"{n:,}", f"{n / total:.1%}"] for s, n in items], {1, 2})
 
 
-def _no_rollout(d: RunData) -> str | None:
+def _finished_trials(d: RunData) -> list[Trial] | str:
+    """The rollout's trials, or the note that says why a section has none to show."""
     if d.trials is None:
         return _missing("No rollout in this run (it stopped before rollouts, or they were not run).")
     if not d.trials:
         return _missing("The rollout has no finished trials yet.")
-    return None
+    return d.trials
 
 
-def _stats(values: list[float]) -> str:
+def _stats(values: Sequence[float]) -> str:
     s = sorted(values)
 
     def q(p: float) -> float:  # nearest-rank percentile: no interpolation needed for a glance
@@ -381,12 +384,13 @@ def _stats(values: list[float]) -> str:
 
 
 def _shapes(d: RunData) -> str:
-    if (empty := _no_rollout(d)) is not None:
-        return empty
+    trials = _finished_trials(d)
+    if isinstance(trials, str):
+        return trials
     cells = []
     for title, values in (
-        ("Assistant turns per trajectory", [t.turns for t in d.trials]),
-        ("Assistant (completion) tokens per trajectory", [t.tokens for t in d.trials]),
+        ("Assistant turns per trajectory", [t.turns for t in trials]),
+        ("Assistant (completion) tokens per trajectory", [t.tokens for t in trials]),
     ):
         cells.append(
             f"<figure><figcaption>{esc(title)}</figcaption>{histogram(values, xlabel=title.split(' per ')[0].lower())}"
@@ -395,26 +399,27 @@ def _shapes(d: RunData) -> str:
     return '<div class="pair">' + "".join(cells) + "</div>"
 
 
-def _by_source(d: RunData) -> dict[str, list[Trial]]:
+def _by_source(trials: list[Trial]) -> dict[str, list[Trial]]:
     groups: dict[str, list[Trial]] = defaultdict(list)
-    for t in d.trials:
+    for t in trials:
         groups[t.source].append(t)
     # Largest source first, as in the source mix; trials of unlisted tasks last.
     return dict(sorted(groups.items(), key=lambda kv: (kv[0] == UNKNOWN_SOURCE, -len(kv[1]), kv[0])))
 
 
 def _rewards(d: RunData) -> str:
-    if (empty := _no_rollout(d)) is not None:
-        return empty
+    trials = _finished_trials(d)
+    if isinstance(trials, str):
+        return trials
     rows, labels, means, ses = [], [], [], []
-    for source, trials in _by_source(d).items():
-        rewards = [t.reward for t in trials if t.reward is not None]
+    for source, mine in _by_source(trials).items():
+        rewards = [t.reward for t in mine if t.reward is not None]
         m, se = mean_se(rewards)
-        passed = sum(t.outcome == "passed" for t in trials) / len(trials)
+        passed = sum(t.outcome == "passed" for t in mine) / len(mine)
         rows.append(
             [
                 source,
-                f"{len(trials):,}",
+                f"{len(mine):,}",
                 f"{len(rewards):,}",
                 f"{m:.3f} ± {se:.3f}" if rewards else "—",
                 f"{passed:.1%}",
@@ -435,20 +440,21 @@ def _rewards(d: RunData) -> str:
 
 
 def _outcomes(d: RunData) -> str:
-    if (empty := _no_rollout(d)) is not None:
-        return empty
-    seen = {t.outcome for t in d.trials}
+    trials = _finished_trials(d)
+    if isinstance(trials, str):
+        return trials
+    seen = {t.outcome for t in trials}
     columns = [o for o in OUTCOME_ORDER if o in seen] + sorted(seen - set(OUTCOME_ORDER))
-    totals = Counter(t.outcome for t in d.trials)
+    totals = Counter(t.outcome for t in trials)
     rows = [
-        [source, *(f"{Counter(t.outcome for t in trials)[o]:,}" for o in columns), f"{len(trials):,}"]
-        for source, trials in _by_source(d).items()
+        [source, *(f"{Counter(t.outcome for t in mine)[o]:,}" for o in columns), f"{len(mine):,}"]
+        for source, mine in _by_source(trials).items()
     ]
-    rows.append(["All sources", *(f"{totals[o]:,}" for o in columns), f"{len(d.trials):,}"])
+    rows.append(["All sources", *(f"{totals[o]:,}" for o in columns), f"{len(trials):,}"])
     chart = bar_chart(
         columns,
         [totals[o] for o in columns],
-        value_text=[f"{totals[o]:,} ({totals[o] / len(d.trials):.0%})" for o in columns],
+        value_text=[f"{totals[o]:,} ({totals[o] / len(trials):.0%})" for o in columns],
         caption="outcomes",
     )
     return chart + _table(["Source", *columns, "Trials"], rows, set(range(1, len(columns) + 2)))

@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from agentmill.errors import AgentmillError
 from agentmill.recipe.cache import stage_key
@@ -55,6 +55,12 @@ class StageContext:
 
     def drop(self, name: str, reason: str) -> None:
         self.report.dropped.append(Drop(name=name, reason=reason))
+
+    def use_model(self, spec: Any) -> AbstractAsyncContextManager:
+        """The model `spec` names, open for the block (the pipeline injects the service)."""
+        if self.open_model is None:
+            raise AgentmillError(f"{self.report.stage}: this stage needs a model, and its context has none")
+        return self.open_model(spec)
 
     def note(self, text: str) -> None:
         self.report.notes.append(text)
@@ -98,14 +104,16 @@ class Stage(ABC):
 # themselves when their modules are imported, which the package face (`agentmill/recipe/__init__.py`)
 # does; plug-ins declare `agentmill.stages`.
 STAGES: Registry[type[Stage]] = Registry("stage", group="agentmill.stages")
+StageT = TypeVar("StageT", bound=Stage)
 
 
-def register_stage(cls: type[Stage]) -> type[Stage]:
+def register_stage(cls: type[StageT]) -> type[StageT]:
     """Class decorator: make a stage available to recipes by its `name`."""
     name = getattr(cls, "name", None)
     if not name:
         raise AgentmillError(f"{cls.__name__}: a stage needs a name")
-    return STAGES.register(name, cls)
+    STAGES.register(name, cls)
+    return cls
 
 
 def registered() -> dict[str, type[Stage]]:
@@ -124,13 +132,13 @@ def stage_class(name: str, *, where: str, kind: str | None = None) -> type[Stage
     return cls
 
 
-async def aiter_of(items) -> AsyncIterator[Any]:
+async def aiter_of(items) -> AsyncGenerator[Any, None]:
     """An async iterator over a plain iterable (records read from a store)."""
     for item in items:
         yield item
 
 
-def in_thread_iter(records: AsyncIterator[Any], loop) -> Iterator[Any]:
+def in_thread_iter(records: AsyncGenerator[Any, None], loop) -> Iterator[Any]:
     """A plain iterator over `records` for code running in a worker thread (asyncio.to_thread), each
     item fetched on `loop`: sync writers stream an async input without gathering it first."""
     while True:

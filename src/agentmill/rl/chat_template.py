@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentmill.errors import AgentmillError
 
@@ -24,8 +24,10 @@ def bundled_template() -> str:
     return (resources.files("agentmill.rl") / "templates" / BUNDLED).read_text(encoding="utf-8")
 
 
-def has_generation_markers(template: str | None) -> bool:
-    return bool(template) and "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
+def has_generation_markers(template: str | None) -> TypeGuard[str]:
+    if not template:
+        return False
+    return "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
 
 
 def marked_template(tokenizer: Any, template_file: Path | None = None) -> tuple[str, str]:

@@ -23,6 +23,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
@@ -39,6 +40,9 @@ from agentmill.rollout.network import DEFAULT_NETWORK, NetworkMode
 from agentmill.rollout.status import NOT_SCORED, pass_at_k, summarize
 from agentmill.runtime.atomic import write_json_atomic
 from agentmill.tasks.model import Task
+
+if TYPE_CHECKING:
+    from agentmill.agents.base import Agent
 
 RESULTS = "results.json"
 TELEMETRY = "telemetry.json"
@@ -82,7 +86,7 @@ def run_dir_for(eval_dir: Path, spec: EvalSpec) -> Path:
 
 
 def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> RolloutConfig:
-    cls = agent_class(spec.agent)
+    cls: type[Agent] = agent_class(spec.agent)  # the registry checked the class has Agent's attributes
     if cls.needs_model and not spec.model:
         raise AgentmillError(
             f"--model: the {spec.agent} agent needs a model (the checkpoint's served name, or 'local')"
@@ -94,7 +98,7 @@ def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> Rol
         task_hashes={t.name: t.content_hash for t in tasks},
         agent=spec.agent,
         agent_version=cls.version,
-        model=served_name(spec.model) if cls.needs_model else None,
+        model=served_name(spec.model) if cls.needs_model and spec.model else None,  # no model: refused above
         sampling=spec.sampling,
         max_turns=spec.max_turns,
         max_context=spec.max_context,

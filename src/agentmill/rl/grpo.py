@@ -90,7 +90,7 @@ def build_grpo(
         **trainer_args(),
     )
     tokenizer = load_tokenizer(model)
-    extra = {"rollout_func": rollout_func} if rollout_func is not None else {}
+    extra: dict[str, Any] = {"rollout_func": rollout_func} if rollout_func is not None else {}
     trainer = GRPOTrainer(
         model=str(model),
         reward_funcs=[reward],

@@ -77,8 +77,7 @@ class LiveEpisode:
             raise AgentmillError("start() the episode first")
         if self.final is not None:
             return self.final
-        result = self.final
-        for turn in turns_from_completion(completion) or [PolicyTurn(content="")]:
+        for turn in turns_from_completion(completion) or [PolicyTurn(content="")]:  # at least one turn
             await self._turns.put(turn)
             result = await self._next()
             if result.done:
@@ -95,13 +94,16 @@ class LiveEpisode:
         return self.final
 
     async def _next(self) -> StepResult:
+        run = self._run
+        if run is None:  # start() sets it before the first call
+            raise AgentmillError("start() the episode first")
         ask = asyncio.ensure_future(self._asks.get())
-        done, _ = await asyncio.wait({ask, self._run}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({ask, run}, return_when=asyncio.FIRST_COMPLETED)
         if ask in done:
             messages = ask.result()
             return StepResult(False, observation_of(messages), messages)
         ask.cancel()
-        self.final = StepResult(True, scored=score_episode(self._run.result(), self.settings))
+        self.final = StepResult(True, scored=score_episode(run.result(), self.settings))
         return self.final
 
 
@@ -152,6 +154,8 @@ class AgentmillInteraction:
         reply = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
         result = await episode.step(reply if reply is not None else "")
         if result.done:
+            if result.scored is None:  # _next scores every episode it ends
+                raise AgentmillError(f"{instance_id}: the episode ended without a score")
             return True, "", result.score, result.scored.model_dump()
         return False, result.observation, 0.0, {}
 

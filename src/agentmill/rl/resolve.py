@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from agentmill.errors import AgentmillError, TaskError
@@ -77,7 +78,7 @@ def task_folders(root: Path, depth: int = 0):
         yield from task_folders(child, depth + 1)
 
 
-def roots_from(tasks: list[Path | str] | Path | str | None) -> list[Path]:
+def roots_from(tasks: Sequence[Path | str] | Path | str | None) -> list[Path]:
     """The folders to search: the ones given, else $AGENTMILL_RL_TASKS."""
     if tasks is None or tasks == [] or tasks == "":
         tasks = [p for p in os.environ.get(TASKS_ENV, "").split(os.pathsep) if p]
@@ -90,7 +91,7 @@ _resolvers: dict[tuple[Path, ...], TaskResolver] = {}
 _resolvers_lock = threading.Lock()
 
 
-def shared_resolver(tasks: list[Path | str] | Path | str | None) -> TaskResolver:
+def shared_resolver(tasks: Sequence[Path | str] | Path | str | None) -> TaskResolver:
     """One resolver per set of folders per process: a reward function called per sample scans once."""
     roots = tuple(p.resolve() for p in roots_from(tasks))
     with _resolvers_lock:

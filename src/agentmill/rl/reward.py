@@ -20,7 +20,7 @@ import math
 import threading
 import warnings
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +231,7 @@ class GRPOReward:
 
     def __init__(
         self,
-        tasks: list[str | Path] | str | Path | None = None,
+        tasks: Sequence[str | Path] | str | Path | None = None,
         *,
         tamper_penalty: float | None = None,
         error_reward: float = 0.0,

@@ -13,7 +13,7 @@ BLOCK = {"p", "div", "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h
 
 
 class _Converter(HTMLParser):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.lists: list[list] = []  # [kind, counter]

@@ -45,18 +45,25 @@ class _Offsets:
         for line in source.splitlines(keepends=True):
             self.line_starts.append(self.line_starts[-1] + len(line))
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
+    def span(self, node: ast.expr | ast.stmt) -> tuple[int, int]:
         # ast offsets are UTF-8 byte columns; convert through the line's bytes
         def at(line: int, col: int) -> int:
             start = self.line_starts[line - 1]
             text = self.source[start : self.line_starts[line]] if line < len(self.line_starts) else self.source[start:]
             return start + len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
 
-        return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
+        return at(node.lineno, node.col_offset), at(*_end(node))
 
     def line_span(self, node: ast.stmt) -> tuple[int, int]:
         """Whole lines of a statement, with its indentation and newline."""
-        return self.line_starts[node.lineno - 1], self.line_starts[min(node.end_lineno, len(self.line_starts) - 1)]
+        return self.line_starts[node.lineno - 1], self.line_starts[min(_end(node)[0], len(self.line_starts) - 1)]
+
+
+def _end(node: ast.expr | ast.stmt) -> tuple[int, int]:
+    """(line, byte column) where the node ends: ast.parse sets both on every node it makes."""
+    if node.end_lineno is None or node.end_col_offset is None:
+        raise TypeError(f"{type(node).__name__} at line {node.lineno} has no end position (not from ast.parse)")
+    return node.end_lineno, node.end_col_offset
 
 
 OP_TEXT = {
@@ -73,11 +80,11 @@ OP_TEXT = {
 }
 
 
-def _between(off: _Offsets, a: ast.AST, b: ast.AST) -> tuple[int, int]:
+def _between(off: _Offsets, a: ast.expr, b: ast.expr) -> tuple[int, int]:
     return off.span(a)[1], off.span(b)[0]
 
 
-def _swap(off: _Offsets, a: ast.AST, b: ast.AST, operator: str, qual: str) -> Mutation | None:
+def _swap(off: _Offsets, a: ast.expr, b: ast.expr, operator: str, qual: str) -> Mutation | None:
     """`a <middle> b` -> `b <middle> a`, keeping the text between them as written."""
     (a0, a1), (b0, b1) = off.span(a), off.span(b)
     text_a, text_b, middle = off.source[a0:a1], off.source[b0:b1], off.source[a1:b0]
@@ -88,6 +95,7 @@ def _swap(off: _Offsets, a: ast.AST, b: ast.AST, operator: str, qual: str) -> Mu
 
 def _sites(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, off: _Offsets):
     src = off.source
+    off_by_one_sites: set[int] = set()  # ids of the constants a parent marked (walk yields parents first)
     for node in ast.walk(fn):
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in FLIP:
             s, e = _between(off, node.left, node.comparators[0])
@@ -107,7 +115,7 @@ def _sites(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, off: _Offsets)
             isinstance(node, ast.Constant)
             and type(node.value) is int
             and 0 <= node.value <= 64
-            and getattr(node, "_parent_ok", False)
+            and id(node) in off_by_one_sites
         ):
             s, e = off.span(node)
             if src[s:e] == str(node.value):
@@ -127,14 +135,14 @@ def _sites(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, off: _Offsets)
             yield _swap(off, node.args[0], node.args[1], "swap_arguments", qual)
         # off-by-one sites: integers added or subtracted, slice bounds, range() bounds
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            node.right._parent_ok = True
+            off_by_one_sites.add(id(node.right))
         elif isinstance(node, ast.Slice):
             for bound in (node.lower, node.upper):
                 if bound is not None:
-                    bound._parent_ok = True
+                    off_by_one_sites.add(id(bound))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
             for arg in node.args:
-                arg._parent_ok = True
+                off_by_one_sites.add(id(arg))
         if isinstance(node, ast.Return) and node.value is not None:  # the value computed, then dropped
             s, e = off.span(node)
             if src.startswith("return ", s):

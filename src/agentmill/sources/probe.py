@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +45,7 @@ async def run_suite(
     tests: Path,
     *,
     timeout: float = 300.0,
-    pythonpath: list[str] = (),
+    pythonpath: Sequence[str] = (),
     extra_mounts: dict[str, Path] | None = None,
 ) -> SuiteRun:
     """pytest over `tests`/suite with `project` at /app; outcomes by node id (relative to /tests)."""

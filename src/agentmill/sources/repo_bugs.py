@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -290,10 +291,10 @@ async def mine(
             buggy = m.apply(original)
             key = hashlib.sha256(f"{rel}\0{buggy}".encode()).hexdigest()
             if key in seen or not still_parses(buggy):  # the same patch as an earlier mutant: not run again
-                why = "duplicate" if key in seen else "does_not_parse"
-                stats["reasons"][why] = stats["reasons"].get(why, 0) + 1
+                skip = "duplicate" if key in seen else "does_not_parse"
+                stats["reasons"][skip] = stats["reasons"].get(skip, 0) + 1
                 if m.operator == OPERATOR:
-                    report.drop(f"{slug(project.label, 30)}-teacher-{m.function}", why, f"{rel}: {m.function}")
+                    report.drop(f"{slug(project.label, 30)}-teacher-{m.function}", skip, f"{rel}: {m.function}")
                 continue
             seen.add(key)
             stats["tried"] += 1
@@ -338,8 +339,8 @@ async def mine(
 def generate(
     out: Path,
     *,
-    pypi: list[str] = (),
-    repos: list[Path] = (),
+    pypi: Sequence[str] = (),
+    repos: Sequence[Path] = (),
     max_tasks: int = 10,
     seed: int = 0,
     max_tries: int | None = None,
@@ -360,7 +361,7 @@ def generate(
     projects: list[dict[str, Any]] = []
     for where, pin in [("pypi", p) for p in pypi] + [("repo", r) for r in repos]:
         with tempfile.TemporaryDirectory(prefix="repo-bugs-src-") as tmp:
-            project = from_pypi(pin, Path(tmp)) if where == "pypi" else from_repo(Path(pin), Path(tmp))
+            project = from_pypi(str(pin), Path(tmp)) if where == "pypi" else from_repo(Path(pin), Path(tmp))
             projects.append(
                 run_sync(
                     _with_teacher(

@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def generate(
     posts: Path,
     out: Path,
     *,
-    tags: list[str] = (),
+    tags: Sequence[str] = (),
     min_score: int = 0,
     accepted: bool = True,
     limit: int | None = None,

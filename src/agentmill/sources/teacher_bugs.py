@@ -84,6 +84,11 @@ def bug_messages(site: FunctionSite, project: str) -> list[dict]:
 _BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
+def _why(e: SyntaxError | ValueError) -> str:
+    """Why ast.parse refused: a ValueError (a lone surrogate in the reply's text) has no `msg`."""
+    return e.msg if isinstance(e, SyntaxError) else str(e)
+
+
 def parse_bug(reply: str, site: FunctionSite, source: str) -> Mutation:
     """The teacher's rewrite of `site` as a Mutation of `source`, or TeacherBugError saying why not."""
     blocks = _BLOCK.findall(reply or "")
@@ -92,7 +97,7 @@ def parse_bug(reply: str, site: FunctionSite, source: str) -> Mutation:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError) as e:
-        raise TeacherBugError(f"bad_reply: the code does not parse ({e.msg})") from None
+        raise TeacherBugError(f"bad_reply: the code does not parse ({_why(e)})") from None
     fns = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
     if len(fns) != 1:
         raise TeacherBugError(f"bad_reply: no single function named {name} in the reply")
@@ -107,7 +112,7 @@ def parse_bug(reply: str, site: FunctionSite, source: str) -> Mutation:
     try:
         new_tree = ast.parse(buggy)
     except (SyntaxError, ValueError) as e:
-        raise TeacherBugError(f"bad_reply: the module no longer parses ({e.msg})") from None
+        raise TeacherBugError(f"bad_reply: the module no longer parses ({_why(e)})") from None
     if ast.dump(new_tree) == ast.dump(ast.parse(source)):
         raise TeacherBugError("no_change: the rewrite has the same syntax tree as the original")
     changed = [

@@ -60,18 +60,18 @@ def _identifying(value: str, min_chars: int) -> bool:
     return len(value) >= min_chars and bool(re.search(r"[0-9@ ]", value))
 
 
-def _parse(sql: str, path: Path) -> list[exp.Expression]:
+def _parse(sql: str, path: Path) -> list[exp.Expr]:
     try:
         return [s for s in sqlglot.parse(sql, read="sqlite") if s is not None]
     except sqlglot.errors.SqlglotError as e:
         raise AgentmillError(f"{path}: SQL does not parse ({str(e).splitlines()[0]})") from e
 
 
-def _literals(tree: exp.Expression, min_chars: int) -> list[str]:
+def _literals(tree: exp.Expr, min_chars: int) -> list[str]:
     return [lit.this.strip() for lit in tree.find_all(exp.Literal) if _identifying(lit.this.strip(), min_chars)]
 
 
-def _references(tree: exp.Expression) -> list[str]:
+def _references(tree: exp.Expr) -> list[str]:
     """table.column for each column, aliases resolved; an unqualified column belongs to the only table."""
     tables = {t.alias_or_name: t.name for t in tree.find_all(exp.Table)}
     only = next(iter(tables.values())) if len(set(tables.values())) == 1 else None
@@ -128,7 +128,9 @@ def _shared_spans(text: str, prompt_grams: set[tuple[str, ...]], n: int) -> list
     """Maximal runs of the text's words whose every n-gram also occurs in the prompt."""
     words = _words(text)
     hits = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) in prompt_grams]
-    spans, start, end = [], None, None
+    spans: list[str] = []
+    start: int | None = None
+    end = 0
     for i in hits:
         if start is not None and i <= end:
             end = i + n

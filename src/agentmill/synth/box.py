@@ -214,7 +214,7 @@ async def run_box(
                     env.emit("gate", gate="generate", passed=False, code="context_exceeded")
                     env.emit("box_done", candidate=candidate_id, accepted=False)
                     return False
-                failed = GateResult(
+                unparsed = GateResult(
                     gate="parse",
                     passed=False,
                     code="unparseable",
@@ -222,8 +222,8 @@ async def run_box(
                     category="bad_task_composition",
                     components=list(COMPONENTS),
                 )
-                store.add_gate(attempt, failed)
-                store.add_diagnosis(attempt, gate_diagnosis(failed, note="the generator's reply is not a candidate;"))
+                store.add_gate(attempt, unparsed)
+                store.add_diagnosis(attempt, gate_diagnosis(unparsed, note="the generator's reply is not a candidate;"))
                 store.finish_attempt(attempt, time.monotonic() - started)
                 last = f"parse: unparseable: {error}"
                 env.emit("gate", gate="parse", passed=False, code="unparseable")

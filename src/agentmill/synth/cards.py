@@ -118,6 +118,8 @@ async def cards_from_diagnosis(
     config: SynthConfig, clients: dict[str, ModelClient], store: SynthStore
 ) -> tuple[list[CapabilityCard], list[str]]:
     d = config.diagnosis
+    if d is None:  # the caller reads cards from the diagnosis only when the config has one
+        raise AgentmillError("no [diagnosis] in the config: nothing to write cards from")
     client = clients["card_writer"]
     if d.run_rollouts:
         for role, run_dir in (("target", d.target_run), ("teacher", d.teacher_run)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -20,7 +21,7 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(2)
 
@@ -197,13 +198,17 @@ def export_cmd(
     """SFT rows: the accepted samples' verified solver trajectories, filtered as `agentmill export` does."""
     from agentmill.synth.sft_export import export_synth
     from agentmill.traces.filters import FilterSpec
+    from agentmill.traces.render import Reasoning
 
+    if reasoning not in ("think", "drop"):  # as `agentmill export` says; anything else used to mean drop
+        _fail("--reasoning: use think or drop")
+    mode: Reasoning = "think" if reasoning == "think" else "drop"
     try:
         spec = (FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()).merged(
             min_turns=min_turns, max_tokens=max_tokens
         )
         report, notes = export_synth(
-            out, fmt, dest, spec=spec, reasoning=reasoning, tokenizer=tokenizer, allow_empty=allow_empty
+            out, fmt, dest, spec=spec, reasoning=mode, tokenizer=tokenizer, allow_empty=allow_empty
         )
     except (AgentmillError, ValueError) as e:
         _fail(str(e).splitlines()[-1] if isinstance(e, ValueError) else str(e))

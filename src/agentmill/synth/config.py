@@ -66,12 +66,13 @@ class RoleConfig(_Strict):
 
     def client(self, local_url: str | None = None, role: str = "NAME") -> ModelClient:
         """`local_url`: where the embedded model is served, for a role with model = "local"."""
-        if self.is_local and local_url is None:
+        url = local_url if self.is_local else self.base_url
+        if url is None:  # the validator gives every other role its base_url: only a local one lacks it here
             raise AgentmillError(
                 "the embedded model is not running (open the roles with synth.clients.open_role_clients)"
             )
         return ModelClient.from_env(
-            base_url=local_url if self.is_local else self.base_url,
+            base_url=url,
             model=served_name(self.model),
             api_key_env=self.api_key_env,
             key_hint=f"[roles.{role}] api_key_env",
@@ -169,13 +170,16 @@ class SynthConfig(_Strict):
 
 
 def _resolve(cfg: SynthConfig, base: Path) -> SynthConfig:
-    def fix(p: Path | None) -> Path | None:
-        return None if p is None else (p if p.is_absolute() else (base / p).resolve())
+    def fix(p: Path) -> Path:
+        return p if p.is_absolute() else (base / p).resolve()
+
+    def fix_optional(p: Path | None) -> Path | None:
+        return None if p is None else fix(p)
 
     cfg.synth.cards, cfg.synth.prompts, cfg.env.gym_dir = (
-        fix(cfg.synth.cards),
-        fix(cfg.synth.prompts),
-        fix(cfg.env.gym_dir),
+        fix_optional(cfg.synth.cards),
+        fix_optional(cfg.synth.prompts),
+        fix_optional(cfg.env.gym_dir),
     )
     cfg.synth.benchmarks = [fix(p) for p in cfg.synth.benchmarks]
     if cfg.diagnosis is not None:

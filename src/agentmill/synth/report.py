@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any, Protocol
 
 from agentmill.recipe.report import STYLE, bar_chart, esc
 from agentmill.runtime.atomic import write_text_atomic
@@ -30,7 +31,17 @@ GATE_ORDER = [
 ]
 
 
-def funnel(store: SynthStore) -> list[dict]:
+class StoreRows(Protocol):
+    """What the funnel reads: SynthStore, or the viewer's read-only twin of it."""
+
+    def rows(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]: ...
+
+    def cards(self) -> list[dict]: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+
+def funnel(store: StoreRows) -> list[dict]:
     """[{gate, entered, passed, failed: {code: n}}] in gate order, then 'accepted' (candidates)."""
     # counted in SQL: a store holds hundreds of thousands of results, and the viewer asks on every page
     rows = store.rows("SELECT gate, passed, code, COUNT(*) AS n FROM gate_results GROUP BY gate, passed, code")

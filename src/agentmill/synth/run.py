@@ -25,7 +25,7 @@ from agentmill.synth.store import SynthStore
 from agentmill.synth.user_cards import barrier_user_cards
 from agentmill.tasks.tool_task import load_tool_task
 from agentmill.tools.sandboxed import task_sandbox
-from agentmill.tools.state import prepare_tool_state, tool_schemas
+from agentmill.tools.state import prepare_tool_state, require_spec, tool_schemas
 
 
 async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -> str:
@@ -46,7 +46,7 @@ async def describe_environment(env: GymSet, builder: ImageBuilder, work: Path) -
         await prepare_tool_state(task, sb)
         tools = await tool_schemas(task, sb)
     parts = []
-    for g in task.tool_spec.gyms:
+    for g in require_spec(task).gyms:
         parts.append(f"## gym '{g.name}' tables (schema.sql)\n{(g.path / 'schema.sql').read_text()}")
     parts.append(
         "## tools\n"

@@ -18,6 +18,7 @@ from agentmill.tasks.tool_task import load_tool_task
 from agentmill.traces.export import ExportReport, export_trials
 from agentmill.traces.filters import FilterSpec
 from agentmill.traces.records import load_trace, trial_folders
+from agentmill.traces.render import Reasoning
 
 
 def verified_trials(out: Path) -> tuple[list[Path], list[str]]:
@@ -56,7 +57,7 @@ def export_synth(
     dest: Path,
     *,
     spec: FilterSpec | None = None,
-    reasoning: str = "think",
+    reasoning: Reasoning = "think",
     tokenizer: str | Path | None = None,
     allow_empty: bool = False,
 ) -> tuple[ExportReport, list[str]]:

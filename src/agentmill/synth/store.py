@@ -13,7 +13,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentmill.errors import AgentmillError
 from agentmill.synth.candidate import Candidate
@@ -191,7 +191,7 @@ class SynthStore:
             "INSERT INTO attempts (candidate_id, n, origin, body, raw, error, started) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (candidate_id, n, origin, body, raw[:20000], error, time.time()),
         )
-        return cur.lastrowid
+        return cast(int, cur.lastrowid)  # set by every successful INSERT
 
     def finish_attempt(self, attempt_id: int, seconds: float) -> None:
         self.db.execute("UPDATE attempts SET seconds = ? WHERE attempt_id = ?", (seconds, attempt_id))

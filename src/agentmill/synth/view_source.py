@@ -302,7 +302,7 @@ def _group(db, sql: str, ids: tuple, key: str = "attempt_id") -> dict[Any, list[
 
 def _files_key(*paths: Path) -> tuple:
     """Size and modification time of each file (None when absent): changes whenever SQLite writes."""
-    key = []
+    key: list[tuple[int, int] | None] = []
     for p in paths:
         try:
             st = p.stat()

@@ -57,7 +57,8 @@ def trajectory_to_harbor(trajectory: Trajectory) -> dict:
 
 
 def _fold(data: dict, model: type[BaseModel], where: str) -> dict:
-    known, unknown = {}, {}
+    known: dict[str, Any] = {}
+    unknown: dict[str, Any] = {}
     for key, value in data.items():
         (known if key in model.model_fields else unknown)[key] = value
     for field, (sub, many) in _NESTED.get(model, {}).items():

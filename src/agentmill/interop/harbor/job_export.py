@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TextIO
 
 from agentmill.errors import AgentmillError
 from agentmill.interop.harbor.atif import trajectory_to_harbor
@@ -93,7 +94,7 @@ class _Job:
         self.started: str | None = None  # the earliest trial start and the latest finish (ISO, one zone: they sort)
         self.finished: str | None = None
         self.now = _iso(datetime.now(UTC))
-        self.locks = None
+        self.locks: TextIO | None = None  # the side file of the trials' locks (_job_lock_entry)
         self.names: set[str] = set()
         self.folders: dict[str, str] = {}  # trial id -> its folder's name (where its subagents' trajectories go)
         self.environments: dict[str, dict] = {}  # the trials' environment configs: the job's, when they agree
@@ -103,7 +104,8 @@ class _Job:
             self._add_subagent(root, rec)
             return
         t, r = rec.trial, rec.result
-        imported = t.get("imported_from") if isinstance(t.get("imported_from"), dict) else {}
+        raw_import = t.get("imported_from")
+        imported = raw_import if isinstance(raw_import, dict) else {}
         name = self._name(t["task"], rec.trial_id, imported.get("trial_name"))
         self.folders[rec.trial_id] = name
         folder = root / name
@@ -379,7 +381,7 @@ def _times(trajectory: Trajectory, timings: dict) -> dict:
     """Harbor records when each phase started and finished; agentmill records how long each took.
     The phases are laid end to end from the first step's timestamp (none without a trajectory)."""
     start = _parsed(trajectory.steps[0].timestamp) if trajectory.steps else None
-    keys = {
+    keys: dict[str, str | dict[str, str] | None] = {
         "started_at": None,
         "finished_at": None,
         "environment_setup": None,

@@ -373,7 +373,7 @@ def _rewards(p: _Parsed) -> dict[str, float | None]:
     if txt is None and js is None:
         return {}
     try:
-        return parse_reward(txt, js)[1]
+        return dict(parse_reward(txt, js)[1])
     except RewardError:
         return {}  # an unreadable reward file is the verifier's error: the outcome says so
 

@@ -67,9 +67,9 @@ class JobTally:
             e.n_errors += 1
             self.n_errored += 1
             self.n_cancelled += exception_type == "CancelledError"
-        for name, value in tokens.items():
-            if value is not None:
-                self.tokens[name] = (self.tokens[name] or 0) + value
+        for name, count in tokens.items():
+            if count is not None:
+                self.tokens[name] = (self.tokens[name] or 0) + count
 
     def stats(self) -> dict[str, Any]:
         return {

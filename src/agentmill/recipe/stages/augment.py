@@ -175,7 +175,7 @@ class AugmentStage(Stage):
 
     async def run(self, records, ctx: StageContext):
         tasks = [t async for t in records]
-        async with ctx.open_model(self.model) as model:
+        async with ctx.use_model(self.model) as model:
             out, report = await augment_tasks(
                 tasks, self.spec, model, ctx.out, builder=ctx.builder, prompts_dir=self.prompts_dir
             )

@@ -52,7 +52,7 @@ class ExportStage(Stage):
     async def run(self, records, ctx: StageContext):
         kept = self._filtered(records, ctx) if self.prompt_rows else records
         if self.spec.token_budget is not None:
-            kept = aiter_of(await self._within_budget(kept, ctx))
+            kept = aiter_of(await self._within_budget(kept, ctx, self.spec.token_budget))
         # rendering and writing run in a worker thread, pulling one trace at a time: bounded memory,
         # and the event loop stays free
         rows = in_thread_iter(kept, asyncio.get_running_loop())
@@ -72,7 +72,7 @@ class ExportStage(Stage):
         return
         yield  # an async generator that yields nothing: a sink
 
-    async def _within_budget(self, records, ctx: StageContext) -> list:
+    async def _within_budget(self, records, ctx: StageContext, budget: int) -> list:
         """A seeded sample of the traces whose rendered conversations fit the token budget, in their
         own order: two variants exported at one budget train on the same number of tokens."""
         counter = TokenCounter.load(self.recipe.resolve(self.spec.tokenizer))
@@ -81,7 +81,7 @@ class ExportStage(Stage):
         order = sorted(range(len(traces)), key=lambda i: hashlib.sha256(seed + traces[i][0].trial_id.encode()).digest())
         chosen, used = set(), 0
         for i in order:
-            if used + traces[i][1] <= self.spec.token_budget:
+            if used + traces[i][1] <= budget:
                 chosen.add(i)
                 used += traces[i][1]
         for i, (rec, _) in enumerate(traces):

@@ -28,9 +28,12 @@ def rank_sources(
         table = _table_scores(ranking_table)
         return sorted(present, key=lambda s: (-table.get(s, float("-inf")), present.index(s)))
     if any(scores.get(s) is not None for s in present):
-        return sorted(
-            present, key=lambda s: (-(scores.get(s) if scores.get(s) is not None else float("-inf")), present.index(s))
-        )
+
+        def score(s: str) -> float:
+            value = scores.get(s)
+            return value if value is not None else float("-inf")
+
+        return sorted(present, key=lambda s: (-score(s), present.index(s)))
     return present
 
 

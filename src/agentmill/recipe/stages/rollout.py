@@ -13,6 +13,7 @@ import asyncio
 import os
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentmill.agents import agent_class
 from agentmill.agents.registry import supports
@@ -32,20 +33,28 @@ from agentmill.tasks import load_task
 from agentmill.traces.records import iter_traces
 from agentmill.verify.outcome import Outcome
 
+if TYPE_CHECKING:
+    from agentmill.agents.base import Agent
+
 
 def sampling(model: ModelSpec, rollout: Rollout) -> SamplingParams:
     temperature = rollout.temperature if rollout.temperature is not None else model.temperature
     return SamplingParams(temperature=temperature, top_p=model.top_p, max_tokens=model.max_tokens, seed=model.seed)
 
 
+def _agent(rollout: Rollout) -> type[Agent]:
+    """The rollout's agent class (the registry checked that it declares the Agent attributes)."""
+    return agent_class(rollout.agent)
+
+
 def _model_name(rollout: Rollout, model: ModelSpec) -> str | None:
-    return served_name(model.name) if agent_class(rollout.agent).needs_model else None
+    return served_name(model.name) if _agent(rollout).needs_model else None
 
 
 def rollout_identity(rollout: Rollout, model: ModelSpec) -> dict:
     ident = settings_identity(
         agent=rollout.agent,
-        agent_version=agent_class(rollout.agent).version,
+        agent_version=_agent(rollout).version,
         model=_model_name(rollout, model),
         sampling=sampling(model, rollout),
         max_turns=rollout.max_turns,
@@ -104,7 +113,7 @@ async def rollout_tasks(
                 Drop(
                     name=e.name,
                     reason=f"a '{task.kind}' task: the {rollout.agent} agent "
-                    f"works on {', '.join(sorted(agent_class(rollout.agent).task_kinds))} tasks",
+                    f"works on {', '.join(sorted(_agent(rollout).task_kinds))} tasks",
                 )
             )
     served = _model_name(rollout, model)
@@ -112,7 +121,7 @@ async def rollout_tasks(
         dataset=dataset_id,
         task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
         agent=rollout.agent,
-        agent_version=agent_class(rollout.agent).version,
+        agent_version=_agent(rollout).version,
         model=served,
         sampling=sampling(model, rollout),
         max_turns=rollout.max_turns,

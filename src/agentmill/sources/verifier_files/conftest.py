@@ -4,8 +4,8 @@
 import json
 import os
 
-_outcomes = {}
-_messages = {}
+_outcomes = {}  # type: dict[str, str]
+_messages = {}  # type: dict[str, str]
 
 
 def pytest_runtest_logreport(report):

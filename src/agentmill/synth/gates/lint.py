@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from agentmill.errors import SandboxError
 from agentmill.synth.gates.base import GateContext, GateResult
-from agentmill.tasks.tool_spec import DatabaseStateVerifier, ResponseCheckVerifier, ToolExecutionVerifier
+from agentmill.tasks.tool_spec import DatabaseStateVerifier, ToolExecutionVerifier, ToolSpec
 from agentmill.tools.sandboxed import task_sandbox
 from agentmill.tools.state import ToolEnvError, prepare_tool_state, require_spec, tool_schemas
 from agentmill.verify.sql_state import run_queries, stage_query_runner
@@ -121,17 +121,14 @@ class StructuralLint:
                 )
         return None
 
-    def _verifiers(self, spec, columns: dict[str, dict[str, set[str]]], gyms: list[str]) -> GateResult | None:
+    def _verifiers(self, spec: ToolSpec, columns: dict[str, dict[str, set[str]]], gyms: list[str]) -> GateResult | None:
         tools = set()
         for v in spec.verifiers:
             if isinstance(v, ToolExecutionVerifier):
                 tools |= set(v.validation_config.selected_tools)
                 continue
-            sql = (
-                v.validation_config.query
-                if isinstance(v, DatabaseStateVerifier)
-                else (v.validation_config.sql_query if isinstance(v, ResponseCheckVerifier) else None)
-            )
+            # the other two kinds (the discriminated union has three) each read with one query
+            sql = v.validation_config.query if isinstance(v, DatabaseStateVerifier) else v.validation_config.sql_query
             gym = v.gym_name or gyms[0]
             if gym not in columns:
                 return self._bad_sql(v.name, f"gym_name '{gym}' is not one of {gyms}")

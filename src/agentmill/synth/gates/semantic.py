@@ -52,6 +52,8 @@ class SemanticCheck:
             )
         d = reply.data if isinstance(reply.data, dict) else None
         try:
+            if d is None:  # not a JSON object: as unreadable as one without the verdict's keys
+                raise TypeError("not a JSON object")
             realistic = bool(d["realistic"])
             arbitrary = [str(x) for x in d.get("arbitrary_constraints") or []]
             score = float(d.get("score", 10))

@@ -125,10 +125,13 @@ async def askllm(tasks: list[TaskEntry], params: dict, ctx: FilterContext) -> tu
             if t.name not in chosen
         ]
     else:
-        kept = [t for t in scored if t.scores[KIND] >= p.min_score]
+        min_score = p.min_score
+        if min_score is None:  # the params say exactly one of the two
+            raise bad_param(KIND, "k", "give exactly one of 'k' or 'min_score'")
+        kept = [t for t in scored if t.scores[KIND] >= min_score]
         dropped = [
-            Drop(name=t.name, reason=f"{why(t)} below min_score {p.min_score:g}")
+            Drop(name=t.name, reason=f"{why(t)} below min_score {min_score:g}")
             for t in scored
-            if t.scores[KIND] < p.min_score
+            if t.scores[KIND] < min_score
         ]
     return kept, report(KIND, tasks, kept, dropped, notes)

@@ -72,6 +72,8 @@ async def response_length(
         return kept, report(KIND, tasks, kept, [], notes)
 
     largest = p.keep == "longest"
+    if p.k is None:  # the params require it for longest/shortest
+        raise bad_param(KIND, "k", f"required with keep={p.keep!r}")
     chosen = top_k(scored, lambda t: t.scores["response_length"], p.k, largest=largest)
     kept = [t for t in scored if t.name in chosen]
     dropped: list[Drop] = []

@@ -62,7 +62,7 @@ class TaskFilterStage(Stage):
         groups = _by_source(inside) if self.spec.per_source else [inside]
         kept: list[TaskEntry] = []
         if self.model is not None:
-            async with ctx.open_model(self.model) as model:
+            async with ctx.use_model(self.model) as model:
                 for group in groups:
                     kept += await self._filter(group, ctx, model)
         else:
@@ -129,7 +129,7 @@ def register_task_filter(
     path_params: tuple[str, ...] = (),
 ) -> type[TaskFilterStage]:
     """Make `fn` a task filter recipes can name: a TaskFilterStage registered as `kind`."""
-    cls = type(
+    cls: type[TaskFilterStage] = type(
         f"TaskFilter_{kind}",
         (TaskFilterStage,),
         {
