@@ -13,6 +13,7 @@ from agentmill.agents.base import AgentResult
 from agentmill.agents.registry import make_agent
 from agentmill.images import ImageBuilder
 from agentmill.rl.policy import PolicyClient, PolicyExhaustedError, Source
+from agentmill.rollout.network import DEFAULT_NETWORK, NetworkMode, agent_internet
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.trial import run_trial
 from agentmill.sandbox.protocol import Sandbox
@@ -75,12 +76,19 @@ def episode_agent(task: Task, source: Source, *, agent: str | None = None, max_t
 
 
 async def run_episode(
-    task: Task, source: Source, builder: ImageBuilder, *, agent: str | None = None, max_turns: int = 50
+    task: Task,
+    source: Source,
+    builder: ImageBuilder,
+    *,
+    agent: str | None = None,
+    max_turns: int = 50,
+    network: NetworkMode = DEFAULT_NETWORK,
 ) -> Episode:
     """Run the policy's turns on the task and verify the end state. Never raises for the task's or
-    the sandbox's failures: they are typed outcomes on the result."""
+    the sandbox's failures: they are typed outcomes on the result. `network`: the agent's internet,
+    as in a rollout (rollout/network.py; by default what the task's task.toml says)."""
     runner = episode_agent(task, source, agent=agent, max_turns=max_turns)
     steps = AgentResult()
-    result = await run_trial(task, runner, builder, agent_result=steps)
+    result = await run_trial(task, runner, builder, agent_result=steps, internet=agent_internet(network, task))
     result.agent_metadata = steps.metadata
     return Episode(result, steps.steps)

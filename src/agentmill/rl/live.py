@@ -24,6 +24,7 @@ from agentmill.rl.episode import Episode, run_episode
 from agentmill.rl.policy import PolicyTurn, turns_from_completion
 from agentmill.rl.resolve import shared_resolver
 from agentmill.rl.reward import RewardSettings, Scored, score_episode, shared_builder
+from agentmill.rollout.network import DEFAULT_NETWORK
 from agentmill.rollout.runner import require_toolkit
 from agentmill.tasks.model import Task
 
@@ -67,7 +68,14 @@ class LiveEpisode:
         await asyncio.to_thread(require_toolkit)
         self.builder = self.builder or shared_builder()
         self._run = asyncio.ensure_future(
-            run_episode(self.task, self._source, self.builder, agent=self.agent, max_turns=self.max_turns)
+            run_episode(
+                self.task,
+                self._source,
+                self.builder,
+                agent=self.agent,
+                max_turns=self.max_turns,
+                network=self.settings.network,
+            )
         )
         return await self._next()
 
@@ -122,7 +130,7 @@ def observation_of(messages: list[dict[str, Any]]) -> str:
 
 class AgentmillInteraction:
     """verl's interaction interface over live episodes. Config (verl's interaction YAML):
-    `tasks` (folders to resolve task hashes in), `tamper_penalty`, `error_reward`, `max_turns`."""
+    `tasks` (folders to resolve task hashes in), `tamper_penalty`, `error_reward`, `max_turns`, `network` (the agents' internet: "task", "none", "all")."""
 
     def __init__(self, config: dict[str, Any]):
         self.config = dict(config)
@@ -131,6 +139,7 @@ class AgentmillInteraction:
             tasks=self.config.get("tasks") or [],
             tamper_penalty=self.config.get("tamper_penalty"),
             error_reward=self.config.get("error_reward", 0.0),
+            network=self.config.get("network", DEFAULT_NETWORK),
         )
         self.max_turns = int(self.config.get("max_turns", 50))
         self._episodes: dict[str, LiveEpisode] = {}

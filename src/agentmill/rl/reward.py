@@ -31,6 +31,7 @@ from agentmill.images import ImageBuilder
 from agentmill.rl.episode import Episode, run_episode
 from agentmill.rl.policy import scripted, turns_from_completion
 from agentmill.rl.resolve import TaskNotFound, shared_resolver
+from agentmill.rollout.network import DEFAULT_NETWORK, NetworkMode
 from agentmill.rollout.runner import require_toolkit
 from agentmill.verify.outcome import Outcome
 
@@ -58,6 +59,8 @@ class RewardSettings(BaseModel):
     # itself (were an agent-caused death ever typed as the machinery's, it must not pay more than failing)
     error_reward: float = Field(0.0, le=0.0)
     concurrency: int = Field(4, gt=0)  # episodes at once within one batch
+    # the agents' internet (rollout/network.py): "task" (what each task.toml says), "none" or "all"
+    network: NetworkMode = DEFAULT_NETWORK
 
 
 class Scored(BaseModel):
@@ -124,7 +127,9 @@ async def score_completion(
         turns = turns_from_completion(completion)
     except TypeError as e:
         raise AgentmillError(f"task {task.name}: {e}") from None
-    episode = await run_episode(task, scripted(turns), builder or shared_builder(), agent=agent)
+    episode = await run_episode(
+        task, scripted(turns), builder or shared_builder(), agent=agent, network=settings.network
+    )
     return score_episode(episode, settings)
 
 
@@ -197,12 +202,15 @@ def compute_score(
     tasks: list[str] | str | None = None,
     tamper_penalty: float | None = None,
     error_reward: float = 0.0,
+    network: NetworkMode = DEFAULT_NETWORK,
     return_dict: bool = False,
     **_ignored: Any,
 ) -> float | dict:
     """verl's custom reward function. Returns the score, or with `return_dict` a dict whose "score"
     is the reward and whose other keys (outcome, tampered, ...) verl logs as reward extra info."""
-    settings = RewardSettings(tasks=tasks or [], tamper_penalty=tamper_penalty, error_reward=error_reward)
+    settings = RewardSettings(
+        tasks=tasks or [], tamper_penalty=tamper_penalty, error_reward=error_reward, network=network
+    )
     scored = run_sync(
         score_completion(task_hash_of(ground_truth, extra_info), solution_str, settings, agent=_agent_of(extra_info))
     )
@@ -236,11 +244,16 @@ class GRPOReward:
         tamper_penalty: float | None = None,
         error_reward: float = 0.0,
         concurrency: int = 4,
+        network: NetworkMode = DEFAULT_NETWORK,
         builder: ImageBuilder | None = None,
     ):
         roots = [tasks] if isinstance(tasks, (str, Path)) else list(tasks or [])
         self.settings = RewardSettings(
-            tasks=roots, tamper_penalty=tamper_penalty, error_reward=error_reward, concurrency=concurrency
+            tasks=roots,
+            tamper_penalty=tamper_penalty,
+            error_reward=error_reward,
+            concurrency=concurrency,
+            network=network,
         )
         self.builder = builder
         self.last: list[Scored] = []
