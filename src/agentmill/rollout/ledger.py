@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS plan (
 # the runner reads the trials to run back from the plan, so it must know where each task lives.
 PLAN_COLUMNS = {"task_hash": "TEXT", "path": "TEXT"}
 PAGE = 512  # plan rows read at a time: the driver never holds the whole plan
+# SQLite's page cache per connection, in KiB: it fills as the ledger grows (about 250 bytes a trial)
+# up to this bound (SQLite's default is 2,000 KiB); the ledger's reads and writes touch few pages.
+CACHE_KIB = 512
 
 
 class Ledger:
@@ -66,6 +69,7 @@ class Ledger:
         self.writing = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self.db.executescript(SCHEMA)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(plan)")}
         for name, kind in PLAN_COLUMNS.items():

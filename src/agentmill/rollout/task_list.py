@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from agentmill.rollout.plan import TaskRef
 
 PAGE = 512  # references read back at a time
+CACHE_KIB = 256  # SQLite's page cache (its default, 2,000 KiB, would be the bulk of a large list's cost)
 
 
 class TaskList:
@@ -22,6 +23,7 @@ class TaskList:
         self.db = sqlite3.connect("", isolation_level=None)
         self.db.execute("PRAGMA journal_mode=OFF")
         self.db.execute("PRAGMA synchronous=OFF")
+        self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self.db.execute(
             "CREATE TABLE refs (name TEXT, path TEXT, content_hash TEXT, allow_internet INTEGER, duplicate INTEGER)"
         )
