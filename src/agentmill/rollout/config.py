@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentmill import defaults
 from agentmill.models.client import Prices, SamplingParams
@@ -38,6 +38,16 @@ class RolloutConfig(BaseModel):
     request_timeout: float = defaults.REQUEST_TIMEOUT
     max_retries: int = defaults.MAX_RETRIES
     prices: Prices | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_task_hashes(cls, data):
+        """`task_hashes`, which configs (and scripts) made before the ledger kept them carry, is let
+        go: the ledger records each task's hash as it is planned (`read_run_config` migrates a run
+        folder's)."""
+        if isinstance(data, dict) and LEGACY_TASKS in data:
+            data = {k: v for k, v in data.items() if k != LEGACY_TASKS}
+        return data
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "agent",
