@@ -9,7 +9,11 @@ The child records its peak RSS (VmHWM) twice:
 
 - *plan*: when the first trial is dispatched (TrialWork is called): everything before any trial
   ran (loading and hashing the tasks, the config, the plan in the ledger, the trial store);
-- *run*: at exit, over the whole run.
+- *run*: at exit, over the whole run;
+
+and, over the run, its current RSS (VmRSS) when a tenth of the trials and when all of them are
+recorded (before the closing `status`): the growth per trial between the two (*B/trial*) is what
+the driver keeps per trial run, whatever holds it (the Python heap, SQLite, the allocator).
 
 With --plan-only the child exits at the first dispatch (for N too large to run on this machine).
 Reported per N: both peaks, and the slope between consecutive N in bytes per task: a driver whose
@@ -36,11 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_SH = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"
 
 
-def vm_hwm_kib() -> int:
+def vm_kib(field: str = "VmHWM") -> int:
+    """VmHWM: the peak RSS so far; VmRSS: the RSS now."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1])
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 def make_tasks(root: Path, n: int) -> Path:
@@ -64,10 +69,19 @@ def child(args: argparse.Namespace) -> None:
 
     peaks: dict = {}
     original = runner.TrialWork.__call__
+    record, recorded, trials = runner._record_trial, [0], int(args.tasks)  # one attempt per task
+
+    def record_counts(*a, **k):  # the RSS when a tenth of the trials, and when all, are recorded
+        record(*a, **k)
+        recorded[0] += 1
+        if recorded[0] == max(1, trials // 10):
+            peaks["tenth_rss_kib"], peaks["tenth_trials"] = vm_kib("VmRSS"), recorded[0]
+        if recorded[0] == trials:
+            peaks["last_rss_kib"] = vm_kib("VmRSS")
 
     async def first_dispatch_records(self, plan):
         if "plan_kib" not in peaks:
-            peaks["plan_kib"] = vm_hwm_kib()
+            peaks["plan_kib"] = vm_kib()
             peaks["plan_s"] = time.monotonic() - started
             if args.plan_only:
                 Path(args.report).write_text(json.dumps(peaks))
@@ -75,6 +89,7 @@ def child(args: argparse.Namespace) -> None:
         return await original(self, plan)
 
     runner.TrialWork.__call__ = first_dispatch_records
+    runner._record_trial = record_counts
     started = time.monotonic()
     argv = [
         "rollout",
@@ -91,7 +106,7 @@ def child(args: argparse.Namespace) -> None:
         cli.app(argv, standalone_mode=False)
     except SystemExit:
         pass
-    peaks["run_kib"] = vm_hwm_kib()
+    peaks["run_kib"] = vm_kib()
     peaks["run_s"] = time.monotonic() - started
     Path(args.report).write_text(json.dumps(peaks))
 
@@ -103,7 +118,8 @@ def measure(work: Path, n: int, *, run: bool, concurrency: int) -> dict:
     report = work / f"peaks-{n}.json"
     report.unlink(missing_ok=True)
     cmd = [sys.executable, __file__, "--child", "--dataset", str(dataset), "--out", str(out)]
-    cmd += ["--report", str(report), "--concurrency", str(concurrency)] + ([] if run else ["--plan-only"])
+    cmd += ["--report", str(report), "--concurrency", str(concurrency), "--tasks", str(n)]
+    cmd += [] if run else ["--plan-only"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "AGENTMILL_PROGRESS_INTERVAL": "600"}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if not report.exists():
@@ -117,7 +133,7 @@ def measure(work: Path, n: int, *, run: bool, concurrency: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tasks", default="100,1000,10000")
+    p.add_argument("--tasks", default="100,1000,10000", help="comma-separated N (the child: its N)")
     p.add_argument("--run-max", type=int, default=1000, help="larger N are measured planning only")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/bench-driver-memory"))
@@ -137,12 +153,15 @@ def main() -> None:
         row = measure(args.workdir, n, run=n <= args.run_max, concurrency=args.concurrency)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"\n{'tasks':>7} {'plan MiB':>9} {'plan s':>7} {'run MiB':>8} {'run s':>7}  outcomes")
+    print(f"\n{'tasks':>7} {'plan MiB':>9} {'plan s':>7} {'run MiB':>8} {'run s':>7} {'B/trial':>8}  outcomes")
     for r in rows:
         run_mib = f"{r['run_kib'] / 1024:8.1f}" if "run_kib" in r else f"{'-':>8}"
         run_s = f"{r['run_s']:7.1f}" if "run_s" in r else f"{'-':>7}"
+        grown = f"{'-':>8}"
+        if "last_rss_kib" in r and r["tasks"] > r["tenth_trials"]:
+            grown = f"{1024 * (r['last_rss_kib'] - r['tenth_rss_kib']) / (r['tasks'] - r['tenth_trials']):8,.0f}"
         print(
-            f"{r['tasks']:>7} {r['plan_kib'] / 1024:9.1f} {r['plan_s']:7.1f} {run_mib} {run_s}  {r.get('outcomes', '')}"
+            f"{r['tasks']:>7} {r['plan_kib'] / 1024:9.1f} {r['plan_s']:7.1f} {run_mib} {run_s} {grown}  {r.get('outcomes', '')}"
         )
     print("\nslope, bytes per task added:")
     for a, b in zip(rows, rows[1:]):

@@ -507,10 +507,9 @@ async def bench_call_baseline(base_url: str, messages: list, json_schema: dict |
 # -- 2. trials per second ----------------------------------------------------------------------------
 
 
-def level_config(tasks, base: Path, concurrency: int, base_url: str, model_concurrency: int) -> RolloutConfig:
+def level_config(base: Path, concurrency: int, base_url: str, model_concurrency: int) -> RolloutConfig:
     return RolloutConfig(
         dataset=str(base / "tasks"),
-        task_hashes={t.name: t.content_hash for t in tasks},
         agent="terminus",
         agent_version=TerminusAgent.version,
         model=MODEL,
@@ -533,7 +532,7 @@ async def bench_level(
     model_concurrency: int,
 ) -> dict:
     run_dir = base / f"run-c{concurrency}"
-    config = level_config(tasks, base, concurrency, endpoint.base_url, model_concurrency)
+    config = level_config(base, concurrency, endpoint.base_url, model_concurrency)
     client, chat = timed_client(endpoint.base_url, model_concurrency)
     TMUX.reset()
     try:

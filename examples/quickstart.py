@@ -12,7 +12,6 @@ out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="agentm
 dataset = am.load_dataset(am.sample_dataset_path(), names=["csv-revenue-by-region", "dedupe-photos"])
 config = am.RolloutConfig(
     dataset=str(dataset.root),
-    task_hashes={t.name: t.content_hash for t in dataset.tasks},
     agent="oracle",
     agent_version=am.agent_class("oracle").version,
     attempts=2,

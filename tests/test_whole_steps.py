@@ -115,7 +115,6 @@ def test_a_cancelled_rollout_leaves_no_trial_folder_without_its_row(tmp_path, mo
     ]
     config = RolloutConfig(
         dataset=str(tmp_path / "ds"),
-        task_hashes={t.name: t.content_hash for t in tasks},
         agent="oracle",
         agent_version=agent_class("oracle").version,
         concurrency=1,

@@ -373,16 +373,11 @@ def rollout(
     if needs_model and model != LOCAL_MODEL and not base_url:
         _fail("--base-url: give the endpoint of --model (or use --model local)")
     root = _dataset_root(dataset, sample, task, sample_tools)
-    try:  # one task at a time, kept as references: the driver's memory stays flat in the dataset's size
-        refs, task_hashes = rollout_tasks(root, task, agent, say=lambda m: console.print(m, highlight=False))
-    except AgentmillError as e:
-        _fail(str(e))
     served = served_name(model) if model else None
     prices = Prices(input=price_in or 0.0, output=price_out or 0.0) if (price_in or price_out) else None
     try:
         config = RolloutConfig(
             dataset=str(root),
-            task_hashes=task_hashes,
             agent=agent,
             agent_version=agent_class(agent).version,
             model=served if needs_model else None,
@@ -401,9 +396,12 @@ def rollout(
         )
     except ValueError as e:
         _fail(f"invalid option: {str(e).splitlines()[-1]}")
-
-    runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
+    try:  # one task at a time, references spilled to disk: the driver's memory stays flat in the dataset's size
+        refs = rollout_tasks(root, task, agent, say=lambda m: console.print(m, highlight=False))
+    except AgentmillError as e:
+        _fail(str(e))
     try:
+        runner = _rollout_executor(executor, address, concurrency, model if needs_model else None, workers)
         report = execute_rollout(
             config,
             refs,
@@ -420,6 +418,8 @@ def rollout(
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
         raise typer.Exit(e.code) from None
+    finally:
+        refs.close()
     console.print(report_line(report, out), highlight=False)
     _print_status(out, as_json=False)
     raise typer.Exit(infra_exit(out, console))

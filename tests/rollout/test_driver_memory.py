@@ -1,4 +1,5 @@
-"""The rollout driver's memory stays flat in the number of tasks: jobs are read from an iterator as
+"""The rollout driver's memory stays flat in the number of tasks: the task references are spilled
+to disk (TaskList), each task's hash is recorded in the ledger, jobs are read from an iterator as
 runners free up, the plan is read back from the ledger a page at a time, and a task is loaded only
 when its trial is dispatched (and checked against the hash it was planned with).
 The figures are in benchmarks/driver_memory.py and docs/benchmarks.md; these tests pin the mechanism."""
@@ -9,14 +10,20 @@ import asyncio
 import gc
 import json
 import sqlite3
+import tracemalloc
+
+import pytest
 
 from agentmill.agents.registry import agent_class
+from agentmill.errors import AgentmillError
 from agentmill.rollout import ledger as ledger_module
+from agentmill.rollout import task_list as task_list_module
+from agentmill.rollout.commands import rollout_tasks
 from agentmill.rollout.config import RolloutConfig
 from agentmill.rollout.executor import Executor, LocalExecutor
 from agentmill.rollout.ledger import Ledger
 from agentmill.rollout.plan import TaskRef
-from agentmill.rollout.runner import run_rollout
+from agentmill.rollout.runner import preflight, run_rollout
 from agentmill.rollout.status import summarize
 from agentmill.tasks import load_task, write_task
 from agentmill.tasks.model import Task
@@ -77,13 +84,14 @@ def test_a_ledger_from_before_the_plan_kept_task_folders_is_resumed(tmp_path):
 
 class CountingExecutor(Executor):
     """Stands where LocalExecutor stands, without sandboxes: for each job, `before` (the driver loads
-    its task), then a count of the Task objects alive in the driver, then a result (the trial's own
-    work where its task no longer loads, else an unrun failure), then `after` (the driver records it)."""
+    its task), then a count of the Task objects and task references alive in the driver, then a
+    result (the trial's own work where its task no longer loads, else an unrun failure), then
+    `after` (the driver records it)."""
 
     name = "counting"
 
     def __init__(self, root, every: int = 20):
-        self.root, self.every, self.most_alive, self.jobs = str(root), every, 0, 0
+        self.root, self.every, self.most_alive, self.most_refs, self.jobs = str(root), every, 0, 0, 0
 
     async def map(self, work, jobs, *, before=None, after=None) -> list:
         out = []
@@ -92,8 +100,15 @@ class CountingExecutor(Executor):
             self.jobs += 1
             if self.jobs % self.every == 1:
                 gc.collect()
-                alive = sum(isinstance(o, Task) and str(o.path).startswith(self.root) for o in gc.get_objects())
-                self.most_alive = max(self.most_alive, alive)  # this test's tasks only: other tests' may linger
+                # this test's tasks only (other tests' may linger); counted, never held (a list kept
+                # until the next count would keep these objects alive into it)
+                kinds = [
+                    type(o)
+                    for o in gc.get_objects()
+                    if isinstance(o, Task | TaskRef) and str(o.path).startswith(self.root)
+                ]
+                self.most_alive = max(self.most_alive, kinds.count(Task))
+                self.most_refs = max(self.most_refs, kinds.count(TaskRef))
             result = await work(job) if job.task is None else work.failure(job, "not run by this executor")
             out.append(await after(job, result))
         return out
@@ -105,21 +120,47 @@ def _dataset(root, n):
     return [TaskRef.of(load_task(p)) for p in sorted(root.iterdir())]
 
 
-def _config(root, refs):
-    return RolloutConfig(
-        dataset=str(root),
-        task_hashes={r.name: r.content_hash for r in refs},
-        agent="nop",
-        agent_version=agent_class("nop").version,
-    )
+def _config(root, refs=None):
+    return RolloutConfig(dataset=str(root), agent="nop", agent_version=agent_class("nop").version)
 
 
-def test_the_driver_holds_only_the_tasks_in_flight(tmp_path):
-    refs = _dataset(tmp_path / "ds", 120)
+def _traced(tasks, marks: dict, at: tuple[int, int]):
+    """`tasks`, noting the Python heap the driver holds (tracemalloc) when the first and the last
+    of `at` have been planned: what planning keeps per task is the difference. SQLite's page cache
+    (its allocations are traced too, from the ledger's calls) is left out: it is bounded by its
+    cache_size, and fills as the ledger grows."""
+    for i, t in enumerate(tasks):
+        if i in at:
+            gc.collect()
+            snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, ledger_module.__file__)])
+            marks[i] = sum(stat.size for stat in snapshot.statistics("filename"))
+            del snapshot
+        yield t
+
+
+def test_the_driver_holds_only_the_tasks_in_flight(tmp_path, monkeypatch):
+    monkeypatch.setattr(task_list_module, "PAGE", 8)  # pages smaller than the tasks measured between
+    _dataset(tmp_path / "ds", 120)
+    # as `agentmill rollout` plans: the references spilled to disk, checked for edits, then planned
+    refs = rollout_tasks(tmp_path / "ds", [], "nop", say=print)
     executor = CountingExecutor(tmp_path)
-    report = asyncio.run(run_rollout(_config(tmp_path / "ds", refs), iter(refs), tmp_path / "run", executor=executor))
+    marks: dict[int, int] = {}
+    preflight(tmp_path / "run", _config(tmp_path / "ds"), refs)
+    tracemalloc.start()
+    try:
+        traced = _traced(refs, marks, (20, 119))
+        report = asyncio.run(run_rollout(_config(tmp_path / "ds"), traced, tmp_path / "run", executor=executor))
+    finally:
+        tracemalloc.stop()
+        refs.close()
     assert (report.planned, report.ran, report.results) == (120, 120, [])  # no results kept unless asked
     assert executor.most_alive <= 2, f"{executor.most_alive} tasks alive in the driver at once"
+    # no list of references anywhere: one per trial in flight (the TaskList and the ledger hold the rest)
+    assert executor.most_refs <= 2, f"{executor.most_refs} task references alive in the driver at once"
+    # nor any per-task record (a task's name and hash take over 150 bytes in a dict): planning 99 more
+    # tasks keeps well under 40 bytes each on the Python heap
+    per_task = (marks[119] - marks[20]) / 99
+    assert per_task < 40, f"planning kept {per_task:.0f} bytes per task"
     trial = json.loads(next((tmp_path / "run" / "trials").glob("*/trial.json")).read_text())
     assert trial["instruction"].startswith("Task ")  # loaded from its folder when dispatched
     summary = summarize(tmp_path / "run")
@@ -146,3 +187,66 @@ def test_a_task_edited_after_planning_ends_task_error_and_does_not_run(tmp_path)
     assert second["outcome"] == "task_error" and "edited since this run planned it" in second["exception"]
     trial = json.loads((tmp_path / "run" / "trials" / second["trial_id"] / "trial.json").read_text())
     assert trial["task_hash"] == refs[1].content_hash and trial["instruction"] is None
+
+
+def _folder_state(run):
+    """Everything a run folder holds that a refused resume must leave alone."""
+    db = sqlite3.connect(run / "ledger.sqlite")
+    tables = {t: sorted(db.execute(f"SELECT * FROM {t}")) for t in ("trials", "plan", "tasks")}
+    db.close()
+    return (run / "config.json").read_bytes(), tables, sorted(p.name for p in (run / "trials").iterdir())
+
+
+def test_a_resume_with_an_edited_task_is_refused_before_anything_runs_and_writes_nothing(tmp_path):
+    refs = _dataset(tmp_path / "ds", 4)
+    config, run = _config(tmp_path / "ds"), tmp_path / "run"
+    asyncio.run(run_rollout(config, refs[:3], run, executor=CountingExecutor(tmp_path)))  # t0003 left out
+    before = _folder_state(run)
+    for name in ("t0001", "t0003"):  # one planned, one only in the dataset since: both recorded
+        (tmp_path / "ds" / name / "instruction.md").write_text("Something else entirely.")
+    write_task(tmp_path / "ds" / "t0004", instruction="Task 4.", test_sh=TEST_SH, solve_sh="true\n")  # added
+    edited = [TaskRef.of(load_task(p)) for p in sorted((tmp_path / "ds").iterdir())]
+    with pytest.raises(AgentmillError, match=r"tasks: 1 edited since the run began \(t0001\)"):
+        preflight(run, config, edited)  # what the CLI checks before a model server starts
+    executor = CountingExecutor(tmp_path)
+    with pytest.raises(AgentmillError, match=r"refusing to resume: tasks: 1 edited since the run began \(t0001\)"):
+        asyncio.run(run_rollout(config, iter(edited), run, executor=executor))  # an iterator: checked as planned
+    assert executor.jobs == 0 and _folder_state(run) == before  # not t0004's record, not a new plan
+    # the edited task left out, the run grows by t0003 (never recorded) and t0004
+    report = asyncio.run(run_rollout(config, [edited[0], *edited[2:]], run, executor=CountingExecutor(tmp_path)))
+    assert (report.ran, report.skipped) == (2, 2)
+    # t0001 keeps its recorded hash though this run left it out: still refused
+    with pytest.raises(AgentmillError, match=r"tasks: 1 edited since the run began \(t0001\)"):
+        preflight(run, config, edited)
+
+
+def test_an_old_run_folder_with_task_hashes_in_config_json_resumes_with_the_same_trials(tmp_path):
+    refs = _dataset(tmp_path / "ds", 3)
+    config, run = _config(tmp_path / "ds"), tmp_path / "run"
+    asyncio.run(run_rollout(config, refs, run, executor=CountingExecutor(tmp_path)))
+    ids = sorted(p.name for p in (run / "trials").iterdir())
+    # the folder as an older agentmill left it: every task's hash in config.json, none in the ledger
+    # (a task it planned once, "gone", is no longer in the dataset)
+    old = json.loads((run / "config.json").read_text())
+    old["task_hashes"] = {**{r.name: r.content_hash for r in refs}, "gone": "0" * 64}
+    (run / "config.json").write_text(json.dumps(old))
+    db = sqlite3.connect(run / "ledger.sqlite")
+    db.execute("DROP TABLE tasks")
+    db.commit()
+    db.close()
+    (tmp_path / "ds" / "t0002" / "instruction.md").write_text("Something else entirely.")
+    edited = [TaskRef.of(load_task(p)) for p in sorted((tmp_path / "ds").iterdir())]
+    with pytest.raises(AgentmillError, match=r"tasks: 1 edited since the run began \(t0002\)"):
+        preflight(run, config, edited)  # refused from config.json's record
+    with pytest.raises(AgentmillError, match=r"tasks: 1 edited since the run began \(t0002\)"):
+        asyncio.run(run_rollout(config, iter(edited), run, executor=CountingExecutor(tmp_path)))
+    assert "task_hashes" in json.loads((run / "config.json").read_text())  # the refusal migrated nothing
+    report = asyncio.run(run_rollout(config, iter(refs), run, executor=CountingExecutor(tmp_path)))
+    assert (report.planned, report.ran, report.skipped) == (3, 0, 3)  # the same trial ids: nothing to run
+    assert sorted(p.name for p in (run / "trials").iterdir()) == ids
+    assert "task_hashes" not in json.loads((run / "config.json").read_text())  # moved into the ledger
+    db = sqlite3.connect(run / "ledger.sqlite")
+    assert dict(db.execute("SELECT name, task_hash FROM tasks")) == old["task_hashes"]
+    db.close()
+    with pytest.raises(AgentmillError, match=r"tasks: 1 edited since the run began \(t0002\)"):
+        preflight(run, config, edited)  # refused from the ledger now

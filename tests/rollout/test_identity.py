@@ -12,7 +12,6 @@ from agentmill.rollout.identity import config_identity, settings_identity, trial
 
 BASE = dict(
     dataset="/d",
-    task_hashes={"t": "h"},
     agent="terminus",
     agent_version="1",
     model="m",
@@ -81,7 +80,6 @@ def test_settings_identity_carries_every_field_the_recipe_keys_on(field, value):
 
 PINNED = dict(
     dataset="/d",
-    task_hashes={"t": "h"},
     agent="terminus",
     agent_version="1",
     model="m",

@@ -127,7 +127,6 @@ def sample_tasks(names):
 def oracle_config(ds, tasks, *, attempts=1, concurrency=2) -> RolloutConfig:
     return RolloutConfig(
         dataset=str(ds.root),
-        task_hashes={t.name: t.content_hash for t in tasks},
         agent="oracle",
         agent_version=agent_class("oracle").version,
         attempts=attempts,
@@ -316,7 +315,6 @@ def test_the_endpoint_and_its_key_reach_the_workers(cluster, tmp_path, monkeypat
         srv._httpd.RequestHandlerClass = Recording
         config = RolloutConfig(
             dataset=str(tmp_path / "ds"),
-            task_hashes={"hello": task.content_hash},
             agent="terminus",
             agent_version=agent_class("terminus").version,
             model="scripted",

@@ -17,7 +17,6 @@ def test_report_keeps_the_tail_and_the_folder_keeps_everything(tmp_path):
     task = load_task(simple_task(tmp_path / "ds", test_sh="#!/bin/bash\n" + LOUD))
     config = RolloutConfig(
         dataset=str(tmp_path / "ds"),
-        task_hashes={task.name: task.content_hash},
         agent="oracle",
         agent_version=agent_class("oracle").version,
         concurrency=1,

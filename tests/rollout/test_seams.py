@@ -114,7 +114,7 @@ def test_the_cli_and_recipes_share_one_set_of_defaults():
 
     cli = {p.name: p.default for p in typer.main.get_command(app).commands["rollout"].params}
     model, rollout, sampling = ModelSpec(), Rollout(), SamplingParams()
-    config = RolloutConfig(dataset="d", task_hashes={}, agent="nop", agent_version="1")
+    config = RolloutConfig(dataset="d", agent="nop", agent_version="1")
     expected = {
         "temperature": defaults.TEMPERATURE,
         "top_p": defaults.TOP_P,
@@ -156,7 +156,7 @@ def test_trial_identity_is_defined_once_and_ignores_endpoint_and_dataset_locatio
     from agentmill.rollout.config import RolloutConfig
     from agentmill.rollout.identity import config_identity, trial_id
 
-    base = dict(task_hashes={"t": "h"}, agent="terminus", agent_version="1", model="m", sampling=SamplingParams())
+    base = dict(agent="terminus", agent_version="1", model="m", sampling=SamplingParams())
     a = RolloutConfig(dataset="/data/one", base_url="http://127.0.0.1:1/v1", **base)
     b = RolloutConfig(dataset="/elsewhere/two", base_url="http://10.0.0.1:9/v1", api_key_env="K", concurrency=9, **base)
     assert trial_id(a, "h", 0) == trial_id(b, "h", 0) != trial_id(a, "h", 1)
@@ -165,7 +165,7 @@ def test_trial_identity_is_defined_once_and_ignores_endpoint_and_dataset_locatio
     assert trial_id(c, "h", 0) != trial_id(a, "h", 0)
     assert c.identity_changes(a) == ["sampling: temperature 0.7 -> 0.1"]
     # agents without a model: sampling and turns make no different trials
-    nop = dict(task_hashes={"t": "h"}, agent="nop", agent_version="1")
+    nop = dict(agent="nop", agent_version="1")
     d, e = RolloutConfig(dataset="x", max_turns=3, **nop), RolloutConfig(dataset="x", max_turns=9, **nop)
     assert trial_id(d, "h", 0) == trial_id(e, "h", 0) and e.identity_changes(d) == []
     assert config_identity(d)["sampling"] is None

@@ -85,7 +85,7 @@ def run_dir_for(eval_dir: Path, spec: EvalSpec) -> Path:
     return eval_dir / "runs" / safe_name(spec.label) / safe_name(spec.benchmark)
 
 
-def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> RolloutConfig:
+def rollout_config(spec: EvalSpec, dataset_root: Path) -> RolloutConfig:
     cls: type[Agent] = agent_class(spec.agent)  # the registry checked the class has Agent's attributes
     if cls.needs_model and not spec.model:
         raise AgentmillError(
@@ -95,7 +95,6 @@ def rollout_config(spec: EvalSpec, tasks: list[Task], dataset_root: Path) -> Rol
         raise AgentmillError("--base-url: give the endpoint serving --model (or use --model local)")
     return RolloutConfig(
         dataset=str(dataset_root),
-        task_hashes={t.name: t.content_hash for t in tasks},
         agent=spec.agent,
         agent_version=cls.version,
         model=served_name(spec.model) if cls.needs_model and spec.model else None,  # no model: refused above
@@ -126,7 +125,7 @@ def run_eval(
         console.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
     if not tasks:
         raise AgentmillError(f"--agent {spec.agent}: none of the tasks is one it works on")
-    config = rollout_config(spec, tasks, dataset_root)
+    config = rollout_config(spec, dataset_root)
     run_dir = run_dir_for(eval_dir, spec)
     # retry_infra: an outage's trials are not measurements; the same eval command runs them again
     execute_rollout(

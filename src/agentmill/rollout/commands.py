@@ -43,42 +43,41 @@ def unknown_task_names(root: Path, wanted: list[str]) -> str | None:
 # -- rollout -----------------------------------------------------------------------------------------------
 
 
-def rollout_tasks(root: Path, names: list[str], agent: str, *, say) -> tuple[list, dict[str, str]]:
-    """(the tasks to plan as references, every loaded task's name -> content hash for the run's identity).
-    Task folders are loaded one at a time and only their references kept; what cannot run is said
-    and left out: a folder that does not load, a task this agent does not work on, a byte-identical
-    duplicate of an earlier task (it would share that task's trials)."""
+def rollout_tasks(root: Path, names: list[str], agent: str, *, say):
+    """The tasks to plan, as a `TaskList` of references spilled to disk (the caller closes it).
+    Task folders are loaded one at a time and let go; what cannot run is said and left out: a folder
+    that does not load, or a task this agent does not work on. A byte-identical duplicate of an
+    earlier task is said and kept (its name is recorded; it shares that task's trials)."""
     from agentmill.agents.registry import split_by_support
     from agentmill.errors import AgentmillError
     from agentmill.rollout.plan import TaskRef
+    from agentmill.rollout.task_list import TaskList
     from agentmill.tasks.dataset import iter_dataset
 
-    refs: list[TaskRef] = []
-    hashes: dict[str, str] = {}
-    seen: set[str] = set()
-    loaded = 0
-    for task in iter_dataset(root, names=names or None):
-        if isinstance(task, TaskError):
-            say(f"[yellow]skipped:[/yellow] {task}")
-            continue
-        loaded += 1
-        for w in task.warnings:
-            say(f"[dim]warning: {w}[/dim]")
-        _, unsupported = split_by_support(agent, [task])
-        if unsupported:
-            say(f"[yellow]skipped:[/yellow] {unsupported[0]}")
-            continue
-        hashes[task.name] = task.content_hash
-        if task.content_hash in seen:
-            say(f"[yellow]skipped:[/yellow] {task.path}: byte-identical to another task (same content hash)")
-            continue
-        seen.add(task.content_hash)
-        refs.append(TaskRef.of(task))
-    if not loaded:
-        raise AgentmillError(f"no loadable tasks in {root}")
-    if not refs:
-        raise AgentmillError(f"--agent {agent}: none of the tasks is one it works on")
-    return refs, hashes
+    refs = TaskList()
+    try:
+        loaded = 0
+        for task in iter_dataset(root, names=names or None):
+            if isinstance(task, TaskError):
+                say(f"[yellow]skipped:[/yellow] {task}")
+                continue
+            loaded += 1
+            for w in task.warnings:
+                say(f"[dim]warning: {w}[/dim]")
+            _, unsupported = split_by_support(agent, [task])
+            if unsupported:
+                say(f"[yellow]skipped:[/yellow] {unsupported[0]}")
+                continue
+            if not refs.add(TaskRef.of(task)):
+                say(f"[yellow]skipped:[/yellow] {task.path}: byte-identical to another task (same content hash)")
+        if not loaded:
+            raise AgentmillError(f"no loadable tasks in {root}")
+        if not len(refs):
+            raise AgentmillError(f"--agent {agent}: none of the tasks is one it works on")
+    except BaseException:
+        refs.close()
+        raise
+    return refs
 
 
 def resume_command() -> str:
@@ -154,7 +153,7 @@ def execute_rollout(
     from agentmill.rollout.store import TrialStore
     from agentmill.runtime.signals import sigterm_as_interrupt
 
-    preflight(out, config)  # before any model server starts: a refusal costs nothing
+    preflight(out, config, tasks)  # before any model server starts: a refusal costs nothing
     if check_endpoint:
         run_preflight(endpoint_probes(config, model_name))  # before anything is written
     holder: dict = {}
@@ -162,7 +161,8 @@ def execute_rollout(
     async def go():
         async def run(client):
             local = executor is None or executor.name == "local"  # elsewhere, tokens are counted from results
-            total = config.attempts * len(config.task_hashes)  # until the plan says how many are left
+            # until the plan says how many are left (a TaskList counts its tasks; an iterator cannot)
+            total = config.attempts * len(tasks) if hasattr(tasks, "__len__") else 0
             with RolloutProgress(total=total, client=client if local else None, console=console) as progress:
                 holder["progress"] = progress
                 return await run_rollout(

@@ -1,5 +1,9 @@
 """The run ledger: one SQLite database (WAL) per run folder, one row per trial.
 
+It also holds the run's per-task state, so the driver holds none: `tasks`, every task name this
+folder has planned with its content hash (a resume that finds a name with another hash is refused,
+even after a run that left the task out), and `plan`, the trials of the last invocation.
+
 Exactly-once: a trial's folder is written to a temporary name and renamed into place, then its row
 is marked done, both in one step an interrupt cannot split (whole_steps). On resume, a row still
 'running' (the process died) whose folder exists is recovered from the folder; one without a folder
@@ -13,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SCHEMA = """
@@ -34,6 +39,10 @@ CREATE TABLE IF NOT EXISTS trials (
     runs INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS trials_state ON trials(state);
+CREATE TABLE IF NOT EXISTS tasks (
+    name TEXT PRIMARY KEY,
+    task_hash TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS plan (
     trial_id TEXT PRIMARY KEY,
     task TEXT NOT NULL,
@@ -46,6 +55,9 @@ CREATE TABLE IF NOT EXISTS plan (
 # the runner reads the trials to run back from the plan, so it must know where each task lives.
 PLAN_COLUMNS = {"task_hash": "TEXT", "path": "TEXT"}
 PAGE = 512  # plan rows read at a time: the driver never holds the whole plan
+# SQLite's page cache per connection, in KiB: it fills as the ledger grows (about 250 bytes a trial)
+# up to this bound (SQLite's default is 2,000 KiB); the ledger's reads and writes touch few pages.
+CACHE_KIB = 512
 
 
 class Ledger:
@@ -57,6 +69,7 @@ class Ledger:
         self.writing = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self.db.executescript(SCHEMA)
         have = {r[1] for r in self.db.execute("PRAGMA table_info(plan)")}
         for name, kind in PLAN_COLUMNS.items():
@@ -101,17 +114,37 @@ class Ledger:
                 ),
             )
 
+    @contextmanager
+    def planning(self, legacy: dict[str, str] | None = None) -> Iterator[PlanWriter]:
+        """One invocation's plan, written in one transaction as the tasks stream through: the plan
+        replaces the last one, the task names are recorded, and an exception (a refused resume, an
+        interrupt) rolls all of it back. `legacy`: the task hashes of a config.json written before
+        the ledger kept them, migrated here (a name the ledger already has keeps its hash)."""
+        with self.writing:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                if legacy:
+                    self.db.executemany("INSERT OR IGNORE INTO tasks (name, task_hash) VALUES (?, ?)", legacy.items())
+                self.db.execute("DELETE FROM plan")
+                yield PlanWriter(self.db)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
     def set_plan(self, plans: Iterable[tuple]) -> int:
         """Record the trials this invocation plans, (trial_id, task, attempt[, task_hash, path]), as
         they come (an iterator is never held whole): `status` shows the total. Returns the count."""
-        rows = ((*p, None, None)[:5] for p in plans)
+        with self.planning() as plan:
+            for p in plans:
+                plan.trial(*p)
+        return self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
+
+    def record_tasks(self, hashes: Iterable[tuple[str, str]]) -> None:
+        """Record task names' content hashes (an import's), replacing what was recorded under those names."""
         with self.writing, self.db:
             self.db.execute("BEGIN")
-            self.db.execute("DELETE FROM plan")
-            self.db.executemany(
-                "INSERT OR REPLACE INTO plan (trial_id, task, attempt, task_hash, path) VALUES (?, ?, ?, ?, ?)", rows
-            )
-        return self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
+            self.db.executemany("INSERT OR REPLACE INTO tasks (name, task_hash) VALUES (?, ?)", hashes)
 
     def planned(self) -> int | None:
         n = self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
@@ -180,3 +213,30 @@ class Ledger:
             else:
                 rerun += 1
         return recovered, rerun
+
+
+class PlanWriter:
+    """Writes inside `Ledger.planning`'s transaction: nothing is seen by others until it commits."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def task(self, name: str, task_hash: str) -> str | None:
+        """Record `name` with its content hash. If the folder recorded another hash under that name
+        (the task was edited since), record nothing and return the recorded hash."""
+        row = self.db.execute("SELECT task_hash FROM tasks WHERE name=?", (name,)).fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO tasks (name, task_hash) VALUES (?, ?)", (name, task_hash))
+            return None
+        return row[0] if row[0] != task_hash else None
+
+    def trial(self, trial_id: str, task: str, attempt: int, task_hash: str | None = None, path: str | None = None):
+        """Plan a trial. One planned already keeps its row: a byte-identical duplicate of an earlier
+        task makes the same trial ids, and is left out that way (it would share the earlier task's trials)."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO plan (trial_id, task, attempt, task_hash, path) VALUES (?, ?, ?, ?, ?)",
+            (trial_id, task, attempt, task_hash, path),
+        )
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]

@@ -1,7 +1,8 @@
 """A rollout's plan, streamed: tasks go in as references, trials come out of the ledger page by page.
 
 The driver's memory must not grow with the dataset. Planning needs only each task's name, folder
-and content hash (`TaskRef`); the plan is written to the ledger as it is made; the trials to run are
+and content hash (`TaskRef`), one task at a time (`TaskList` spills them to disk for the CLI); the
+plan and each task's recorded hash are written to the ledger as they are made; the trials to run are
 read back from the ledger a page at a time; and a task is loaded from its folder when its trial is
 dispatched, checked against the hash it was planned with, and released once its trial is recorded.
 """
@@ -67,16 +68,13 @@ class TrialPlan:
 
 def plan_trials(config, tasks: Iterable[Task | TaskRef], copies: dict[str, int] | None = None) -> Iterator[TrialPlan]:
     """The trials of `tasks`, one task at a time: attempts per task = config.attempts x its copies
-    (upsampled tasks get more attempts). A byte-identical duplicate of an earlier task is left out
-    (it would share the earlier task's trials)."""
+    (upsampled tasks get more attempts). A byte-identical duplicate of an earlier task makes the
+    same trial ids: the ledger's plan keeps the first (Ledger.planning), so nothing here remembers
+    the tasks already seen."""
     copies = copies or {}
-    seen: set[str] = set()
     for t in tasks:
-        if t.content_hash in seen:
-            continue
-        seen.add(t.content_hash)
         loaded = t if isinstance(t, Task) else None
         ref = TaskRef.of(t)
+        internet = internet_allowed(config.network, ref.allow_internet)
         for a in range(config.attempts * copies.get(t.content_hash, 1)):
-            internet = internet_allowed(config.network, ref.allow_internet)
             yield TrialPlan(trial_id(config, t.content_hash, a, internet=internet), ref, a, task=loaded)

@@ -3,7 +3,8 @@
 Layout of a run folder:
     config.json          the RolloutConfig (identity fields are checked on resume)
     run.lock             held by the one process writing this folder (pid and host inside)
-    ledger.sqlite        one row per trial (WAL), and the plan of the last invocation
+    ledger.sqlite        one row per trial (WAL), the plan of the last invocation, and every task
+                         name planned with its content hash (edited tasks are refused on resume)
     trials/<trial_id>/   trial.json, trajectory.json (ATIF), result.json, verifier/{stdout,stderr}.txt
 """
 
@@ -25,7 +26,7 @@ from agentmill.errors import AgentmillError
 from agentmill.images import ImageBuilder
 from agentmill.models.client import ModelClient
 from agentmill.models.seeding import per_trial
-from agentmill.rollout.config import RolloutConfig
+from agentmill.rollout.config import RolloutConfig, read_run_config
 from agentmill.rollout.executor import Executor, LocalExecutor
 from agentmill.rollout.identity import config_identity
 from agentmill.rollout.ledger import Ledger
@@ -34,6 +35,7 @@ from agentmill.rollout.network import agent_internet
 from agentmill.rollout.plan import TaskRef, TrialPlan, plan_trials
 from agentmill.rollout.result import TrialResult
 from agentmill.rollout.store import TrialStore
+from agentmill.rollout.task_record import Edited, find_edits, task_name
 from agentmill.rollout.trial import run_trial
 from agentmill.runtime.atomic import write_text_atomic
 from agentmill.runtime.loop_priority import trials_first
@@ -77,55 +79,105 @@ def slim_result(result: TrialResult) -> TrialResult:
     )
 
 
-def preflight(run_dir: Path, config: RolloutConfig) -> None:
+def preflight(
+    run_dir: Path,
+    config: RolloutConfig,
+    tasks: Iterable[Task | TaskRef] | None = None,
+    *,
+    task_key: Callable[[Task | TaskRef], str] = task_name,
+) -> None:
     """Everything that can refuse a run, checked before anything costly starts (a model server, builds):
-    another process holding the folder, or a resume whose identity changed."""
+    another process holding the folder, or a resume whose identity changed (with `tasks` that can be
+    read again, not an iterator: also a task edited since the folder recorded it)."""
     if run_dir.exists():
         probe(run_dir)
-        check_identity(run_dir, config)
+        check_identity(run_dir, config, tasks, task_key=task_key)
 
 
-def check_identity(run_dir: Path, config: RolloutConfig) -> None:
+def check_identity(
+    run_dir: Path,
+    config: RolloutConfig,
+    tasks: Iterable[Task | TaskRef] | None = None,
+    *,
+    task_key: Callable[[Task | TaskRef], str] = task_name,
+) -> dict[str, str]:
+    """Refuse a resume whose settings changed (and, given re-readable `tasks`, one with edited tasks),
+    writing nothing. Returns the task hashes an older config.json recorded (to migrate), else {}."""
     path = run_dir / "config.json"
     if not path.exists():
-        return
+        return {}
     try:
-        old = RolloutConfig.model_validate_json(path.read_text())
+        old, legacy = read_run_config(path)
     except ValueError as e:
         raise AgentmillError(f"{path}: unreadable run config ({str(e).splitlines()[0]})") from None
     changes = config.identity_changes(old)
+    if tasks is not None and not isinstance(tasks, Iterator):
+        pairs = ((task_key(t), t.content_hash) for t in tasks)
+        changes += find_edits(run_dir / "ledger.sqlite", legacy, pairs).changes()
     if changes:
-        raise AgentmillError(
-            f"{run_dir} was made with other settings; refusing to resume: "
-            + "; ".join(changes)
-            + ". Use a new --out folder, or the original settings."
-        )
+        raise AgentmillError(refusal(run_dir, changes))
+    return legacy
 
 
-def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger]:
-    """Lock, then create or resume a run folder. A resume whose identity changed is refused, naming the change."""
+def refusal(run_dir: Path, changes: list[str]) -> str:
+    return (
+        f"{run_dir} was made with other settings; refusing to resume: "
+        + "; ".join(changes)
+        + ". Use a new --out folder, or the original settings."
+    )
+
+
+def open_run(run_dir: Path, config: RolloutConfig) -> tuple[RunLock, Ledger, dict[str, str]]:
+    """Lock, then create or resume a run folder: (the lock, the ledger, the task hashes an older
+    config.json holds, to migrate). A resume whose settings changed is refused, naming the change;
+    config.json is written once the plan is (`plan_run`), so a refused resume leaves it as it was."""
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = RunLock(run_dir).acquire()
     try:
-        check_identity(run_dir, config)
+        legacy = check_identity(run_dir, config)
     except AgentmillError:
         lock.release()
         raise
-    write_text_atomic(run_dir / "config.json", _grown(run_dir, config).model_dump_json(indent=2))
     (run_dir / "trials").mkdir(exist_ok=True)
     for stale in (run_dir / "trials").glob(".tmp-*"):  # half-written folders of a killed run (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
-    return lock, Ledger(run_dir / "ledger.sqlite")
+    return lock, Ledger(run_dir / "ledger.sqlite"), legacy
 
 
-def _grown(run_dir: Path, config: RolloutConfig) -> RolloutConfig:
-    """The config to save: every task this folder has seen keeps its hash, so an edit after a run
-    that left it out is still refused."""
-    path = run_dir / "config.json"
-    if not path.exists():
-        return config
-    old = RolloutConfig.model_validate_json(path.read_text())
-    return config.model_copy(update={"task_hashes": {**old.task_hashes, **config.task_hashes}})
+def plan_run(
+    ledger: Ledger,
+    run_dir: Path,
+    config: RolloutConfig,
+    tasks: Iterable[Task | TaskRef],
+    *,
+    copies: dict[str, int] | None,
+    legacy: dict[str, str],
+    task_key: Callable[[Task | TaskRef], str],
+    loaded: dict[str, Task],
+) -> int:
+    """Write the plan and record each task's hash as the tasks stream through, in one transaction:
+    a task edited since the folder recorded it refuses the resume, and the transaction is rolled
+    back (nothing written, nothing run). Then config.json, without per-task state (an older one's
+    `task_hashes` are in the ledger now). Returns the trials planned."""
+    edited = Edited()
+    with ledger.planning(legacy) as plan:
+
+        def recorded(ts: Iterable[Task | TaskRef]) -> Iterator[Task | TaskRef]:
+            for t in ts:
+                if plan.task(task_key(t), t.content_hash) is not None:
+                    edited.add(task_key(t))
+                    continue
+                if isinstance(t, Task):
+                    loaded[t.content_hash] = t
+                yield t
+
+        for p in plan_trials(config, recorded(tasks), copies):
+            plan.trial(p.trial_id, p.ref.name, p.attempt, p.ref.content_hash, p.ref.path)
+        if edited.count:
+            raise AgentmillError(refusal(run_dir, edited.changes()))
+        planned = plan.count()
+    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2))
+    return planned
 
 
 def require_toolkit() -> None:
@@ -157,11 +209,14 @@ async def run_rollout(
     executor: Executor | None = None,
     store: TrialStore | None = None,
     keep_results: bool = False,
+    task_key: Callable[[Task | TaskRef], str] = task_name,
 ) -> RolloutReport:
     """Run every planned trial not done yet in `run_dir`. `tasks` may be loaded tasks or references
     (`TaskRef`), consumed once: references are loaded when their trial is dispatched, so the driver's
-    memory stays flat in the number of tasks. `keep_results`: also return every result (in memory)."""
-    lock, ledger = open_run(run_dir, config)
+    memory stays flat in the number of tasks. `keep_results`: also return every result (in memory).
+    `task_key`: the name each task's content hash is recorded under (a resume finding that name with
+    other content is refused)."""
+    lock, ledger, legacy = open_run(run_dir, config)
     trials_dir = run_dir / "trials"
     try:
         await asyncio.to_thread(require_toolkit)
@@ -169,16 +224,8 @@ async def run_rollout(
         interrupted = ledger.count("running")
         ledger.recover(trials_dir)
         loaded: dict[str, Task] = {}  # tasks the caller gave loaded (it holds them anyway), by content hash
-
-        def noted(ts: Iterable[Task | TaskRef]) -> Iterator[Task | TaskRef]:
-            for t in ts:
-                if isinstance(t, Task):
-                    loaded[t.content_hash] = t
-                yield t
-
-        planned = ledger.set_plan(
-            (p.trial_id, p.ref.name, p.attempt, p.ref.content_hash, p.ref.path)
-            for p in plan_trials(config, noted(tasks), copies)
+        planned = plan_run(
+            ledger, run_dir, config, tasks, copies=copies, legacy=legacy, task_key=task_key, loaded=loaded
         )
         # rerun: infrastructure failures, and unjudged trials (once a judge is configured)
         again = ({o.value for o in Outcome if o.is_infra} if retry_infra else set()) | (

@@ -102,7 +102,6 @@ async def diagnosis_rollout(tasks_dir: Path, run_dir: Path, client: ModelClient,
     tasks = load_dataset(tasks_dir).tasks
     config = RolloutConfig(
         dataset=str(tasks_dir),
-        task_hashes={t.name: t.content_hash for t in tasks},
         agent=ToolsAgent.name,
         agent_version=ToolsAgent.version,
         model=client.model,

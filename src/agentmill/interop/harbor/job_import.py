@@ -97,7 +97,6 @@ def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[i
     try:
         done = ledger.done_ids()
         seen: set[str] = set()
-        task_hashes: dict[str, str] = {}
         for p in parsed:
             step += 1
             if progress:
@@ -112,7 +111,7 @@ def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[i
                 report.problems.append(f"{p.folder}: trial id {tid} already imported from another folder of this job")
                 continue
             seen.add(tid)
-            task_hashes[trial["task"]] = trial["task_hash"]
+            ledger.record_tasks([(trial["task"], trial["task_hash"])])  # a later rollout here refuses other content
             if tid in done:
                 report.already += 1
                 continue
@@ -124,7 +123,7 @@ def _import(job_dir: Path, out: Path, folders: list[Path], progress: Callable[[i
         ledger.set_plan([(r["trial_id"], r["task"], r["attempt"]) for r in ledger.rows()])
     finally:
         ledger.close()
-    _write_run_config(out, job_dir, parsed, task_hashes)
+    _write_run_config(out, job_dir, parsed)
     return report
 
 
@@ -429,13 +428,12 @@ def _write_trial(trials_dir: Path, trial: dict, result: TrialResult, trajectory:
     tmp.rename(final)
 
 
-def _write_run_config(out: Path, job_dir: Path, parsed: list[_Parsed], task_hashes: dict[str, str]) -> None:
-    """config.json, so a later `agentmill rollout --out` into this folder is refused (other agent, other tasks)."""
+def _write_run_config(out: Path, job_dir: Path, parsed: list[_Parsed]) -> None:
+    """config.json, so a later `agentmill rollout --out` into this folder is refused (other agent; other
+    tasks are refused by the ledger's record of each imported task's hash)."""
     agents = sorted({(p.harbor.agent_info.name, p.harbor.agent_info.version, p.model or "") for p in parsed})
     name, version, model = agents[0] if len(agents) == 1 else ("harbor-import", "mixed", "")
-    config = RolloutConfig(
-        dataset=str(job_dir.resolve()), task_hashes=task_hashes, agent=name, agent_version=version, model=model or None
-    )
+    config = RolloutConfig(dataset=str(job_dir.resolve()), agent=name, agent_version=version, model=model or None)
     write_text_atomic(out / "config.json", config.model_dump_json(indent=2))
 
 

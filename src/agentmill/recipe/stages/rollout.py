@@ -82,6 +82,11 @@ def default_store_dir(run_dir: Path) -> Path:
     return run_dir.parent.parent.parent / "trials"
 
 
+def sourced_name(task) -> str:
+    """The name a task's hash is recorded under: sources may share task names, so name@hash."""
+    return task.name + "@" + task.content_hash[:8]
+
+
 async def rollout_tasks(
     entries: list[TaskEntry],
     rollout: Rollout,
@@ -119,7 +124,6 @@ async def rollout_tasks(
     served = _model_name(rollout, model)
     config = RolloutConfig(
         dataset=dataset_id,
-        task_hashes={t.name + "@" + t.content_hash[:8]: t.content_hash for t in tasks},
         agent=rollout.agent,
         agent_version=_agent(rollout).version,
         model=served,
@@ -133,7 +137,7 @@ async def rollout_tasks(
         model_concurrency=model.concurrency,
     )
     store = TrialStore(store_dir or default_store_dir(run_dir))
-    preflight(run_dir, config)  # refuse before starting a model server
+    preflight(run_dir, config, tasks, task_key=sourced_name)  # refuse before starting a model server
     # retry_infra: trials an outage ended are never a result here; the same `run` runs them again
     kwargs = dict(
         copies=dict(copies),
@@ -142,6 +146,7 @@ async def rollout_tasks(
         store=store,
         executor=_executor(rollout, say),
         retry_infra=True,
+        task_key=sourced_name,
     )
     try:
         if served is not None:

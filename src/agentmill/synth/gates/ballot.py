@@ -65,7 +65,6 @@ def _rollout_config(ctx: GateContext, role: str, attempts: int) -> RolloutConfig
     b, client = ctx.settings.ballot, ctx.clients[role]
     return RolloutConfig(
         dataset=str(ctx.task_dir.parent),
-        task_hashes={ctx.task.name: ctx.task.content_hash},
         agent=ToolsAgent.name,
         agent_version=ToolsAgent.version,
         model=client.model,
