@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # annotations only: the protocol module imports nothing heavy
+    import asyncio
 
 
 @dataclass(frozen=True)
