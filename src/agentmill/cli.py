@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any, Literal, NoReturn, cast
 
 import typer
 from rich.console import Console
@@ -121,7 +122,7 @@ def _network(value: str):
         _fail(str(e))
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     console.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # "[roles.judge]" is text, not markup
     raise typer.Exit(code)
 
@@ -251,7 +252,9 @@ def _rollout_executor(name: str, address: str | None, concurrency: int, model: s
             "on this machine reach it (give other nodes --base-url of a served model)",
             highlight=False,
         )
-    options = {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
+    options: dict[str, Any] = (
+        {"address": address, "say": lambda line: console.print(line, highlight=False)} if name == "ray" else {}
+    )
     if name == "processes":
         options = {"workers": workers}
     try:
@@ -417,7 +420,7 @@ def rollout(
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
-        raise typer.Exit(e.code) from None
+        raise typer.Exit(cast(int, e.code)) from None  # the run exits with its exit code (exit_codes.py)
     finally:
         refs.close()
     console.print(report_line(report, out), highlight=False)
@@ -515,6 +518,7 @@ def export(
 
     if reasoning not in ("think", "drop"):
         _fail("--reasoning: use think or drop")
+    kept_reasoning: Literal["think", "drop"] = "think" if reasoning == "think" else "drop"
     try:
         spec = FilterSpec.from_toml(filters_file) if filters_file else FilterSpec()
         spec = spec.merged(
@@ -535,7 +539,7 @@ def export(
             fmt,
             out,
             spec=spec,
-            reasoning=reasoning,
+            reasoning=kept_reasoning,
             tokenizer=tokenizer,
             allow_empty=allow_empty,
             workers=workers,
@@ -864,7 +868,7 @@ def eval_cmd(
     except AgentmillError as e:
         _fail(str(e))
     except SystemExit as e:  # interrupted: the summary and the resume command are printed
-        raise typer.Exit(e.code) from None
+        raise typer.Exit(cast(int, e.code)) from None  # the run exits with its exit code (exit_codes.py)
     if scores is not None:
         from agentmill.runtime.atomic import write_json_atomic
 

@@ -238,3 +238,17 @@ def test_retries_are_logged_when_asked(capfd):
     err = capfd.readouterr().err
     assert "HTTP 503" in err or "503" in err, err
     assert "retry 1 of" in err and "agentmill.models.client" in err
+
+
+def test_open_model_without_base_url_names_the_field():
+    """An endpoint's model opened without its address: one clear error (it was an AttributeError from
+    deep in the client, 'NoneType' object has no attribute 'rstrip')."""
+    from agentmill.errors import AgentmillError
+    from agentmill.models.session import open_model
+
+    async def go():
+        async with open_model("some-model"):
+            pass
+
+    with pytest.raises(AgentmillError, match="model 'some-model' needs base_url"):
+        asyncio.run(go())

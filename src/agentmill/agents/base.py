@@ -92,6 +92,8 @@ class ModelAgentBase:
     """Agents driven by a model (terminus, tools): a client, a turn budget, an optional context cap,
     and the identity every trial of theirs is keyed by."""
 
+    name: ClassVar[str]  # declared by each agent
+    version: ClassVar[str]
     needs_solution: ClassVar[bool] = False
     needs_model: ClassVar[bool] = True
 

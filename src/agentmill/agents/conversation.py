@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from agentmill.agents.base import AgentResult
 from agentmill.models.client import ChatReply, ContextExceededError, ModelClient
@@ -134,7 +134,7 @@ class Conversation:
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.record.extra["arguments_text"]},
+                    "function": {"name": c.name, "arguments": cast(dict, c.record.extra)["arguments_text"]},
                 }
                 for c in calls
             ]
@@ -227,12 +227,14 @@ class Ahead:
         self.chat.stats["redactions"] += self._redactions
         self.chat.messages.append({"role": self.role, "content": self.text})
         self.chat.result.steps.append(Step(step_id=self.chat.result.next_id(), source=self.role, message=self.text))
+        assert self.request is not None  # ask_ahead sent it
         return self.chat._record(await self.request)
 
     def drop(self) -> None:
         """The message was wrong: the request is cancelled (or its reply thrown away) and the
         client's request count taken back, so the request that replaces it is sent as this one
         would have been (the same per-request seed, models/seeding.py)."""
+        assert self.request is not None  # ask_ahead sent it
         self.request.cancel()
         take_back = getattr(self.chat.client, "take_back", None)
         if self.sent and take_back is not None:

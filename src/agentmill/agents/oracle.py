@@ -18,14 +18,15 @@ class OracleAgent(ScriptedAgentBase):
     needs_solution = True
 
     async def run(self, task: Task, sandbox: Sandbox, result: AgentResult) -> None:
-        if task.solution_script is None:
+        solution = task.solution_script
+        if solution is None:
             raise RuntimeError(f"{task.path}: no solution to run")
         if await behaviour_for(task).oracle(task, sandbox, result):  # the kind's own way (tool calls)
             return
-        command = f"bash /solution/{task.solution_script}"
+        command = f"bash /solution/{solution}"
         # The trajectory shows the script itself, so oracle traces are demonstrations an agent
         # could have typed (agents never see /solution).
-        script = _solution_text(task)
+        script = _solution_text(task, solution)
         call = ToolCall(tool_call_id="call_1", function_name="bash", arguments={"command": script})
         step = Step(
             step_id=result.next_id(), source="agent", message="", tool_calls=[call], extra={"executed_as": command}
@@ -39,9 +40,9 @@ class OracleAgent(ScriptedAgentBase):
             raise TimeoutError("the solution exceeded the agent timeout")
 
 
-def _solution_text(task: Task) -> str:
+def _solution_text(task: Task, solution: str) -> str:
     for src in task.solution_sources:
-        path = src / task.solution_script if src.is_dir() else src
+        path = src / solution if src.is_dir() else src
         if path.is_file():
             return scrub(path.read_text(errors="replace"))[0]
-    return f"bash /solution/{task.solution_script}"
+    return f"bash /solution/{solution}"

@@ -13,10 +13,13 @@ Bundled agents are imported on first lookup, so listing names costs no imports.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentmill.errors import AgentmillError
 from agentmill.registry import Registry, UnknownNameError
+
+if TYPE_CHECKING:  # listing names imports no agent code
+    from agentmill.agents.base import Agent
 
 # name -> "module:Class", imported when first asked for
 BUILTIN: dict[str, str] = {
@@ -31,7 +34,7 @@ RENDERINGS = ("text", "tool_calls")
 UnknownAgentError = UnknownNameError  # the registries' one error for a name nobody registered
 
 
-def _checked(name: str, cls: type) -> None:
+def _checked(name: str, cls: type[Agent]) -> None:
     _validate(cls)
     if cls.name != name:
         raise AgentmillError(
@@ -39,13 +42,14 @@ def _checked(name: str, cls: type) -> None:
         )
 
 
-AGENTS: Registry[type] = Registry("agent", group=ENTRY_POINT_GROUP, builtins=BUILTIN, check=_checked)
+AGENTS: Registry[type[Agent]] = Registry("agent", group=ENTRY_POINT_GROUP, builtins=BUILTIN, check=_checked)
 
 
 def register(cls: type) -> type:
     """Register an agent class (usable as a decorator). A second class under the same name is refused."""
     _validate(cls)
-    return AGENTS.register(cls.name, cls)
+    agent = cast("type[Agent]", cls)  # _validate checked the class attributes an Agent declares
+    return AGENTS.register(agent.name, agent)
 
 
 def unregister(name: str) -> None:
@@ -57,7 +61,7 @@ def agent_names() -> tuple[str, ...]:
     return tuple(AGENTS.names())
 
 
-def agent_class(name: str) -> type:
+def agent_class(name: str) -> type[Agent]:
     return AGENTS.get(name)
 
 
@@ -100,10 +104,12 @@ def make_agent(name: str, *, client: Any = None, **settings: Any) -> Any:
     cls = agent_class(name)
     if cls.needs_model and client is None:
         raise AgentmillError(f"the {name} agent needs a model (--model)")
-    params = {} if cls.__init__ is object.__init__ else inspect.signature(cls.__init__).parameters
+    init = cast(Any, cls).__init__  # the class's own (mypy calls __init__ unsound on an instance; this is a class)
+    params = {} if init is object.__init__ else inspect.signature(init).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     kwargs = {k: v for k, v in settings.items() if takes_any or k in params}
-    return cls(client, **kwargs) if cls.needs_model else cls(**kwargs)
+    make: Any = cls  # constructors differ by agent: a model agent's takes the client first
+    return make(client, **kwargs) if cls.needs_model else make(**kwargs)
 
 
 def _validate(cls: type) -> None:

@@ -184,7 +184,7 @@ class ImageBuilder:
         self._layers_root = layers
         self._store = None
         self._locks = KeyedLocks()
-        self._unreachable: dict[str, NetworkFetchError] = {}
+        self._unreachable: dict[str, TransientNeedsContainer] = {}
 
     @property
     def store(self):
@@ -482,28 +482,30 @@ class _Build:
         dest = self.host_path(dest_in)
         new_top = self._first_new(dest)
         matches: list[Path] = []
+        context = self.context
+        assert context is not None  # COPY and ADD steps come from a Dockerfile, in its context folder
         for src in srcs:
             if "://" in src:
                 raise NeedsContainerError(f"{where}: ADD from a URL needs the network at build time")
-            found = sorted(glob.glob(str(self.context / src)))
+            found = sorted(glob.glob(str(context / src)))
             if not found:
                 raise ImageBuildError(missing_source(self.task, src, where, step.keyword))
             for f in found:
                 path = Path(f).resolve()
-                if not path.is_relative_to(self.context.resolve()):
+                if not path.is_relative_to(context.resolve()):
                     raise ImageBuildError(f"{where}: {step.keyword} source '{src}' is outside the build context")
                 matches.append(Path(f))
         into_dir = dest_raw.endswith("/") or len(matches) > 1 or dest.is_dir()
         root = self.image.usr_local if dest.is_relative_to(self.image.usr_local) else self.image.rootfs
-        for src in matches:
-            if src.is_dir():
-                copy_into(root, src, dest)
-            elif step.keyword == "ADD" and tarfile.is_tarfile(src):
+        for match in matches:
+            if match.is_dir():
+                copy_into(root, match, dest)
+            elif step.keyword == "ADD" and tarfile.is_tarfile(match):
                 dest.mkdir(parents=True, exist_ok=True)
-                with tarfile.open(src) as tf:
+                with tarfile.open(match) as tf:
                     tf.extractall(dest, filter="data")
             else:
-                copy_into(root, src, dest / src.name if into_dir else dest)
+                copy_into(root, match, dest / match.name if into_dir else dest)
         if self.sandbox is not None:  # later RUN steps run as the build sandbox's root
             self.sandbox.adopt(new_top)
         if "chmod" in flags and flags["chmod"]:

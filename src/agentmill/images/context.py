@@ -13,7 +13,8 @@ from pathlib import Path
 from agentmill.tasks.model import Task
 
 
-def build_context(task: Task) -> Path:
+def build_context(task: Task) -> Path | None:
+    """None for a task without an environment folder (and so without a Dockerfile to build)."""
     return task.environment_dir
 
 

@@ -88,6 +88,7 @@ class DebianBuild:
             self.stages[str(index)] = state
             if name:
                 self.stages[name] = state
+        assert state is not None  # groups is not empty
         await self.finish(state)
 
     async def start_stage(self, frm: Instruction) -> tuple[StageState, str | None]:
@@ -233,6 +234,7 @@ class DebianBuild:
                 raise ImageBuildError(f"{where}: {step.keyword} needs a source and a destination")
             *srcs, dest_raw = parts
             sources = []
+            assert self.context is not None  # COPY and ADD steps come from a Dockerfile, in its context folder
             src_root = self.context.resolve()
             if "from" in flags:
                 src_root = await self.from_root(substitute(flags["from"], variables), where)
@@ -331,10 +333,10 @@ class DebianBuild:
         user, _, group = chown.partition(":")
         passwd = self._table(state, "passwd")
         groups = self._table(state, "group")
-        uid = int(user) if user.isdigit() else int(passwd.get(user, [None, None, "0"])[2])
-        gid_of_user = int(passwd.get(user, [None, None, None, str(uid)])[3]) if not user.isdigit() else uid
+        uid = int(user) if user.isdigit() else int(passwd.get(user, ["", "", "0"])[2])
+        gid_of_user = int(passwd.get(user, ["", "", "", str(uid)])[3]) if not user.isdigit() else uid
         gid = (
-            (int(group) if group.isdigit() else int(groups.get(group, [None, None, str(gid_of_user)])[2]))
+            (int(group) if group.isdigit() else int(groups.get(group, ["", "", str(gid_of_user)])[2]))
             if group
             else gid_of_user
         )

@@ -98,7 +98,7 @@ def prune(cache: Path | None = None, *, older_than_days: float = 7.0, everything
     return removed
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -105,11 +105,11 @@ def _copy_file(src: Path, dest: Path, st: os.stat_result) -> None:
 def _keep_attributes(path: Path | int, st: os.stat_result) -> None:
     """On a path (never through a link) or an open file."""
     link = stat.S_ISLNK(st.st_mode)
-    nofollow = {} if isinstance(path, int) else {"follow_symlinks": False}
+    follow = isinstance(path, int)  # an open file: no link to follow; a path: never through one
     try:
-        os.chown(path, st.st_uid, st.st_gid, **nofollow)
+        os.chown(path, st.st_uid, st.st_gid, follow_symlinks=follow)
     except PermissionError:  # as cp -a without root: the copy is ours
         pass
     if not link:  # after chown, which clears set-id bits; Linux has no mode on a link
         os.chmod(path, stat.S_IMODE(st.st_mode))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), **nofollow)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=follow)

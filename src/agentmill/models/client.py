@@ -234,7 +234,7 @@ class ModelClient:
                 started = time.monotonic()
                 self.stats.requests += 1
                 try:
-                    fmt = response_format(mode, json_schema) if mode is not None else None
+                    fmt = response_format(mode, json_schema) if mode is not None and json_schema is not None else None
                     pool = self._pools[next(self._turn) % len(self._pools)]
                     resp = await pool.post(self._url, content=_request_bytes(body, self.extra_body, fmt))
                     if not resp.is_success:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+from agentmill.errors import AgentmillError
 from agentmill.models.client import ModelClient, Prices, SamplingParams
 from agentmill.models.local import LOCAL_MODEL, SERVED_NAME, LocalModelServer
 
@@ -34,6 +35,8 @@ async def open_model(
             say("starting the embedded model (SmolLM2-135M: a smoke-test model, not a teacher)")
         server = LocalModelServer()
         base_url = await server.__aenter__()
+    elif base_url is None:  # an endpoint's model needs its address (the recipe and the CLI check it too)
+        raise AgentmillError(f"model '{name}' needs base_url (or use the model '{LOCAL_MODEL}')")
     try:
         client = ModelClient.from_env(
             base_url=base_url,

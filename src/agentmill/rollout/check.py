@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentmill.agents import NopAgent, OracleAgent
 from agentmill.agents.base import AgentResult
@@ -65,10 +66,16 @@ class CheckResult:
     kept: dict[str, str] = field(default_factory=dict)  # agent -> the trial's kept folder
 
     @property
+    def _nop(self) -> TrialResult:
+        """The nop's trial: run for every verified task (the verdicts that read it are theirs)."""
+        assert self.nop is not None, "a verified task's check runs the nop"
+        return self.nop
+
+    @property
     def verdict(self) -> str:
         if not self.task.verified:
             return "no_verifier"
-        nop = self.nop
+        nop = self._nop
         if nop.outcome is Outcome.SANDBOX_ERROR and nop.exception and "container backend" in nop.exception:
             return "needs_container"
         lint = self._lint()
@@ -87,7 +94,7 @@ class CheckResult:
         return min(errors, key=lambda lint: order.index(lint.code)) if errors else None
 
     def _trial_verdict(self) -> str:
-        nop = self.nop
+        nop = self._nop
         if nop.outcome is Outcome.PASSED:
             return "vacuous"
         if self.oracle is None:
@@ -125,16 +132,16 @@ class CheckResult:
         if self.verdict == "needs_judge":
             nop = (
                 "nop fails them"
-                if self.nop.outcome is Outcome.FAILED
+                if self._nop.outcome is Outcome.FAILED
                 else "nop passes every check that ran too: only the judge can fail it"
             )
             return f"{NEEDS_JUDGE}; not run: {self._unjudged_checks()}; the oracle passes every check that ran, {nop}"
-        if self.verdict == "weak_verifier":
+        if self.verdict == "weak_verifier" and self.audit is not None:  # the verdict comes from the audit
             return "weak_verifier: " + "; ".join(
                 f"mutant {m.name} survived ({m.description})" for m in self.audit.survivors
             )
         verdict = self.verdict
-        if verdict == "test_deps_unresolved":
+        if verdict == "test_deps_unresolved" and self.oracle is not None:  # the verdict comes from the oracle
             note = next(n for n in self.oracle.notes if n.startswith(UNRESOLVED_NOTE))
             return f"{note}; oracle: {cause(self.oracle)}"
         if (
@@ -146,7 +153,7 @@ class CheckResult:
             if offline_failure(self.oracle):
                 return f"{network_hint(self.task.config.environment.allow_internet)}; {said}"
             return said
-        if verdict in ("vacuous", "broken") and self.nop.outcome is Outcome.PASSED:
+        if verdict in ("vacuous", "broken") and self._nop.outcome is Outcome.PASSED:
             return VERDICTS["vacuous"]
         for trial in (self.oracle, self.nop):
             if trial is not None and trial.exception and verdict != "ok":
@@ -163,7 +170,7 @@ class CheckResult:
         def side(t: TrialResult | None, folder: str | None) -> dict | None:
             if t is None:
                 return None
-            row = {
+            row: dict[str, Any] = {
                 "reward": t.reward,
                 "outcome": t.outcome.value,
                 "exception": t.exception,

@@ -83,5 +83,5 @@ async def run_early(
 
 async def _start_over(ready: asyncio.Future) -> None:
     await asyncio.wait({ready})  # an agent may end (or fail) before its sandbox is ready
-    if not ready.cancelled() and ready.exception() is not None:
-        raise EarlyStartError(ready.exception()) from None
+    if not ready.cancelled() and (error := ready.exception()) is not None:
+        raise EarlyStartError(error) from None

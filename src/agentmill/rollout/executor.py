@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import ClassVar, TypeVar
 
 from agentmill.errors import AgentmillError
@@ -32,7 +32,7 @@ class Executor(ABC):
     async def map(
         self,
         work: Callable[[J], Awaitable[R]],
-        jobs: Sequence[J],
+        jobs: Iterable[J],
         *,
         before: Callable[[J], None] | None = None,
         after: Callable[[J, R], Awaitable[T]] | None = None,

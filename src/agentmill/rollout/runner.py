@@ -239,6 +239,7 @@ async def run_rollout(
 
         def pending() -> Iterator[TrialPlan]:  # the planned trials not done, read from the ledger as needed
             for tid, name, attempt, task_hash, path in ledger.unfinished_plan():
+                assert task_hash is not None and path is not None  # set_plan above recorded both
                 ref = TaskRef(name, path, task_hash)
                 yield TrialPlan(tid, ref, attempt, task=loaded.get(task_hash))
 
@@ -380,6 +381,7 @@ async def _attempt(plan: TrialPlan, config: RolloutConfig, client, builder) -> t
     trajectory = _trajectory(plan, config, agent, agent_result)
     result.trial_id, result.attempt, result.model = plan.trial_id, plan.attempt, config.model
     fm = trajectory.final_metrics
+    assert fm is not None  # _trajectory summarized it
     result.tokens = {"prompt": fm.total_prompt_tokens or 0, "completion": fm.total_completion_tokens or 0}
     result.cost_usd = fm.total_cost_usd
     result.agent_metadata = agent_result.metadata

@@ -21,7 +21,7 @@ from agentmill.runtime.loop_priority import removal_threads, trials_first
 from agentmill.runtime.open_files import allow_open_files
 from agentmill.runtime.paths import scratch_temp
 from agentmill.sandbox.command import OneCommandSandbox
-from agentmill.sandbox.disk_quota import DiskQuotaExceeded, NoQuota, remove_folder, trial_quota
+from agentmill.sandbox.disk_quota import DiskQuota, DiskQuotaExceeded, NoQuota, remove_folder, trial_quota
 from agentmill.sandbox.protocol import Limits
 from agentmill.sandbox.registry import create_sandbox
 from agentmill.tasks.behaviour import KindTrial, behaviour_for
@@ -64,7 +64,7 @@ async def run_trial(
     agent_result = agent_result if agent_result is not None else AgentResult()
     scratch = await asyncio.to_thread(scratch_temp, "trial")  # mkdtemp + chmod: off the event loop
     kind_trial: KindTrial | None = None  # the task kind's part of the trial (tasks/behaviour.py)
-    quota = NoQuota()
+    quota: DiskQuota | NoQuota = NoQuota()
     try:
         # every file of the trial in a filesystem of storage_mb (sandbox/disk_quota.py); a mount: off the loop
         quota, note = await asyncio.to_thread(trial_quota, scratch, task.config.environment.storage_mb)
@@ -161,7 +161,8 @@ async def run_trial(
             timings.agent = time.monotonic() - t - (timings.sandbox_start if early is not None else 0.0)
             await sandbox.stop()
             await kind_trial.stop()  # the kind's own processes end with the agent, before verification
-        if quota.full() and agent_outcome is not Outcome.AGENT_ERROR:  # filled between two looks
+        # filled between two looks (NoQuota is never full)
+        if isinstance(quota, DiskQuota) and quota.full() and agent_outcome is not Outcome.AGENT_ERROR:
             agent_outcome, result.exception = Outcome.AGENT_ERROR, str(quota.exceeded())
 
         if agent_outcome is Outcome.AGENT_ERROR:

@@ -246,12 +246,13 @@ class BwrapSandbox:
         """Start the sandbox with `argv` as its first process instead of the guest (see
         sandbox/command.py): `stdin` is its fd 0, its stdout and stderr are the returned process's
         pipes, and its exit ends the sandbox. `env` is its whole environment. stop() after, as always."""
-        await self._boot(argv, env, cwd, stdin=stdin)
-        return self._proc
+        return await self._boot(argv, env, cwd, stdin=stdin)
 
-    async def _boot(self, inner: list[str], env: dict[str, str], cwd: str | None, *, stdin: int | None = None) -> None:
+    async def _boot(
+        self, inner: list[str], env: dict[str, str], cwd: str | None, *, stdin: int | None = None
+    ) -> asyncio.subprocess.Process:
         """stdin None: the guest's boot (stderr to a file, wait until it listens); else a
-        command's (that fd as its stdin, stdout and stderr piped, no wait)."""
+        command's (that fd as its stdin, stdout and stderr piped, no wait). Returns its first process."""
         spec = self.spec
         require_tools(overlay=spec.lower is not None)
         st = (spec.lower or spec.rootfs).stat()  # the image's times, before the mounts change them
@@ -264,13 +265,14 @@ class BwrapSandbox:
                 if spec.lower is not None:  # its daemon caches what it first sees: before it starts
                     _keep_root_times(spec, image_times)
                 command = stdin is not None
+                assert self._stderr_path is not None  # made by _prepare
                 with open(self._stderr_path, "wb") as err:
                     stdio = dict(
                         stdin=stdin if command else subprocess.DEVNULL,
                         stdout=subprocess.PIPE if command else subprocess.DEVNULL,
                         stderr=subprocess.PIPE if command else err,
                     )
-                    self._proc = await self._launch(self._argv(inner, env, cwd), stdio)
+                    self._proc = proc = await self._launch(self._argv(inner, env, cwd), stdio)
                 if not command:
                     await self._wait_ready()
             if spec.lower is None and not command:  # bwrap made a copy's mount points as it started
@@ -279,6 +281,7 @@ class BwrapSandbox:
         except BaseException:
             await self.stop()
             raise
+        return proc
 
     def _prepare(self) -> None:
         self._prepare_host()
@@ -343,6 +346,7 @@ class BwrapSandbox:
         launch env holds nothing of the host's."""
         # With an overlay, the namespace's unshare takes the uid instead (overlay_namespace_argv).
         uid = self.uid if os.geteuid() == 0 and self.spec.lower is None else None
+        assert self._cgroup is not None  # made by _prepare
         procs, limits = self._cgroup.procs_files(), self.spec.limits
         if launcher_wanted():
             return await launch(LaunchPlan(argv, self._launch_env(), procs, rlimit_values(limits), uid), **stdio)
@@ -358,6 +362,7 @@ class BwrapSandbox:
         argv: list[str] = []
         root = spec.rootfs
         if spec.lower is not None:  # the namespace's unshare takes the uid instead of setpriv
+            assert self._ovl is not None  # made by _prepare for an overlay
             root = self._ovl / "merged"
             argv += [
                 *overlay_namespace_argv(as_uid),
@@ -465,22 +470,23 @@ class BwrapSandbox:
 
     async def _wait_ready(self) -> None:
         """Until the guest renames its listening socket into the control folder (told by inotify)."""
-        exited = asyncio.ensure_future(self._proc.wait())
+        proc, ctl = self._proc, self._ctl
+        assert proc is not None and ctl is not None  # launched by _boot, made by _prepare
+        exited = asyncio.ensure_future(proc.wait())
         try:
-            ready = await wait_for_name(self._ctl, "sock", give_up=exited, timeout=START_TIMEOUT)
+            ready = await wait_for_name(ctl, "sock", give_up=exited, timeout=START_TIMEOUT)
         finally:
             exited.cancel()
-        if self._proc.returncode is not None:
-            raise SandboxError(
-                f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(self._proc.returncode)}"
-            )
+        if proc.returncode is not None:
+            raise SandboxError(f"sandbox failed to start: {self._stderr_text() or 'exit ' + str(proc.returncode)}")
         if not ready:
             raise SandboxError(f"sandbox did not start within {START_TIMEOUT:.0f}s: {self._stderr_text()}")
-        self._guest_fd = pin_socket(self._ctl / "sock", self.uid)
+        self._guest_fd = pin_socket(ctl / "sock", self.uid)
         if self._guest_fd is None:
-            raise SandboxError(f"sandbox failed to start: {self._ctl / 'sock'} is not the guest's socket")
+            raise SandboxError(f"sandbox failed to start: {ctl / 'sock'} is not the guest's socket")
 
     def _stderr_text(self) -> str:
+        assert self._stderr_path is not None  # made by _prepare, kept after stop
         with contextlib.suppress(OSError):
             return self._stderr_path.read_text(errors="replace").strip()[-2000:]
         return ""

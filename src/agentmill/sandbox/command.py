@@ -24,10 +24,11 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import cast
 
 from agentmill.errors import SandboxError, SandboxStartError
 from agentmill.sandbox.bwrap import START_TIMEOUT
-from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec
+from agentmill.sandbox.protocol import Capability, ExecResult, SandboxSpec, WithOneCommand
 from agentmill.sandbox.registry import create_sandbox
 
 # $1 the linger in seconds, then the command. The glob counts /proc's pids without a fork: bwrap's
@@ -76,7 +77,7 @@ async def run_command(
     started = time.monotonic()
     marks_r, marks_w = os.pipe()
     try:
-        proc = await sb.start_command(
+        proc = await cast(WithOneCommand, sb).start_command(
             [SHELL, "-c", _SUPERVISE, "sh", f"{linger:g}", *argv], full_env, cwd or spec.workdir, stdin=marks_w
         )
     except Exception as e:  # no free uid, a failed chown or cgroup, bwrap missing: never the command's doing
@@ -88,6 +89,7 @@ async def run_command(
     finally:
         os.close(marks_w)
     out, err = bytearray(), bytearray()
+    assert proc.stdout is not None and proc.stderr is not None  # start_command pipes both
     readers = [
         asyncio.ensure_future(_read_capped(proc.stdout, out, max_output)),
         asyncio.ensure_future(_read_capped(proc.stderr, err, max_output)),
@@ -118,6 +120,7 @@ async def run_command(
             await asyncio.wait_for(asyncio.gather(*readers), _SETTLE)
         for task in readers:
             task.cancel()
+    assert proc.returncode is not None  # stop() has reaped the sandbox's first process
     returncode = -9 if timed_out else proc.returncode
     return CommandResult(
         returncode=returncode,

@@ -248,7 +248,8 @@ class _Listener:
     """A TCP server on the host that counts who reached it."""
 
     def __init__(self, host: str):
-        self.host, self.accepted = host, []
+        self.host = host
+        self.accepted: list[socket.socket] = []
         self._srv = socket.socket()
         self._srv.bind((host, 0))
         self._srv.listen(4)

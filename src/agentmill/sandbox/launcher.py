@@ -102,7 +102,8 @@ async def launch(
     loop = asyncio.get_running_loop()
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     ours.setblocking(False)
-    passed, close_after, readers = [theirs.fileno()], [theirs], {}
+    passed, readers = [theirs.fileno()], {}
+    close_after: list[socket.socket | int] = [theirs]
     try:
         for name, spec in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
             if spec == subprocess.PIPE and name == "stdin":
@@ -165,10 +166,12 @@ class LaunchedProcess:
     stdin = None
 
     def __init__(self, loop: asyncio.AbstractEventLoop, pid: int, pidfd: int, answers: socket.socket) -> None:
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.stderr: asyncio.StreamReader | None = None
-        self._loop, self._pidfd, self._answers = loop, pidfd, answers
+        self._loop, self._answers = loop, answers
+        self._pidfd: int | None = pidfd
         self._exited = loop.create_future()
         loop.add_reader(answers.fileno(), self._on_answer)
 
@@ -182,7 +185,8 @@ class LaunchedProcess:
         code = json.loads(data).get("exit", 255) if data else 255  # no answer: the launcher died with it
         self._loop.remove_reader(self._answers.fileno())
         self._answers.close()
-        os.close(self._pidfd)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
         self._pidfd = None
         self.returncode = code
         if not self._exited.done():
@@ -294,7 +298,7 @@ def _wake(loop: asyncio.AbstractEventLoop, key: tuple[int, int], wait: asyncio.F
 async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
     """Until a launch's own answer socket can be read (it has one reader: the launch itself)."""
     ready = loop.create_future()
-    loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+    loop.add_reader(sock.fileno(), lambda: None if ready.done() else ready.set_result(None))
     try:
         await ready
     finally:

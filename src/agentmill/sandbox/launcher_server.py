@@ -158,8 +158,12 @@ def serve(control: socket.socket) -> None:
     while True:
         for key, _ in sel.select():
             if key.data is not None:
-                step, *rest = key.data
-                (_on_started if step == "started" else _reap)(key.fd, *rest, sel)
+                if key.data[0] == "started":
+                    _, pid, pidfd, answer = key.data
+                    _on_started(key.fd, pid, pidfd, answer, sel)
+                else:
+                    _, pid, answer = key.data
+                    _reap(key.fd, pid, answer, sel)
                 continue
             data, ancillary, flags, _ = control.recvmsg(_MAX_PLAN, fd_space)
             if not data:  # agentmill's end is closed: it has gone

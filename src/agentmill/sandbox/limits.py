@@ -111,7 +111,7 @@ class Cgroup:
     def kill_all(self, wait: float = 5.0) -> bool:
         """SIGKILL every process left in the group; True once none remain."""
         deadline = time.monotonic() + wait
-        if self.tracker is not None and self._kill_tracked(deadline) and not self.pids():
+        if self.tracker is not None and self._kill_tracked(self.tracker, deadline) and not self.pids():
             return True
         while True:  # no v2 group (or it failed): kill what the groups list until they are empty
             pids = self.pids()
@@ -124,11 +124,11 @@ class Cgroup:
                 return False
             time.sleep(0.001)  # exiting processes leave the group within a millisecond or two
 
-    def _kill_tracked(self, deadline: float) -> bool:
+    def _kill_tracked(self, tracker: Path, deadline: float) -> bool:
         """cgroup.kill, then wait on cgroup.events for 'populated 0'; False if that did not happen."""
         try:
-            (self.tracker / "cgroup.kill").write_text("1")
-            return wait_unpopulated(self.tracker / "cgroup.events", deadline)
+            (tracker / "cgroup.kill").write_text("1")
+            return wait_unpopulated(tracker / "cgroup.events", deadline)
         except OSError:
             return False
 

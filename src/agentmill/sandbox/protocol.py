@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # annotations only: the protocol module imports nothing heavy
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -130,3 +133,32 @@ class Sandbox(Protocol):
     async def __aenter__(self) -> Sandbox: ...
 
     async def __aexit__(self, *exc) -> None: ...
+
+
+# What a declared capability adds to the protocol, for the type checker: a caller that has checked
+# `Capability.X in sb.capabilities` casts sb to the matching protocol (the declaration is runtime data).
+
+
+class WithOneCommand(Sandbox, Protocol):
+    """A sandbox that declares Capability.ONE_COMMAND."""
+
+    async def start_command(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, *, stdin: int
+    ) -> asyncio.subprocess.Process: ...
+
+
+class WithControlDir(Sandbox, Protocol):
+    """A sandbox that declares Capability.CONTROL_DIR."""
+
+    @property
+    def control_dir(self) -> Path | None: ...
+
+    @property
+    def uid(self) -> int: ...
+
+
+class WithGuestSocket(Sandbox, Protocol):
+    """A sandbox that declares Capability.GUEST_SOCKET."""
+
+    @property
+    def guest_socket(self) -> Path | None: ...

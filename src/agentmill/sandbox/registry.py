@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from agentmill.errors import SandboxError
 from agentmill.registry import Registry, UnknownNameError
@@ -22,7 +22,16 @@ from agentmill.sandbox.protocol import Capability, Sandbox, SandboxSpec
 DEFAULT_BACKEND = "bwrap"
 ENV_VAR = "AGENTMILL_SANDBOX"
 
-BackendType = Callable[..., Sandbox]  # called as backend(spec, name=...)
+
+class BackendType(Protocol):
+    """A backend: its class, called as backend(spec, name=...), declaring its capabilities."""
+
+    __name__: str
+    capabilities: frozenset[str]
+
+    def __call__(self, spec: SandboxSpec, *, name: str | None = None) -> Sandbox: ...
+
+
 T = TypeVar("T")
 
 # Backends register themselves on import; plug-in packages may declare `agentmill.sandbox_backends`.

@@ -14,9 +14,10 @@ import asyncio
 import os
 import shlex
 from collections.abc import Sequence
+from typing import cast
 
 from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Capability, Sandbox
+from agentmill.sandbox.protocol import Capability, Sandbox, WithGuestSocket
 from agentmill.sandbox.tmux_channel import (
     CLIENT_FLAGS,
     ChannelLostError,
@@ -146,7 +147,8 @@ class TmuxSession:
         'channel': attached; 'session': the session is made but the client was refused (detached);
         'unknown': it failed, anything may have run; 'none': no channel here (nothing ran)."""
         # the guest's socket as the backend pinned it at start (bwrap: /proc/self/fd/N), never by name
-        guest = self.sandbox.guest_socket if Capability.GUEST_SOCKET in self.sandbox.capabilities else None
+        declared = Capability.GUEST_SOCKET in self.sandbox.capabilities
+        guest = cast(WithGuestSocket, self.sandbox).guest_socket if declared else None
         if guest is None:
             self.channel_note = "this sandbox backend has no guest socket"
             return "none"

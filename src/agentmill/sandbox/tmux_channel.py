@@ -166,8 +166,7 @@ class TmuxChannel:
         except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ChannelLostError) as e:
             ok, text = False, _why(e)
         if not ok:
-            channel.close(f"attach failed: {text}")
-            raise ChannelLostError(channel.lost, executed=False)
+            raise ChannelLostError(channel.close(f"attach failed: {text}"), executed=False)
         return channel, text
 
     async def _first_answers(self, blocks: int) -> tuple[bool, str]:
@@ -207,14 +206,12 @@ class TmuxChannel:
         payload = request_lines(commands, nonce)
         async with self._lock:
             if not self.alive:
-                self.close(self.lost or "the control client exited")
-                raise ChannelLostError(self.lost, executed=False)
+                raise ChannelLostError(self.close("the control client exited"), executed=False)
             try:
                 self._writer.write(payload)
                 data = await asyncio.wait_for(self._read_reply(nonce), timeout)
             except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, ReplyTooLargeError) as e:
-                self.close(_why(e))
-                raise ChannelLostError(self.lost, executed=None) from None
+                raise ChannelLostError(self.close(_why(e)), executed=None) from None
         try:
             return parse_reply(data, nonce, len(commands))
         except ChannelLostError as e:
@@ -262,12 +259,13 @@ class TmuxChannel:
     def __del__(self) -> None:  # a session dropped without stop() (its sandbox gone): release the socket
         self.close("dropped")
 
-    def close(self, reason: str = "closed") -> None:
-        """Close our end: tmux then drops the client. Idempotent; the first reason is kept."""
+    def close(self, reason: str = "closed") -> str:
+        """Close our end: tmux then drops the client. Idempotent; the first reason is kept (returned)."""
         if self.lost is None:
             self.lost = reason
         with contextlib.suppress(Exception):
             self._writer.close()
+        return self.lost
 
 
 def _why(e: BaseException) -> str:

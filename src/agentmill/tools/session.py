@@ -21,10 +21,10 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentmill.errors import SandboxError
-from agentmill.sandbox.protocol import Capability, Sandbox
+from agentmill.sandbox.protocol import Capability, Sandbox, WithControlDir
 from agentmill.sandbox.sockets import pin_socket, pinned_path
 from agentmill.tasks.model import Task
 from agentmill.tools.state import (
@@ -90,7 +90,8 @@ class ToolSession:
 
     async def start(self) -> None:
         """Start the tool host (it loads and introspects the tools) and learn the tools from it."""
-        ctl = self.sandbox.control_dir if Capability.CONTROL_DIR in self.sandbox.capabilities else None
+        host = cast(WithControlDir, self.sandbox)  # its control_dir and uid, read where it declares them
+        ctl = host.control_dir if Capability.CONTROL_DIR in self.sandbox.capabilities else None
         if ctl is None:  # one exec per call
             self._expose(await tool_schemas(self.task, self.sandbox))
             return
@@ -114,7 +115,7 @@ class ToolSession:
             await asyncio.sleep(0.002)
         # Pinned now, connected through the pin from here on: the name sits in a folder the agent
         # can write, and a link swapped in later must not take the host's requests elsewhere.
-        self._socket_fd = pin_socket(path, self.sandbox.uid)
+        self._socket_fd = pin_socket(path, host.uid)
         if self._socket_fd is None:
             raise ToolEnvError(f"{self.task.path}: the tool host's {name} is not a socket it made")
         self._socket_name = path
@@ -130,6 +131,7 @@ class ToolSession:
                 await self.sandbox.exec(["kill", "-9", str(self._server_pid)], timeout=10)
             self._server_pid = None
         if self._socket is not None:
+            assert self._socket_fd is not None and self._socket_name is not None  # pinned with _socket
             with contextlib.suppress(OSError):
                 os.close(self._socket_fd)
             with contextlib.suppress(OSError):

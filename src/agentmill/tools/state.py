@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from agentmill.errors import AgentmillError, SandboxError
@@ -67,7 +68,7 @@ def sandbox_spec(spec: ToolSpec, *, root: str = TOOLS_ROOT) -> dict:
     }
 
 
-def _files(spec: ToolSpec, prebuilt: set[str] = frozenset(), *, root: str = TOOLS_ROOT) -> dict[str, bytes]:
+def _files(spec: ToolSpec, prebuilt: AbstractSet[str] = frozenset(), *, root: str = TOOLS_ROOT) -> dict[str, bytes]:
     """Everything the sandbox needs; a gym whose base database is cached needs no schema or seed SQL."""
     out = {
         f"{root}/runtime/toolhost.py": toolhost_source(),

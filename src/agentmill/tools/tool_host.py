@@ -11,6 +11,7 @@ sandbox reads the end state from the tool host's root filesystem.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from agentmill.sandbox.protocol import Limits, Sandbox
 from agentmill.sandbox.registry import create_sandbox
@@ -32,4 +33,4 @@ async def start_tool_host(task: Task, image, rootfs: Path, limits: Limits) -> Sa
 
 def attach(agent_sandbox: Sandbox, tool_host: Sandbox) -> None:
     """Tool sessions opened on the agent's sandbox go to the tool host (tools/state.py tool_host_of)."""
-    agent_sandbox.tool_host = tool_host
+    cast(Any, agent_sandbox).tool_host = tool_host  # beyond the Sandbox protocol: state.tool_host_of reads it

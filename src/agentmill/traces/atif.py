@@ -87,12 +87,12 @@ class Trajectory(_Atif):
 
     def summarize(self) -> Trajectory:
         """Fill final_metrics from the steps."""
-        agent_steps = [s for s in self.steps if s.source == "agent" and s.metrics is not None]
-        costs = [s.metrics.cost_usd for s in agent_steps if s.metrics.cost_usd is not None]
+        metrics = [s.metrics for s in self.steps if s.source == "agent" and s.metrics is not None]
+        costs = [m.cost_usd for m in metrics if m.cost_usd is not None]
         self.final_metrics = FinalMetrics(
-            total_prompt_tokens=sum(s.metrics.prompt_tokens or 0 for s in agent_steps),
-            total_completion_tokens=sum(s.metrics.completion_tokens or 0 for s in agent_steps),
-            total_cached_tokens=sum(s.metrics.cached_tokens or 0 for s in agent_steps),
+            total_prompt_tokens=sum(m.prompt_tokens or 0 for m in metrics),
+            total_completion_tokens=sum(m.completion_tokens or 0 for m in metrics),
+            total_cached_tokens=sum(m.cached_tokens or 0 for m in metrics),
             total_cost_usd=sum(costs) if costs else None,
             total_steps=len(self.steps),
             extra=(self.final_metrics.extra if self.final_metrics else None),

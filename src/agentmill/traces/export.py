@@ -8,9 +8,10 @@ the error names the rule that removed the last traces and how to relax it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from agentmill.errors import AgentmillError
 from agentmill.registry import load_target
@@ -116,7 +117,7 @@ def _export_rows(
     def lines() -> Iterator[JsonLine]:
         for made in made_in_order(folders, maker, maker_args, worker_count(workers, len(folders))):
             if made.passed is None:
-                skipped.append(made.skipped)
+                skipped.append(cast(str, made.skipped))  # set whenever passed is None
                 continue
             maker.funnel.count(made.passed)
             if made.line is not None:
@@ -132,7 +133,8 @@ def write_records(
 ) -> ExportReport:
     """Render and write already-filtered records (the recipe's export stage); rows -> `out`."""
     if fmt in FOLDER_WRITERS:  # one folder per run (harbor-job): `rows` counts the trials written
-        trials, redactions = load_target(FOLDER_WRITERS[fmt])(records, out, allow_empty=allow_empty)
+        write = cast(Callable[..., tuple[int, int]], load_target(FOLDER_WRITERS[fmt]))
+        trials, redactions = write(records, out, allow_empty=allow_empty)
         return ExportReport(out, trials, [], redactions, "")
     counts = {"redactions": 0}
     rows = write_rows(stream_rows(fmt, records, reasoning, counts), out, keep_empty=allow_empty)
@@ -165,7 +167,7 @@ def stream_rows(fmt: str, records: Iterable[TraceRecord], reasoning: Reasoning, 
 
 def _slim(records: Iterable[TraceRecord]) -> list[TraceRecord]:
     """RL rows need every trial's outcome but only one trajectory per task: the others are not kept."""
-    first: dict[str, TraceRecord] = {}
+    first: dict[str | None, TraceRecord] = {}  # by task hash (None: a trial without one)
     out = []
     for rec in records:
         head = first.setdefault(rec.trial.get("task_hash"), rec)

@@ -113,67 +113,68 @@ def rules(
         out.append(("reward", "keep successes (reward 1)", lambda r: r.outcome == "passed"))
     elif spec.reward == "failure":
         out.append(("reward", "keep failures", lambda r: r.outcome != "passed"))
-    if spec.min_reward is not None:
+    if (min_reward := spec.min_reward) is not None:
         out.append(
             (
                 "min_reward",
-                f"reward >= {spec.min_reward:g}",
-                lambda r: r.reward is not None and r.reward >= spec.min_reward,
+                f"reward >= {min_reward:g}",
+                lambda r: r.reward is not None and r.reward >= min_reward,
             )
         )
     if spec.completion != "any":
         want = spec.completion == "claimed"
         out.append(("completion", f"completion {spec.completion}", lambda r: r.telemetry.completion_claimed == want))
-    if spec.min_turns and "min_turns" not in spec.model_fields_set:  # the default fits the agent
+    min_turns = spec.min_turns
+    if min_turns and "min_turns" not in spec.model_fields_set:  # the default fits the agent
         out.append(
             (
                 "min_turns",
-                f">= {spec.min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
-                lambda r: r.telemetry.assistant_turns >= default_min_turns(r, spec.min_turns),
+                f">= {min_turns} assistant turns, {TOOL_MIN_TURNS} for tool-calling agents",
+                lambda r: r.telemetry.assistant_turns >= default_min_turns(r, min_turns),
             )
         )
-    elif spec.min_turns:
+    elif min_turns:
         out.append(
             (
                 "min_turns",
-                f">= {spec.min_turns} assistant turns",
-                lambda r: r.telemetry.assistant_turns >= spec.min_turns,
+                f">= {min_turns} assistant turns",
+                lambda r: r.telemetry.assistant_turns >= min_turns,
             )
         )
-    if spec.max_repeated_commands is not None:
+    if (max_repeated := spec.max_repeated_commands) is not None:
         out.append(
             (
                 "repeated_commands",
-                f"<= {spec.max_repeated_commands} repeated commands",
-                lambda r: r.telemetry.repeated_commands <= spec.max_repeated_commands,
+                f"<= {max_repeated} repeated commands",
+                lambda r: r.telemetry.repeated_commands <= max_repeated,
             )
         )
-    if spec.max_error_rate is not None:
+    if (max_error_rate := spec.max_error_rate) is not None:
         out.append(
             (
                 "error_rate",
-                f"command error rate <= {spec.max_error_rate:g}",
-                lambda r: r.telemetry.error_rate <= spec.max_error_rate,
+                f"command error rate <= {max_error_rate:g}",
+                lambda r: r.telemetry.error_rate <= max_error_rate,
             )
         )
-    if spec.max_truncated is not None:
+    if (max_truncated := spec.max_truncated) is not None:
         out.append(
             (
                 "truncation",
-                f"<= {spec.max_truncated} truncated observations",
-                lambda r: r.telemetry.truncated_observations <= spec.max_truncated,
+                f"<= {max_truncated} truncated observations",
+                lambda r: r.telemetry.truncated_observations <= max_truncated,
             )
         )
-    if spec.max_tokens is not None:
+    if (max_tokens := spec.max_tokens) is not None:
         counter = counter or TokenCounter()
         if render is None:
             raise ValueError("max_tokens needs a renderer")
 
         def fits(r: TraceRecord) -> bool:
             messages, tools = render(r)
-            return counter.count(messages, tools) <= spec.max_tokens
+            return counter.count(messages, tools) <= max_tokens
 
-        out.append(("max_tokens", f"<= {spec.max_tokens} tokens ({counter.label})", fits))
+        out.append(("max_tokens", f"<= {max_tokens} tokens ({counter.label})", fits))
     return out
 
 

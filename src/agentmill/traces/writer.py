@@ -48,7 +48,7 @@ class _Empty(Exception):
     """Zero rows and keep_empty=False: the temporary file is discarded."""
 
 
-def _write_jsonl(rows: Iterable[dict], tmp: Path) -> int:
+def _write_jsonl(rows: Iterable[dict | JsonLine], tmp: Path) -> int:
     n = 0
     with open(tmp, "w", encoding="utf-8") as f:
         for row in rows:
@@ -57,7 +57,7 @@ def _write_jsonl(rows: Iterable[dict], tmp: Path) -> int:
     return n
 
 
-def _write_parquet(rows: Iterable[dict], tmp: Path) -> int:
+def _write_parquet(rows: Iterable[dict | JsonLine], tmp: Path) -> int:
     """Rows are spooled to a JSONL file while each batch's schema is inferred; the schemas are unified
     (a field that is null in one batch and a list in another gets the list type, as one table built
     from every row would), then the spool is read back batch by batch into row groups."""

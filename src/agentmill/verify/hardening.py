@@ -14,6 +14,7 @@ import re
 import stat
 import sys
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -375,7 +376,7 @@ class _Places:
 
     workdir: str
     env: dict[str, str]
-    homes: list[str]
+    homes: Collection[str]  # a set once made
 
     def __post_init__(self) -> None:
         work = os.path.normpath(self.workdir or "/")

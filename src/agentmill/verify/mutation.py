@@ -163,6 +163,7 @@ async def _audit(task: Task, sb: Sandbox, audit: ToolAudit, judge) -> None:
     initial, final = f"{AUDIT}/initial", f"{AUDIT}/final"
     await _sh(sb, f"mkdir -p {AUDIT} && cp -r {db} {initial} && cp -r {db} {final}")
 
+    assert spec.calls is not None  # mutation audits only the tasks with reference calls
     calls = [{"tool": c.tool, "arguments": dict(c.arguments)} for c in spec.calls]
     results = await _replay(sb, task, final, calls)
     for i, (call, res) in enumerate(zip(calls, results)):

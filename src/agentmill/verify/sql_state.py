@@ -198,15 +198,15 @@ async def evaluate(task: Task, results: list[dict], view: TrialView, judge: Judg
         elif isinstance(v, ResponseCheckVerifier):
             checks.append(await _response_check(v, next(it), view, judge))
         elif isinstance(v, ToolExecutionVerifier):
-            cfg = v.validation_config
-            missing = [t for t in cfg.selected_tools if t not in view.tools_called]
-            passed = not missing and len(view.tools_called) >= cfg.minimum_tool_calls
+            tool_cfg = v.validation_config
+            missing = [t for t in tool_cfg.selected_tools if t not in view.tools_called]
+            passed = not missing and len(view.tools_called) >= tool_cfg.minimum_tool_calls
             checks.append(
                 Check(
                     v.name,
                     v.verifier_type,
                     passed,
-                    expected=cfg.model_dump(),
+                    expected=tool_cfg.model_dump(),
                     actual=view.tools_called,
                     details=f"missing: {missing}" if missing else f"{len(view.tools_called)} calls",
                 )

@@ -209,6 +209,7 @@ def prepare(task: Task) -> tuple[TestDeps | None, list[str]]:
     if toolkit is None:
         return None, [*notes, f"{UNRESOLVED_NOTE}: {', '.join(asked.packages)} (the verifier toolkit is unavailable)"]
     deps = ensure_test_deps(asked.packages, toolkit / "venv/bin/python")
+    assert deps is not None  # None only when nothing is asked for
     notes += deps.notes
     if deps.unresolved:
         notes.append(f"{UNRESOLVED_NOTE}: " + "; ".join(f"{k} ({v})" for k, v in deps.unresolved.items()))

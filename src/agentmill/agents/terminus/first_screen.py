@@ -35,7 +35,7 @@ CONFIRMATIONS = 2  # trials that showed the same first screen before it is guess
 class FirstScreens:
     """Per process: each worker learns its own (a few hundred bytes per image)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._seen: dict[str, tuple[str, int]] = {}  # key -> (its first screen, trials that showed it)
         self._unstable: set[str] = set()
         self._waiting: dict[str, list[asyncio.Future]] = {}

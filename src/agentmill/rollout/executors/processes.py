@@ -121,6 +121,8 @@ class _Worker:
 
     def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path, done: asyncio.Queue):
         self.proc, self.stderr_path, self.done = proc, stderr_path, done
+        assert proc.stdin is not None and proc.stdout is not None  # start() pipes both
+        self._stdin, self._stdout = proc.stdin, proc.stdout
         self.jobs: set[int] = set()
         self.alive = True
         self._reader = asyncio.ensure_future(self._read())
@@ -140,15 +142,16 @@ class _Worker:
                 stderr=err,
                 limit=_STREAM_LIMIT,
             )
-        proc.stdin.write(payload)
-        return cls(proc, stderr_path, done)
+        worker = cls(proc, stderr_path, done)
+        worker._stdin.write(payload)
+        return worker
 
     def send(self, i: int, job) -> None:
         self.jobs.add(i)
-        self.proc.stdin.write(pack((i, job)))
+        self._stdin.write(pack((i, job)))
 
     async def _read(self) -> None:
-        while (message := await unpack(self.proc.stdout)) is not None:
+        while (message := await unpack(self._stdout)) is not None:
             i, result = message
             self.done.put_nowait((self, i, result))
         self.alive = False
@@ -163,7 +166,7 @@ class _Worker:
         """graceful: no more jobs, so the worker exits once it has answered (at once after a full
         map). Otherwise (the map was stopped) it is killed, and its sandboxes die with it."""
         with contextlib.suppress(Exception):
-            self.proc.stdin.close()
+            self._stdin.close()
         try:
             if not graceful:
                 raise TimeoutError

@@ -83,7 +83,9 @@ class RayExecutor(Executor):
         started_here = self._connect()
         pool = None
         try:
-            code = self.driver_code or await asyncio.to_thread(code_hash)
+            code = self.driver_code
+            if not code:
+                code = await asyncio.to_thread(code_hash)
             pool = self._pool = NodePool(ray.put(work), self.concurrency, self.say, code)
             return await self._dispatch(pool, work, jobs, before, after)
         finally:
@@ -118,9 +120,9 @@ class RayExecutor(Executor):
             if now - refreshed >= self.refresh_seconds:
                 await asyncio.to_thread(pool.refresh)
                 refreshed = now
-            for actor in pool.starting():
-                if actor.hello is None:
-                    actor.hello = asyncio.wrap_future(actor.handle.hello.remote().future())
+            for starting in pool.starting():
+                if starting.hello is None:
+                    starting.hello = asyncio.wrap_future(starting.handle.hello.remote().future())
             while queue and (actor := pool.free()) is not None:
                 i = queue.popleft()
                 if i not in started:  # a job sent again after a node died is still the same running trial
@@ -131,7 +133,7 @@ class RayExecutor(Executor):
                 ref = actor.handle.run.remote(jobs[i], files)
                 in_flight[asyncio.wrap_future(ref.future())] = (i, actor)
                 actor.busy += 1
-            hellos = {a.hello: a for a in pool.starting()}
+            hellos = {a.hello: a for a in pool.starting() if a.hello is not None}  # each one's was sent above
             if not in_flight and not hellos:
                 idle_since = idle_since or now
                 if now - idle_since > self.wait_for_nodes:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -84,7 +85,7 @@ RemoteNodeWorker = ray.remote(num_cpus=0, max_restarts=0)(NodeWorker)
 @dataclass
 class NodeActor:
     node_id: str
-    handle: object
+    handle: Any  # a Ray actor handle: its methods are remote calls, untyped
     busy: int = 0
     state: str = "starting"  # then "ready" once its hello said so, or "dead"
     hello: asyncio.Future | None = None
@@ -124,7 +125,7 @@ class NodePool:
         if actor.state != "starting":
             return
         try:
-            problem = actor.hello.result()
+            problem = cast(asyncio.Future, actor.hello).result()  # greeted once its hello came back
         except Exception as e:  # noqa: BLE001 - the worker died starting (import error, node lost)
             self.failed_starts[actor.node_id] += 1
             problem = (

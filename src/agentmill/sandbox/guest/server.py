@@ -24,7 +24,7 @@ import _thread
 try:
     import _json  # the C scanner json itself uses; json's module adds only regex-based fallbacks
 except ImportError:  # a Python built without it: the json module, imported when first needed
-    _json = None
+    _json = None  # type: ignore[assignment]  # an optional module; the guest imports no typing
 
 MAX_OUTPUT = 16 << 20  # per stream; the host asks for less when it wants
 _ENOENT, _ENOTDIR = 2, 20  # exec failures that only mean "try the next PATH entry"
@@ -41,7 +41,8 @@ class _Decoding:
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
 
 
-_scan = _json.make_scanner(_Decoding()) if _json is not None else None
+# typeshed types the scanner's context as the scanner class; json.JSONDecoder passes a decoder like this
+_scan = _json.make_scanner(_Decoding()) if _json is not None else None  # type: ignore[arg-type]
 
 
 def _loads(data):

@@ -82,7 +82,8 @@ def build() -> str:
     internal = [b["address"] for b in boxes if not b["is_external"] and b["active"]]
     staff = [by_id[s[0]]["email"] for s in ITSM.STAFF if by_id[s[0]]["active"]]
 
-    folders, folder_id = [], {}
+    folders: list[dict] = []
+    folder_id: dict = {}
     for b in boxes:
         if b["is_external"]:
             continue
@@ -94,7 +95,8 @@ def build() -> str:
             folders.append(dict(id=len(folders) + 1, mailbox=addr, name=name, system=0))
             folder_id[(addr, name)] = len(folders)
 
-    messages, recipients = [], []
+    messages: list[dict] = []
+    recipients: list[dict] = []
     for t in range(1, 261):
         subject, body = rng.choice(MAIL_TOPICS)
         external_sender = rng.random() < 0.12
