@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lint and type gate (seconds): ruff's lint rules and formatting over the code, and mypy over the
-# packages that are type-clean ([tool.mypy] files in pyproject.toml: a package joins once it passes).
+# whole package ([tool.mypy] in pyproject.toml; the bundled tasks and tool gyms left out: task content).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paths=(src tests benchmarks scripts examples)

@@ -82,8 +82,7 @@ def build() -> str:
     internal = [b["address"] for b in boxes if not b["is_external"] and b["active"]]
     staff = [by_id[s[0]]["email"] for s in ITSM.STAFF if by_id[s[0]]["active"]]
 
-    folders: list[dict] = []
-    folder_id: dict = {}
+    folders, folder_id = [], {}
     for b in boxes:
         if b["is_external"]:
             continue
@@ -95,8 +94,7 @@ def build() -> str:
             folders.append(dict(id=len(folders) + 1, mailbox=addr, name=name, system=0))
             folder_id[(addr, name)] = len(folders)
 
-    messages: list[dict] = []
-    recipients: list[dict] = []
+    messages, recipients = [], []
     for t in range(1, 261):
         subject, body = rng.choice(MAIL_TOPICS)
         external_sender = rng.random() < 0.12

@@ -10,7 +10,7 @@ import re
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Literal, Optional, cast
+from typing import Literal, Optional
 
 ADDRESS = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 WORK_START, WORK_END = 8, 18  # working hours, UTC, Monday to Friday
@@ -28,11 +28,6 @@ def _rows(db, sql: str, args=()) -> list[dict]:
 def _one(db, sql: str, args=()) -> Optional[dict]:
     rows = _rows(db, sql, args)
     return rows[0] if rows else None
-
-
-def _the(db, sql: str, args=()) -> dict:
-    """The row a query always yields (an aggregate, a row its key's reference guarantees)."""
-    return cast(dict, _one(db, sql, args))
 
 
 def _ctx(db, key: str) -> str:
@@ -80,7 +75,7 @@ def _audit(db, actor: str, obj: str, action: str, detail: str = "") -> None:
 
 
 def _next_id(db, table: str, prefix: str, width: int) -> str:
-    row = _the(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
+    row = _one(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
     return f"{prefix}{(row['n'] or 0) + 1:0{width}d}"
 
 
@@ -123,7 +118,7 @@ def _deliver(db, sender: str, to: list[str], cc: list[str], subject: str, body: 
     thread = thread or _next_id(db, "messages", "MSG", 6).replace("MSG", "THR")
     copies = [(sender, "sent")] + [(a, "inbox") for a in to + cc
                                    if (b := _one(db, "SELECT * FROM mailboxes WHERE address = ?", (a,))) and not b["is_external"]]
-    first = ""  # the sender's copy, always the first made
+    first = None
     for owner, folder in copies:
         mid = _next_id(db, "messages", "MSG", 6)
         parent = None
@@ -144,7 +139,7 @@ def _deliver(db, sender: str, to: list[str], cc: list[str], subject: str, body: 
 
 def _message_view(db, msg: dict) -> dict:
     rec = _rows(db, "SELECT address, kind FROM message_recipients WHERE message_id = ? ORDER BY kind DESC, address", (msg["id"],))
-    folder = _the(db, "SELECT name FROM mail_folders WHERE id = ?", (msg["folder_id"],))["name"]
+    folder = _one(db, "SELECT name FROM mail_folders WHERE id = ?", (msg["folder_id"],))["name"]
     view = {k: msg[k] for k in ("id", "thread_id", "in_reply_to", "sender", "subject", "body", "sent_at", "is_read", "is_flagged")}
     return {**view, "folder": folder, "to": [r["address"] for r in rec if r["kind"] == "to"],
             "cc": [r["address"] for r in rec if r["kind"] == "cc"]}
@@ -248,7 +243,7 @@ def send_message(db: sqlite3.Connection, to: list[str], subject: str, body: str,
         raise ValueError("subject and body are required")
     with _tx(db):
         mid = _deliver(db, me["address"], to_, cc_, subject.strip(), body.strip(), None, None)
-    return _message_view(db, _the(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
+    return _message_view(db, _one(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
 
 
 def reply_to_message(db: sqlite3.Connection, message_id: str, body: str, reply_all: bool = False) -> dict:
@@ -267,7 +262,7 @@ def reply_to_message(db: sqlite3.Connection, message_id: str, body: str, reply_a
     subject = msg["subject"] if msg["subject"].lower().startswith("re:") else f"Re: {msg['subject']}"
     with _tx(db):
         mid = _deliver(db, me["address"], to, cc, subject, body.strip(), msg["thread_id"], msg["id"])
-    return _message_view(db, _the(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
+    return _message_view(db, _one(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
 
 
 def forward_message(db: sqlite3.Connection, message_id: str, to: list[str], note: str = "") -> dict:
@@ -286,7 +281,7 @@ def forward_message(db: sqlite3.Connection, message_id: str, to: list[str], note
     subject = msg["subject"] if msg["subject"].lower().startswith("fwd:") else f"Fwd: {msg['subject']}"
     with _tx(db):
         mid = _deliver(db, me["address"], to_, [], subject, body, None, None)
-    return _message_view(db, _the(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
+    return _message_view(db, _one(db, "SELECT * FROM messages WHERE id = ?", (mid,)))
 
 
 def move_message(db: sqlite3.Connection, message_id: str, folder: str) -> dict:
@@ -436,9 +431,9 @@ def create_event(db: sqlite3.Connection, title: str, starts_at: str, ends_at: st
     if not title.strip():
         raise ValueError("title is required")
     _check_slot(db, starts_at, ends_at, room_id, len(people) + 1)
-    cal = _the(db, "SELECT id FROM calendars WHERE owner = ?", (me["address"],))
+    cal = _one(db, "SELECT id FROM calendars WHERE owner = ?", (me["address"],))
     if location == "" and room_id:
-        location = _the(db, "SELECT name FROM rooms WHERE id = ?", (room_id,))["name"]
+        location = _one(db, "SELECT name FROM rooms WHERE id = ?", (room_id,))["name"]
     now = _now(db)
     with _tx(db):
         eid = _next_id(db, "events", "EVT", 6)
@@ -465,7 +460,7 @@ def update_event(db: sqlite3.Connection, event_id: str, title: Optional[str] = N
     changes = {k: v for k, v in dict(title=title, starts_at=starts_at, ends_at=ends_at, description=description, room_id=room_id,
                                      location=location).items() if v is not None}
     start, end = changes.get("starts_at", ev["starts_at"]), changes.get("ends_at", ev["ends_at"])
-    people = _the(db, "SELECT COUNT(*) AS n FROM event_attendees WHERE event_id = ?", (event_id,))["n"] + 1
+    people = _one(db, "SELECT COUNT(*) AS n FROM event_attendees WHERE event_id = ?", (event_id,))["n"] + 1
     _check_slot(db, start, end, changes.get("room_id", ev["room_id"]), people, skip=event_id)
     moved = start != ev["starts_at"] or end != ev["ends_at"]
     changed = {k: v for k, v in changes.items() if ev[k] != v}
@@ -588,7 +583,7 @@ def find_free_slots(db: sqlite3.Connection, attendees: list[str], duration_minut
     stop = _time(window_end, "window_end")
     dur = timedelta(minutes=duration_minutes)
     busy = {p: [(_time(b["starts_at"], "x"), _time(b["ends_at"], "x")) for b in _busy(db, p, t.strftime(STAMP), window_end)] for p in people}
-    out: list[dict] = []
+    out = []
     while t + dur <= stop and len(out) < max(1, min(limit, 50)):
         day_end = t.replace(hour=WORK_END, minute=0)
         if t.weekday() < 5 and t.hour >= WORK_START and t + dur <= day_end:

@@ -132,13 +132,13 @@ def build() -> str:
         if e["role"] != "hr" and any(o["manager_id"] == e["id"] and o["status"] == "active" for o in emps):
             e["role"] = "manager"
     n = len(emps)
-    for i, (name, dept, title, loc, hire_day) in enumerate(NEW_HIRES):
+    for i, (name, dept, title, loc, start) in enumerate(NEW_HIRES):
         pos = position(dept, title)
         pos["headcount"] += 1
         first, last = name.lower().split()
         emps.append(dict(id=f"EMP{n + i + 1:04d}", name=name, email=f"{first}.{last}@{ITSM.DOMAIN}", department_id=depts[dept],
                          position_id=pos["id"], manager_id="EMP" + heads[dept][3:], role="employee", status="pre_hire",
-                         location=loc, salary=GRADES[pos["grade"]][0] + 2000, hire_date=hire_day, termination_date=None,
+                         location=loc, salary=GRADES[pos["grade"]][0] + 2000, hire_date=start, termination_date=None,
                          created_at=iso(NOW - timedelta(days=30 - i)), updated_at=iso(NOW - timedelta(days=20 - i))))
     for p in positions.values():  # a few open seats
         p["headcount"] += 1 if rng.random() < 0.3 else 0

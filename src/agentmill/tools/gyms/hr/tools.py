@@ -10,7 +10,7 @@ commit their writes as one transaction and record every changed field in `hr_aud
 import sqlite3
 from contextlib import contextmanager
 from datetime import date, timedelta
-from typing import Literal, Optional, cast
+from typing import Literal, Optional
 
 LeaveType = Literal["annual", "sick", "compassionate", "unpaid"]
 FINAL_LEAVE = {"rejected", "cancelled"}
@@ -27,11 +27,6 @@ def _rows(db: sqlite3.Connection, sql: str, args=()) -> list[dict]:
 def _one(db: sqlite3.Connection, sql: str, args=()) -> Optional[dict]:
     rows = _rows(db, sql, args)
     return rows[0] if rows else None
-
-
-def _the(db, sql: str, args=()) -> dict:
-    """The row a query always yields (an aggregate, a row its key's reference guarantees)."""
-    return cast(dict, _one(db, sql, args))
 
 
 def _ctx(db, key: str) -> str:
@@ -134,7 +129,7 @@ def _update(db, table: str, where: dict, record: str, row: dict, changes: dict, 
 
 
 def _next(db, table: str, prefix: str, width: int) -> str:
-    row = _the(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
+    row = _one(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
     return f"{prefix}{(row['n'] or 0) + 1:0{width}d}"
 
 
@@ -201,7 +196,7 @@ def get_employee(db: sqlite3.Connection, employee_id: str) -> dict:
     """
     me = _me(db)
     e = _employee(db, employee_id)
-    pos = _the(db, "SELECT title, grade FROM positions WHERE id = ?", (e["position_id"],))
+    pos = _one(db, "SELECT title, grade FROM positions WHERE id = ?", (e["position_id"],))
     reports = _rows(db, "SELECT id, name FROM employees WHERE manager_id = ? AND status != 'terminated' ORDER BY id", (e["id"],))
     out = {**e, "title": pos["title"], "grade": pos["grade"], "direct_reports": reports}
     if e["id"] != me["id"] and not _may_manage(db, me, e):
@@ -268,8 +263,7 @@ def update_employee(db: sqlite3.Connection, employee_id: str, location: Optional
         m = _employee(db, manager_id)
         if m["status"] != "active":
             raise ValueError(f"{m['name']} ({manager_id}) is not an active employee")
-        chain: set = set()
-        cur: Optional[dict] = m
+        chain, cur = set(), m
         while cur is not None and cur["id"] not in chain:
             if cur["id"] == e["id"]:
                 raise ValueError(f"{m['name']} reports to {e['name']}; that would make a reporting loop")
@@ -280,7 +274,7 @@ def update_employee(db: sqlite3.Connection, employee_id: str, location: Optional
         raise ValueError("nothing to change: give location or manager_id")
     with _tx(db):
         _update(db, "employees", {"id": employee_id}, employee_id, e, changes, me["id"], "update")
-        if manager_id is not None and _the(db, "SELECT role FROM employees WHERE id = ?", (manager_id,))["role"] == "employee":
+        if manager_id is not None and _one(db, "SELECT role FROM employees WHERE id = ?", (manager_id,))["role"] == "employee":
             m = _employee(db, manager_id)
             _update(db, "employees", {"id": manager_id}, manager_id, m, {"role": "manager"}, me["id"], "update")
     return get_employee(db, employee_id)
@@ -757,7 +751,7 @@ def propose_job_change(db: sqlite3.Connection, employee_id: str, kind: Literal["
     if day.day != 1 or day <= _today(db):
         raise ValueError("effective_date must be the first of a future month")
     text = _nonempty(justification, "justification", 10)
-    old = _the(db, "SELECT * FROM positions WHERE id = ?", (e["position_id"],))
+    old = _one(db, "SELECT * FROM positions WHERE id = ?", (e["position_id"],))
     new = old if kind == "salary" else _one(db, "SELECT * FROM positions WHERE id = ?", (new_position_id or "",))
     if new is None:
         raise ValueError(f"a {kind} needs new_position_id (see search_positions)")
@@ -810,7 +804,7 @@ def decide_job_change(db: sqlite3.Connection, change_id: str, decision: Literal[
         _update(db, "job_changes", {"id": change_id}, change_id, jc, {"status": decision, "decided_by": me["id"], "decision_comment": text},
                 me["id"], "decide")
         if decision == "approved":
-            pos = _the(db, "SELECT * FROM positions WHERE id = ?", (jc["new_position_id"],))
+            pos = _one(db, "SELECT * FROM positions WHERE id = ?", (jc["new_position_id"],))
             changes = {"position_id": pos["id"], "department_id": pos["department_id"], "salary": jc["new_salary"]}
             if jc["new_manager_id"]:
                 changes["manager_id"] = jc["new_manager_id"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import cast
 
 SEED = 20260316
 NOW = datetime(2026, 3, 16, 9, 30)
@@ -126,7 +125,7 @@ SERVICES = [  # business services and the applications behind them: (service, ap
     ("File and Print", "Print Services", "GRP004", None),
 ]
 
-INCIDENT_TEMPLATES: dict[str, list[tuple]] = {  # category -> (short description, description, ci kind, group)
+INCIDENT_TEMPLATES = {  # category -> (short description, description, ci kind, group)
     "network": [
         ("VPN disconnects every few minutes", "The VPN client drops the tunnel roughly every five minutes while working from home.", "service:Remote Access", "GRP002"),
         ("Wi-Fi unavailable on floor {floor}", "Nobody on floor {floor} can join the corporate wireless network since this morning.", "network", "GRP002"),
@@ -299,8 +298,7 @@ def build() -> str:
     group_agents = {gid: [u for g, u in members if g == gid and u not in INACTIVE_STAFF] for gid, _, _ in GROUPS}
 
     # --- CMDB -----------------------------------------------------------------------------------
-    cis: list[dict] = []
-    rels: list[tuple] = []
+    cis, rels = [], []
 
     def add_ci(name, cls, env, group, status="operational", crit=3, ip=None, os_=None, loc="Rotterdam DC"):
         cid = f"CI{len(cis) + 1:05d}"
@@ -485,7 +483,7 @@ def build() -> str:
                                          "Guided the user through the settings.", "Cleared the cache and re-synced."]) if resolved else "",
             reopen_count=0, opened_at=iso(opened), updated_at=iso(resolved_at or opened + timedelta(minutes=rng.randint(5, 600)) if state != "new" else opened),
             resolved_at=iso(resolved_at) if resolved_at else None,
-            closed_at=iso(cast(datetime, resolved_at) + timedelta(days=3)) if state == "closed" else None))  # closed: resolved
+            closed_at=iso(resolved_at + timedelta(days=3)) if state == "closed" else None))
         if incidents[-1]["updated_at"] > iso(NOW):
             incidents[-1]["updated_at"] = iso(NOW - timedelta(minutes=1))
         audit.append(dict(at=iso(opened), actor_id=opener, record=num, action="create", field="", old_value=None, new_value=None))
@@ -495,8 +493,8 @@ def build() -> str:
     # tie incidents to problems with the same CI
     for p in problems:
         same = [i for i in incidents if i["ci_id"] == p["ci_id"]]
-        for inc in rng.sample(same, min(len(same), rng.randint(1, 4))):
-            inc["problem_id"] = p["number"]
+        for i in rng.sample(same, min(len(same), rng.randint(1, 4))):
+            i["problem_id"] = p["number"]
 
     # --- knowledge ---------------------------------------------------------------------------------
     kbs = []

@@ -10,7 +10,7 @@ commit their writes as one transaction and record every changed field in `audit_
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Literal, Optional, cast
+from typing import Literal, Optional
 
 Impact = Literal["high", "medium", "low"]
 Category = Literal["hardware", "software", "network", "access", "email", "database", "security", "other"]
@@ -37,11 +37,6 @@ def _rows(db: sqlite3.Connection, sql: str, args=()) -> list[dict]:
 def _one(db: sqlite3.Connection, sql: str, args=()) -> Optional[dict]:
     rows = _rows(db, sql, args)
     return rows[0] if rows else None
-
-
-def _the(db, sql: str, args=()) -> dict:
-    """The row a query always yields (an aggregate, a row its key's reference guarantees)."""
-    return cast(dict, _one(db, sql, args))
 
 
 def _ctx(db: sqlite3.Connection, key: str) -> str:
@@ -167,7 +162,7 @@ def _update(db, table: str, key: str, row: dict, changes: dict, actor: str, acti
 
 
 def _next(db, table: str, key: str, prefix: str, width: int, floor: int) -> str:
-    row = _the(db, f"SELECT MAX(CAST(substr({key}, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
+    row = _one(db, f"SELECT MAX(CAST(substr({key}, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
     return f"{prefix}{max((row['n'] or 0) + 1, floor):0{width}d}"
 
 
@@ -329,7 +324,7 @@ def create_incident(db: sqlite3.Connection, short_description: str, caller_id: s
             raise ValueError("assigned_to needs an assignment_group_id")
         _assignee(db, assigned_to, assignment_group_id)
     priority = PRIORITY[(impact, urgency)]
-    sla = _the(db, "SELECT * FROM slas WHERE priority = ?", (priority,))
+    sla = _one(db, "SELECT * FROM slas WHERE priority = ?", (priority,))
     now = _now(db)
     with _tx(db):
         number = _next(db, "incidents", "number", "INC", 7, 10001)
@@ -355,13 +350,13 @@ def update_incident(db: sqlite3.Connection, number: str, short_description: Opti
     me = _staff(db)
     inc = _get(db, "incidents", number, "incident")
     _open(inc, number)
-    changes: dict = {k: v for k, v in dict(short_description=short_description, description=description, category=category,
+    changes = {k: v for k, v in dict(short_description=short_description, description=description, category=category,
                                      impact=impact, urgency=urgency, ci_id=ci_id).items() if v is not None}
     if ci_id is not None and _get(db, "config_items", ci_id, "configuration item")["status"] == "retired":
         raise ValueError(f"{ci_id} is retired")
     pri = PRIORITY[(changes.get("impact", inc["impact"]), changes.get("urgency", inc["urgency"]))]
     if pri != inc["priority"]:
-        sla = _the(db, "SELECT * FROM slas WHERE priority = ?", (pri,))
+        sla = _one(db, "SELECT * FROM slas WHERE priority = ?", (pri,))
         changes.update(priority=pri, sla_id=sla["id"], resolve_by=_plus_minutes(inc["opened_at"], sla["resolution_minutes"]))
     with _tx(db):
         _update(db, "incidents", "number", inc, changes, me["id"], "update")

@@ -91,11 +91,7 @@ def build() -> str:
     budgets = {cc_of[d]: dict(cost_centre_id=cc_of[d], year=2026, amount=float(BUDGETS[d]), committed=0.0, spent=0.0,
                               updated_at=iso(NOW - timedelta(days=3))) for d in depts}
 
-    reqs: list[dict] = []
-    rlines: list[dict] = []
-    pos: list[dict] = []
-    plines: list[dict] = []
-    receipts: list[dict] = []
+    reqs, rlines, pos, plines, receipts = [], [], [], [], []
     requesters = [p for p in pusers if p["active"]]
     for k in range(140):
         who = rng.choice(requesters)

@@ -10,7 +10,7 @@ commit their writes as one transaction and record every changed field in `proc_a
 import sqlite3
 from contextlib import contextmanager
 from datetime import date
-from typing import Literal, Optional, cast
+from typing import Literal, Optional
 
 APPROVERS = ("approver", "finance")
 
@@ -26,11 +26,6 @@ def _rows(db: sqlite3.Connection, sql: str, args=()) -> list[dict]:
 def _one(db: sqlite3.Connection, sql: str, args=()) -> Optional[dict]:
     rows = _rows(db, sql, args)
     return rows[0] if rows else None
-
-
-def _the(db, sql: str, args=()) -> dict:
-    """The row a query always yields (an aggregate, a row its key's reference guarantees)."""
-    return cast(dict, _one(db, sql, args))
 
 
 def _ctx(db, key: str) -> str:
@@ -97,7 +92,7 @@ def _update(db, table: str, where: dict, record: str, row: dict, changes: dict, 
 
 
 def _next(db, table: str, prefix: str, width: int) -> str:
-    row = _the(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
+    row = _one(db, f"SELECT MAX(CAST(substr(id, {len(prefix) + 1}) AS INTEGER)) AS n FROM {table}")
     return f"{prefix}{(row['n'] or 0) + 1:0{width}d}"
 
 
@@ -130,7 +125,7 @@ def _year(db) -> int:
 
 
 def _total(db, requisition_id: str) -> float:
-    row = _the(db, "SELECT COALESCE(SUM(quantity * unit_price), 0) AS t FROM requisition_lines WHERE requisition_id = ?", (requisition_id,))
+    row = _one(db, "SELECT COALESCE(SUM(quantity * unit_price), 0) AS t FROM requisition_lines WHERE requisition_id = ?", (requisition_id,))
     return round(row["t"], 2)
 
 
@@ -321,7 +316,7 @@ def add_requisition_line(db: sqlite3.Connection, requisition_id: str, descriptio
     if quantity <= 0 or unit_price < 0:
         raise ValueError("quantity must be positive and unit_price not negative")
     with _tx(db):
-        n = _the(db, "SELECT COALESCE(MAX(line_no), 0) + 1 AS n FROM requisition_lines WHERE requisition_id = ?", (requisition_id,))["n"]
+        n = _one(db, "SELECT COALESCE(MAX(line_no), 0) + 1 AS n FROM requisition_lines WHERE requisition_id = ?", (requisition_id,))["n"]
         db.execute("INSERT INTO requisition_lines (requisition_id, line_no, description, quantity, unit_price) VALUES (?, ?, ?, ?, ?)",
                    (requisition_id, n, _nonempty(description, "description", 3), quantity, round(unit_price, 2)))
         _audit(db, me["id"], f"{requisition_id}#{n}", "add_line", "quantity", None, quantity)
@@ -519,7 +514,7 @@ def receive_goods(db: sqlite3.Connection, po_id: str, line_no: int, quantity: in
                    (gid, po_id, line_no, quantity, me["id"], now, note.strip()))
         db.execute("UPDATE po_lines SET received_qty = received_qty + ? WHERE po_id = ? AND line_no = ?", (quantity, po_id, line_no))
         _audit(db, me["id"], f"{po_id}#{line_no}", "receive", "received_qty", line["received_qty"], line["received_qty"] + quantity)
-        open_qty = _the(db, "SELECT SUM(quantity - received_qty) AS n FROM po_lines WHERE po_id = ?", (po_id,))["n"]
+        open_qty = _one(db, "SELECT SUM(quantity - received_qty) AS n FROM po_lines WHERE po_id = ?", (po_id,))["n"]
         _update(db, "purchase_orders", {"id": po_id}, po_id, po, {"status": "received" if open_qty == 0 else "partially_received"}, me["id"], "receive")
         value = round(quantity * line["unit_price"], 2)
         _shift_budget(db, r["cost_centre_id"], _year(db), me["id"], "receive", committed=-value, spent=value)
