@@ -18,6 +18,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
 import tomli_w
 
 from tests.conftest import sandbox, simple_task
@@ -464,7 +465,14 @@ def _wait_for(predicate, timeout=120.0) -> bool:
     return False
 
 
-def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path):
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a batch script's `agentmill ... &` starts
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background-of-a-script"])
+def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path, background):
+    # the background case: SIGINT inherited ignored, so raising SIGINT alone was lost (planted: the
+    # SIGTERM handler raising SIGINT only; the rollout ran to the end and exited 0)
     data = tmp_path / "ds"
     for i in range(4):
         simple_task(data, f"slow{i}", solve_sh=f"sleep 2; echo hello > /app/out.txt  # {i}\n")
@@ -474,6 +482,7 @@ def test_sigterm_ends_a_rollout_as_ctrl_c_does(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_ignored if background else None,
     )
     try:
         assert _wait_for(

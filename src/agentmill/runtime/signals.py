@@ -5,6 +5,11 @@ once, mid-write and without a word; Ctrl-C instead cancels the running work (asy
 SIGINT into a cancellation of its main task), lets writes in flight finish, and the command says
 what finished and how to resume. So SIGTERM raises SIGINT, and the command's exit code says which
 signal it was (130 or 143).
+
+A job started in the background of a non-interactive shell (`agentmill ... &` in a batch script)
+inherits SIGINT ignored, and Python and asyncio then install no SIGINT handler: raising SIGINT
+would do nothing and the job would ignore SIGTERM too. There, SIGTERM raises KeyboardInterrupt
+itself, which ends the work the same way (asyncio cancels what is left as it closes the loop).
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ def sigterm_as_interrupt() -> Iterator[Stop]:
 
     def on_term(_signum, _frame) -> None:
         stop.terminated = True
-        signal.raise_signal(signal.SIGINT)  # the SIGINT handler in force (asyncio's, or KeyboardInterrupt)
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # the SIGINT handler in force (asyncio's, or KeyboardInterrupt)
+        else:  # SIGINT ignored (a background job of a batch script): nothing would hear it
+            raise KeyboardInterrupt
 
     try:
         previous = signal.signal(signal.SIGTERM, on_term)
