@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -153,20 +153,18 @@ class Ledger:
     def unfinished_plan(self) -> Iterator[tuple[str, str, int, str | None, str | None]]:
         """The planned trials not done, in plan order, (trial_id, task, attempt, task_hash, path),
         read a page at a time (keyed on the row order, so rows finished meanwhile do not shift it)."""
-        last = 0
-        while True:
+
+        def page(last: int) -> list:
             with self.writing:  # trials finish in file threads on this connection meanwhile
-                page = self.db.execute(
+                return self.db.execute(
                     "SELECT p.rowid, p.trial_id, p.task, p.attempt, p.task_hash, p.path FROM plan p "
                     "LEFT JOIN trials t ON t.trial_id = p.trial_id "
                     "WHERE p.rowid > ? AND (t.state IS NULL OR t.state != 'done') ORDER BY p.rowid LIMIT ?",
                     (last, PAGE),
                 ).fetchall()
-            if not page:
-                return
-            last = page[-1][0]
-            for row in page:
-                yield row[1:]
+
+        for row in rowid_pages(page):
+            yield row[1:]
 
     def unfinished_count(self) -> int:
         return self.db.execute(
@@ -240,3 +238,12 @@ class PlanWriter:
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM plan").fetchone()[0]
+
+
+def rowid_pages(page: Callable[[int], list]) -> Iterator[tuple]:
+    """Every row of a query read a page at a time: `page(last)` returns the rows after rowid `last`
+    (the rowid first in each row), in rowid order; empty when done."""
+    last = 0
+    while rows := page(last):
+        last = rows[-1][0]
+        yield from rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
+from agentmill.rollout.ledger import rowid_pages
 from agentmill.rollout.plan import TaskRef
 
 PAGE = 512  # references read back at a time
@@ -45,17 +46,14 @@ class TaskList:
         return self.distinct
 
     def __iter__(self) -> Iterator[TaskRef]:
-        last = 0
-        while True:
-            page = self.db.execute(
+        def page(last: int) -> list:
+            return self.db.execute(
                 "SELECT rowid, name, path, content_hash, allow_internet FROM refs WHERE rowid > ? ORDER BY rowid LIMIT ?",
                 (last, PAGE),
             ).fetchall()
-            if not page:
-                return
-            last = page[-1][0]
-            for _, name, path, content_hash, internet in page:
-                yield TaskRef(name, path, content_hash, bool(internet))
+
+        for _, name, path, content_hash, internet in rowid_pages(page):
+            yield TaskRef(name, path, content_hash, bool(internet))
 
     def close(self) -> None:
         self.db.close()
