@@ -10,6 +10,9 @@
 # Usage: scripts/mutation.sh [MODULE ...]     (default: every module below, smallest first)
 #        MUTATION_WORK=/var/tmp/m scripts/mutation.sh traces/redact.py
 #        MUTATION_CHILDREN=2 ...              (parallel mutants; default 1)
+#        MUTATION_SAMPLE=60 ...               (a uniform sample of each module's mutants, seeded by
+#                                              MUTATION_SEED, default 0: an estimate of the score where
+#                                              a full run takes hours)
 #        PYTHON=/other/venv/bin/python ...    (an environment with the dev extra; mutmut beside it)
 # Afterwards: cd $MUTATION_WORK/<module> && mutmut results / mutmut show <mutant>
 set -euo pipefail
@@ -19,6 +22,8 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 MUTMUT=${MUTMUT:-$(dirname "$PY")/mutmut}
 WORK=${MUTATION_WORK:-/var/tmp/agentmill-mutation}
 CHILDREN=${MUTATION_CHILDREN:-1}
+SAMPLE=${MUTATION_SAMPLE:-}
+SEED=${MUTATION_SEED:-0}
 
 # module (under src/agentmill) -> its fast tests (space-separated pytest selections)
 declare -A TESTS=(
@@ -31,7 +36,7 @@ declare -A TESTS=(
   [verify/outcome.py]="tests/verify/test_reward.py"
   [verify/reward_files.py]="tests/verify/test_reward_files.py"
   [verify/tamper.py]="tests/verify/test_tamper.py tests/verify/test_reward_files.py"
-  [verify/isolation.py]="tests/verify/test_reward_hacks.py"
+  [verify/isolation.py]="tests/verify/test_isolation.py tests/verify/test_reward_hacks.py"
   [verify/hardening.py]="tests/verify/test_hardening.py"
   [verify/test_script.py]="tests/verify/test_trials.py tests/verify/test_reward_files.py"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
@@ -78,10 +83,25 @@ EOF
   echo "== $module: ${TESTS[$module]}"
   # tests that start a Python of their own (a lock holder, a CLI) import the unmutated copy: mutmut's
   # trampolines do not run outside its own process
+  names=()
+  if [ -n "$SAMPLE" ]; then
+    # a run filtered to a name no mutant has generates the mutants and collects the tests' stats, then stops
+    (cd "$dir" && PYTHONPATH="$dir/src" "$MUTMUT" run "none-of-them" > sample.log 2>&1) || true
+    mapfile -t names < <("$PY" - "$dir" "$module" "$SAMPLE" "$SEED" <<'PYEOF'
+import json, random, sys
+from pathlib import Path
+folder, module, size, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+meta = json.loads((Path(folder) / "mutants/src/agentmill" / f"{module}.meta").read_text())
+keys = sorted(meta["exit_code_by_key"])
+print("\n".join(sorted(random.Random(seed).sample(keys, min(size, len(keys))))))
+PYEOF
+)
+    echo "   sampled ${#names[@]} mutants (seed $SEED)"
+  fi
   (cd "$dir" && PYTHONPATH="$dir/src${PYTHONPATH:+:$PYTHONPATH}" "$MUTMUT" run --max-children "$CHILDREN" \
-    > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
+    "${names[@]}" > run.log 2>&1) || echo "   mutmut exited $? (see $dir/run.log)"
   (cd "$dir" && "$MUTMUT" results --all true > results.txt 2>&1 || true)
   killed=$(grep -c ': killed$' "$dir/results.txt" || true)
-  total=$(grep -c ': ' "$dir/results.txt" || true)
+  total=$(grep ': ' "$dir/results.txt" | grep -vc ': not checked$' || true)
   echo "   $killed of $total mutants killed; survivors: grep -v killed $dir/results.txt"
 done
