@@ -38,12 +38,16 @@ declare -A TESTS=(
   [verify/tamper.py]="tests/verify/test_tamper.py tests/verify/test_reward_files.py"
   [verify/isolation.py]="tests/verify/test_isolation.py tests/verify/test_reward_hacks.py"
   [verify/hardening.py]="tests/verify/test_hardening.py"
-  [verify/test_script.py]="tests/verify/test_trials.py tests/verify/test_reward_files.py"
+  [verify/test_script.py]="tests/verify/test_test_script.py tests/verify/test_trials.py tests/verify/test_reward_files.py"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
   [verify/mutation.py]="tests/verify/test_check_infra.py tests/tools"
   [verify/sql_state.py]="tests/tools"
   [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
-  # the rest of verify/ that has tests of its own (not run yet: docs/testing.md)
+  # the rest of verify/
+  [verify/call_log.py]="tests/verify/test_call_log.py tests/tools/test_tool_reward_hacks.py"
+  [verify/staging.py]="tests/verify/test_staging.py"
+  [verify/state_diff.py]="tests/tools/test_tool_reward_hacks.py tests/tools/test_check_tools.py"
+  [verify/judged.py]="tests/test_registry.py tests/grounded/test_rollout_judge.py"
   [verify/fence.py]="tests/verify/test_judges.py"
   [verify/judge.py]="tests/verify/test_judges.py"
   [verify/test_deps.py]="tests/verify/test_test_deps.py"
@@ -55,8 +59,9 @@ declare -A TESTS=(
 ORDER=(rollout/identity.py verify/outcome.py rollout/lock.py verify/tamper.py verify/reward_files.py
        rollout/ledger.py traces/filters.py traces/render.py traces/redact.py verify/start_blame.py
        verify/isolation.py verify/mutation.py verify/test_script.py verify/sql_state.py verify/hardening.py
-       sandbox/bwrap.py verify/fence.py verify/judge.py verify/test_deps.py verify/test_deps_scan.py
-       verify/tool_lints.py verify/toolkit.py)
+       sandbox/bwrap.py verify/call_log.py verify/staging.py verify/state_diff.py verify/judged.py
+       verify/fence.py verify/judge.py verify/test_deps.py verify/test_deps_scan.py verify/tool_lints.py
+       verify/toolkit.py)
 
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")
