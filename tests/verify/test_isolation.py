@@ -143,7 +143,9 @@ def test_defaults_fill_an_empty_image_and_hooks_are_dropped_from_both():
     assert env["LANG"] == "C.UTF-8" and env["TERM"] == "xterm-256color" and env["USER"] == "agent"
     assert env["HOME"] == HOME
     assert env["PYTEST_ADDOPTS"] == GUARDED and env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
-    assert not [key for key in DROPPED if key in env and key not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")]
+    assert not [
+        key for key in DROPPED if key in env and key not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    ]
     assert env["PATH"] == ":".join([f"{MOUNT}/bin", *TRUSTED_PATH]) and env["PYTHONPATH"] == LIB
 
 
@@ -161,7 +163,9 @@ def test_the_test_deps_layer_comes_last_on_pythonpath():
 
 # -- through a real trial ---------------------------------------------------------------------------
 
-CHECK = "from pathlib import Path\n\ndef test_answer():\n    assert Path('/app/out.txt').read_text().strip() == 'hello'\n"
+CHECK = (
+    "from pathlib import Path\n\ndef test_answer():\n    assert Path('/app/out.txt').read_text().strip() == 'hello'\n"
+)
 
 
 @sandbox
@@ -182,7 +186,9 @@ def test_the_verifier_runs_pytest_with_the_tasks_own_ini(tmp_path, ini):
     from agentmill.tasks import load_task
 
     task = load_task(simple_task(tmp_path, test_sh=test_sh, test_files=files))
-    r = asyncio.run(run_trial(task, ShellAgent("echo hello > /app/out.txt"), ImageBuilder(cache=scratch_cache(tmp_path))))
+    r = asyncio.run(
+        run_trial(task, ShellAgent("echo hello > /app/out.txt"), ImageBuilder(cache=scratch_cache(tmp_path)))
+    )
     if ini:
         assert r.outcome is Outcome.PASSED and "PASSED ../tests/check_answer.py::test_answer" in r.verifier_stdout, (
             r.verifier_stdout

@@ -112,7 +112,9 @@ def test_the_supervisors_own_marks_are_not_tamper(marks, timed_out):
 def test_missing_or_extra_marks_are_supervisor_tamper(marks, timed_out):
     (t,) = _supervision(run(marks, timed_out))
     assert (t.kind, t.path) == (TamperKind.SUPERVISOR, "/tests")
-    assert t.detail == f"the verifier's supervisor reported {marks!r}, not 'sxe': it was killed or its marks were forged"
+    assert (
+        t.detail == f"the verifier's supervisor reported {marks!r}, not 'sxe': it was killed or its marks were forged"
+    )
 
 
 # -- the verifier's home and folders ----------------------------------------------------------------
