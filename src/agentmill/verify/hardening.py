@@ -101,11 +101,11 @@ class Hardening:
     def move_aside(self, inside: str, kind: TamperKind, detail: str) -> None:
         """Quarantine one entry (never deleted) and record it. Pinned folders are unpinned first."""
         src = self.host(inside)
-        dest = self.quarantine / inside.lstrip("/")
+        first = dest = self.quarantine / inside.lstrip("/")
         n = 0
         while os.path.lexists(dest):
             n += 1
-            dest = dest.with_name(f"{dest.name}.{n}")
+            dest = first.with_name(f"{first.name}.{n}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         pinned = False
         parent = os.lstat(src.parent)
@@ -197,14 +197,14 @@ class Hardening:
                 self._note_inodes(inside)
                 self.move_aside(inside, kind, f"{inside} is not a folder (the verifier mounts its own there)")
                 continue
-            self._empty_mount_points(inside, kind, depth=0)
+            self._empty_mount_points(inside, kind)
 
-    def _empty_mount_points(self, inside: str, kind: TamperKind, depth: int) -> None:
+    def _empty_mount_points(self, inside: str, kind: TamperKind) -> None:
         """Keep empty folders (mount points such as /logs/agent), move aside everything else."""
         for entry in sorted(os.listdir(self.host(inside))):
             child = f"{inside}/{entry}"
             st = os.lstat(self.host(child))
-            if stat.S_ISDIR(st.st_mode) and depth < 2 and self._is_empty_tree(child):
+            if stat.S_ISDIR(st.st_mode) and self._is_empty_tree(child):
                 if not st.st_mode & stat.S_IWUSR:
                     os.chmod(self.host(child), stat.S_IMODE(st.st_mode) | stat.S_IWUSR | stat.S_IXUSR)
                 continue
@@ -268,13 +268,11 @@ class Hardening:
 
     def _check_dir(self, inside: str, name: str, parent: str, ctx: _Places) -> bool:
         """A package folder shadowing a module. True when it was moved aside."""
-        if parent in ctx.import_dirs and name in SHADOWED and _has_init(self.host(inside)):
-            st = os.lstat(self.host(inside))
-            if (
-                self.from_agent(inside + "/__init__.py", os.lstat(self.host(inside + "/__init__.py")))
-                if os.path.lexists(self.host(inside + "/__init__.py"))
-                else self.from_agent(inside, st)
-            ):
+        if parent in ctx.import_dirs and name in SHADOWED:
+            init = _init_of(self.host(inside))
+            # the package is the agent's when its __init__ is: an image's own folder that the agent
+            # turned into a package by adding one is the agent's doing too
+            if init is not None and self.from_agent(f"{inside}/{init}", os.lstat(self.host(f"{inside}/{init}"))):
                 self.move_aside(
                     inside,
                     TamperKind.SHADOW_MODULE,
@@ -418,10 +416,13 @@ def _listdir_unpinned(path: Path) -> list[str]:
         return _listdir(path)
 
 
-def _has_init(path: Path) -> bool:
-    return any(os.path.lexists(path / f) for f in ("__init__.py", "__init__.pyc")) or any(
-        n.startswith("__init__.") and n.endswith(".so") for n in _listdir(path)
-    )
+def _init_of(path: Path) -> str | None:
+    """The name of the package's __init__ (source, bytecode or extension), or None: not a package."""
+    names = _listdir(path)
+    for n in ("__init__.py", "__init__.pyc"):
+        if n in names:
+            return n
+    return next((n for n in sorted(names) if n.startswith("__init__.") and n.endswith(".so")), None)
 
 
 def _head(path: Path) -> bytes:
