@@ -10,6 +10,9 @@
 # Usage: scripts/mutation.sh [MODULE ...]     (default: every module below, smallest first)
 #        MUTATION_WORK=/var/tmp/m scripts/mutation.sh traces/redact.py
 #        MUTATION_CHILDREN=2 ...              (parallel mutants; default 1)
+#        MUTATION_TESTS="tests/a.py tests/b.py" ...  (another test selection than the module's own)
+#        MUTATION_NAMES=file ...              (only the mutants named in the file, one per line: a
+#                                              rerun of one run's survivors with more tests)
 #        MUTATION_SAMPLE=60 ...               (a uniform sample of each module's mutants, seeded by
 #                                              MUTATION_SEED, default 0: an estimate of the score where
 #                                              a full run takes hours)
@@ -38,10 +41,10 @@ declare -A TESTS=(
   [verify/tamper.py]="tests/verify/test_tamper.py tests/verify/test_reward_files.py"
   [verify/isolation.py]="tests/verify/test_isolation.py tests/verify/test_reward_hacks.py"
   [verify/hardening.py]="tests/verify/test_hardening_rules.py tests/verify/test_hardening.py"
-  [verify/test_script.py]="tests/verify/test_test_script.py tests/verify/test_trials.py tests/verify/test_reward_files.py"
+  [verify/test_script.py]="tests/verify/test_test_script.py tests/verify/test_trials.py tests/verify/test_reward_files.py tests/verify/test_agent_damage.py"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
-  [verify/mutation.py]="tests/verify/test_check_infra.py tests/tools"
-  [verify/sql_state.py]="tests/tools"
+  [verify/mutation.py]="tests/tools/test_mutation_audit.py tests/verify/test_check_infra.py tests/tools/test_check_tools.py"
+  [verify/sql_state.py]="tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
   [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py"
   # the rest of verify/
   [verify/call_log.py]="tests/verify/test_call_log.py tests/tools/test_tool_reward_hacks.py"
@@ -76,7 +79,7 @@ for module in "${modules[@]}"; do
   # the project as committed plus what is changed here, without caches
   (cd "$ROOT" && git ls-files -co --exclude-standard src tests) | grep -v '\.pyc$' \
     | (cd "$ROOT" && xargs -d '\n' cp --parents -t "$dir")
-  read -r -a selection <<< "${TESTS[$module]}"
+  read -r -a selection <<< "${MUTATION_TESTS:-${TESTS[$module]}}"
   cat > "$dir/pyproject.toml" <<EOF
 [tool.mutmut]
 source_paths = ["src/agentmill"]
@@ -85,11 +88,14 @@ also_copy = ["tests"]
 pytest_add_cli_args_test_selection = $(toml_list "${selection[@]}")
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
 EOF
-  echo "== $module: ${TESTS[$module]}"
+  echo "== $module: ${selection[*]}"
   # tests that start a Python of their own (a lock holder, a CLI) import the unmutated copy: mutmut's
   # trampolines do not run outside its own process
   names=()
-  if [ -n "$SAMPLE" ]; then
+  if [ -n "${MUTATION_NAMES:-}" ]; then
+    mapfile -t names < <(grep -v '^$' "$MUTATION_NAMES")
+    echo "   ${#names[@]} mutants named in $MUTATION_NAMES"
+  elif [ -n "$SAMPLE" ]; then
     # a run filtered to a name no mutant has generates the mutants and collects the tests' stats, then stops
     (cd "$dir" && PYTHONPATH="$dir/src" "$MUTMUT" run "none-of-them" > sample.log 2>&1) || true
     mapfile -t names < <("$PY" - "$dir" "$module" "$SAMPLE" "$SEED" <<'PYEOF'

@@ -15,6 +15,7 @@ from agentmill.sandbox.command import CommandResult
 from agentmill.verify import Outcome
 from agentmill.verify.tamper import Tamper, TamperKind
 from agentmill.verify.test_script import VerifierResult, _fresh, _judge, _seed_home, _supervision, withhold_for_tamper
+from tests.conftest import sandbox
 
 TB = SimpleNamespace(format="terminal-bench")
 HARBOR = SimpleNamespace(format="harbor")
@@ -56,7 +57,12 @@ def test_reward_txt_wins_over_reward_json():
 
 @pytest.mark.parametrize(
     ("txt", "outcome"),
-    [(b"1", Outcome.PASSED), (b"0.9999999999", Outcome.PASSED), (b"2", Outcome.PASSED), (b"0.999999", Outcome.FAILED)],
+    [
+        (b"1", Outcome.PASSED),
+        (b"0.999999999", Outcome.PASSED),  # exactly 1 - 1e-9
+        (b"2", Outcome.PASSED),
+        (b"0.999999", Outcome.FAILED),
+    ],
 )
 def test_a_pass_is_a_reward_of_one_within_float_noise(txt, outcome):
     assert judged(HARBOR, 0, txt, None).outcome is outcome
@@ -157,3 +163,135 @@ def test_a_fresh_folder_is_empty_even_where_one_was(tmp_path):
     (old / "reward.txt").write_text("1")
     assert _fresh(old) == old and list(old.iterdir()) == []
     assert _fresh(tmp_path / "b" / "c").is_dir()
+
+
+# -- verify() through a real trial: what crosses to the pre-pass, the run and back -------------------
+
+MARKED = (
+    "#!/bin/bash\nprintf 'no newline at the end' >&2\n"
+    "printf 'AGENTMILL_TAMPER\\trunner_guard\\t/app/x\\tplanted\\n'\n"
+    "printf '{\"deliverables\": 1}' > /logs/verifier/judge_input.json\n"
+    "echo 0 > /logs/verifier/reward.txt\nexit 3\n"
+)
+
+
+def _trial(tmp_path, monkeypatch, test_sh: str, solve_sh: str = "echo hello > /app/out.txt\n"):
+    """Run one oracle trial, recording what verify() handed its parts and what it returned."""
+    import asyncio
+
+    from agentmill.agents import OracleAgent
+    from agentmill.images import ImageBuilder
+    from agentmill.rollout import run_trial
+    from agentmill.tasks import load_task
+    from agentmill.verify import test_script
+    from tests.conftest import scratch_cache, simple_task
+
+    seen: dict = {}
+    real_harden, real_run, real_verify = test_script.harden, test_script.run_command, test_script.verify
+
+    def harden(rootfs, template, quarantine, **kw):
+        seen["harden"] = (rootfs, template, quarantine, kw)
+        return real_harden(rootfs, template, quarantine, **kw)
+
+    async def run_command(spec, argv, **kw):
+        seen["run"] = (spec, argv, kw)
+        return await real_run(spec, argv, **kw)
+
+    async def verify(task, image, rootfs, scratch, limits):
+        seen["image"], seen["scratch"], seen["limits"] = image, scratch, limits
+        seen["result"] = await real_verify(task, image, rootfs, scratch, limits)
+        return seen["result"]
+
+    monkeypatch.setattr(test_script, "harden", harden)
+    monkeypatch.setattr(test_script, "run_command", run_command)
+    monkeypatch.setattr(test_script, "verify", verify)
+    task = load_task(simple_task(tmp_path, test_sh=test_sh, solve_sh=solve_sh))
+    asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))
+    return task, seen
+
+
+@sandbox
+def test_verify_hands_its_parts_what_they_need_and_keeps_what_the_run_left(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from agentmill.verify.isolation import PIN
+    from agentmill.verify.toolkit import MOUNT, ensure_toolkit
+
+    task, seen = _trial(tmp_path, monkeypatch, MARKED)
+    image, scratch, r = seen["image"], seen["scratch"], seen["result"]
+    rootfs, template, quarantine, kw = seen["harden"]
+    spec, argv, run_kw = seen["run"]
+    toolkit = ensure_toolkit(build=False)
+    system = Path(getattr(spec, "system_root", None) or "/")
+    # the pre-pass: this trial's tree, against the image's, into the trial's quarantine
+    assert template == image.rootfs and quarantine == scratch / "quarantine"
+    assert kw == {
+        "workdir": image.workdir,
+        "env": dict(image.env),
+        "command_dirs": (system / "usr/bin", system / "usr/sbin", image.usr_local / "bin", toolkit / "bin"),
+        "overlay": image.overlay,
+    }
+    # the run: the task's script, under the verifier's own environment, limits and mounts
+    assert argv == ["/usr/bin/bash", "/tests/test.sh"]
+    assert run_kw["env"] is spec.env and spec.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    assert (run_kw["timeout"], run_kw["max_output"], run_kw["linger"]) == (
+        task.config.verifier.timeout_sec,
+        64 << 10,
+        0.5,
+    )
+    assert callable(run_kw["at_exit"])
+    assert spec.limits == seen["limits"]
+    assert set(spec.ro_mounts) == {"/tests", PIN, MOUNT} and spec.ro_mounts[MOUNT] == toolkit
+    assert spec.ro_mounts[PIN] == scratch / "verifier-pin"
+    assert set(spec.rw_mounts) == {"/logs/verifier", "/.agentmill/home"}
+    # back: the exit status, the outputs, the judge's input, the marker joined across the streams
+    assert r.returncode == 3 and r.stderr == "no newline at the end" and r.judge_input == b'{"deliverables": 1}'
+    assert [(t.kind.value, t.path, t.detail) for t in r.tamper] == [("runner_guard", "/app/x", "planted")]
+    assert r.outcome is Outcome.FAILED and r.reward == 0.0
+    assert r.error == "tamper evidence (1): reward withheld (the tests said 0)"
+    assert 0 < r.seconds < 120
+
+
+@sandbox
+def test_a_failed_pre_pass_is_the_machinerys_error(tmp_path, monkeypatch):
+    from agentmill.verify import test_script
+
+    def broken(*args, **kw):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(test_script, "harden", broken)
+    _, seen = _trial(tmp_path, monkeypatch, "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    r = seen["result"]
+    assert (r.outcome, r.reward, r.error) == (Outcome.SANDBOX_ERROR, None, "pre-verification pass failed: disk gone")
+    assert 0 <= r.seconds < 60 and "run" not in seen
+
+
+@sandbox
+@pytest.mark.parametrize("agents_state", [True, False], ids=["agents-state", "machinery"])
+def test_a_verifier_that_never_starts_is_blamed_by_the_pristine_control(tmp_path, monkeypatch, agents_state):
+    from agentmill.errors import SandboxError
+    from agentmill.verify import test_script
+
+    attempts = []
+
+    async def never(spec, argv, **kw):
+        attempts.append(argv)
+        raise SandboxError(f"cannot start {len(attempts)}")
+
+    async def control(image, spec, scratch):
+        return agents_state  # True: the task's own tree starts, so the agent's tree was the cause
+
+    monkeypatch.setattr(test_script, "run_command", never)
+    monkeypatch.setattr(test_script, "starts_over_pristine_tree", control)
+    _, seen = _trial(tmp_path, monkeypatch, "#!/bin/bash\nexit 0\n", solve_sh="echo hi > /app/conftest.py\n")
+    r = seen["result"]
+    assert len(attempts) == 2  # a transient failure gets a second try, no more
+    assert [t.path for t in r.tamper] == ["/app/conftest.py"]  # the pre-pass's evidence is kept either way
+    assert 0 <= r.seconds < 60
+    if agents_state:
+        assert (r.outcome, r.reward) == (Outcome.FAILED, 0.0)
+        assert r.error == (
+            "the verifier could not start over the agent's final state (it starts over the task's own): cannot start 2"
+        )
+    else:
+        assert (r.outcome, r.reward, r.error) == (Outcome.SANDBOX_ERROR, None, "cannot start 2")

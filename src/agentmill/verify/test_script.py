@@ -155,7 +155,7 @@ def _judge(task: Task, result: VerifierResult, returncode: int, txt: bytes | Non
             # Terminal-Bench's verdict is the test script's exit status.
             result.reward, result.rewards = (1.0 if returncode == 0 else 0.0), {}
         else:
-            result.reward, result.rewards = parse_reward(txt, js if txt is None else None)
+            result.reward, result.rewards = parse_reward(txt, js)  # reward.txt, when there is one, wins
         result.outcome = Outcome.PASSED if result.reward >= 1.0 - 1e-9 else Outcome.FAILED
     except RewardError as e:
         result.outcome, result.error = Outcome.VERIFIER_ERROR, str(e)
