@@ -148,6 +148,8 @@ def test_same_names_elsewhere_are_not_findings(tmp_path):
             "app/json.txt": "{}",
             "app/docs/grep": "x",
             "srv/sitecustomize.py": "x",
+            "srv/json/__init__.py": "x",  # a package named like a module, outside the import folders
+            "app/mypkg/__init__.py": "x",
         },
     )
     assert _pass(tmp_path, root) == []
@@ -323,6 +325,8 @@ def test_entries_at_the_top_whose_names_begin_with_x_are_found_where_they_are(tm
 
 def test_the_walk_stops_past_its_entry_budget_and_says_where(tmp_path, monkeypatch):
     root = _tree(tmp_path / "r", {"srv/deep/deeper/z.txt": "x"})  # the deepest entry: the walk's last
+    for d in ("logs/agent", "tests", "solution"):  # the verifier's mount points are never walked
+        (root / d).mkdir(parents=True)
     skipped = {"usr", "etc", "proc", "dev", "tmp", "logs", "tests", "solution", ".agentmill", *ROOT_SYMLINKS}
     entries = 0
     for top in os.listdir(root):
@@ -334,6 +338,8 @@ def test_the_walk_stops_past_its_entry_budget_and_says_where(tmp_path, monkeypat
     assert found(_pass(tmp_path, root, q="q2")) == {
         "/srv/deep/deeper": ("protected_path", f"more than {entries - 1} entries: walk stopped")
     }
+    monkeypatch.setattr(hardening, "_MAX_ENTRIES", 1)
+    assert found(_pass(tmp_path, root, q="q3")) == {"/": ("protected_path", "more than 1 entries: walk stopped")}
 
 
 def test_the_working_folder_given_is_the_one_whose_ancestors_count(tmp_path):
@@ -488,3 +494,52 @@ def test_undecodable_shell_files_are_read_leniently(tmp_path):
     assert _pass(tmp_path, root, template) == []  # the PATH line is the image's own
     (root / "root/.bashrc").write_bytes(b"# \xff\nexport PYTEST_ADDOPTS=-x\n")
     assert set(found(_pass(tmp_path, root, template, q="q2"))) == {"/root/.bashrc"}
+
+
+def test_a_steering_function_on_a_later_added_line_is_found(tmp_path):
+    root = _tree(tmp_path / "r", {"root/.bashrc": "alias ll='ls -l'\npytest() { echo passed; }\n"})
+    assert found(_pass(tmp_path, root))["/root/.bashrc"][0] == "shell_startup"
+
+
+def test_the_homes_under_home_count(tmp_path):
+    root = _tree(tmp_path / "r", {"home/dev/.profile": "export PATH=/evil:$PATH\n", "home/dev/notes": "PATH=/x"})
+    assert set(found(_pass(tmp_path, root))) == {"/home/dev/.profile"}
+
+
+def test_a_package_at_the_root_shadows_too(tmp_path):
+    root = _tree(tmp_path / "r", {"json/__init__.py": "x"})
+    assert found(_pass(tmp_path, root, workdir="/app")) == {
+        "/json": ("shadow_module", "package 'json' shadows the standard library; moved aside")
+    }
+
+
+def test_a_read_only_logs_folder_with_only_mount_points_is_opened(tmp_path):
+    root = _tree(tmp_path / "r", {})
+    (root / "logs/agent").mkdir(parents=True)
+    os.chmod(root / "logs", 0o555)
+    assert _pass(tmp_path, root) == []
+    assert stat.S_IMODE(os.stat(root / "logs").st_mode) == 0o755
+
+
+def test_a_non_folder_mount_point_does_not_end_the_check_of_the_others(tmp_path):
+    root = _tree(tmp_path / "r", {"tests/x": "planted"})
+    (root / "logs").write_text("1")
+    assert set(found(_pass(tmp_path, root))) == {"/logs", "/tests/x"}
+
+
+def test_a_folder_the_pass_cannot_list_is_opened_up_and_walked(tmp_path, monkeypatch):
+    # as a non-root host sees a folder the agent made mode 000 (as root the listing never fails)
+    real = os.listdir
+
+    def listdir(path="."):
+        if Path(path).is_dir() and stat.S_IMODE(os.stat(path).st_mode) & 0o700 != 0o700:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    root = _tree(tmp_path / "r", {})
+    (root / "app/locked").mkdir()
+    os.symlink("/tests", root / "app/locked/l")
+    os.chmod(root / "app/locked", 0o000)
+    monkeypatch.setattr(hardening.os, "listdir", listdir)
+    assert set(found(_pass(tmp_path, root))) == {"/app/locked/l"}
+    assert stat.S_IMODE(os.stat(root / "app/locked").st_mode) == 0o700

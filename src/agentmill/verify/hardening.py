@@ -107,24 +107,21 @@ class Hardening:
             n += 1
             dest = first.with_name(f"{first.name}.{n}")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        pinned = False
         parent = os.lstat(src.parent)
-        if not parent.st_mode & stat.S_IWUSR:
+        parent_pinned = not parent.st_mode & stat.S_IWUSR
+        if parent_pinned:
             os.chmod(src.parent, stat.S_IMODE(parent.st_mode) | stat.S_IWUSR | stat.S_IXUSR)
-            pinned = True
         st = os.lstat(src)
-        if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IWUSR:
+        read_only = not st.st_mode & stat.S_IWUSR
+        if stat.S_ISDIR(st.st_mode) and read_only:
             os.chmod(src, stat.S_IMODE(st.st_mode) | stat.S_IWUSR | stat.S_IXUSR)  # rename updates its '..'
-            pinned = True
         os.rename(src, dest)
-        self.record(
-            kind,
-            inside,
-            detail + ("; it was pinned read-only" if pinned or not st.st_mode & stat.S_IWUSR else "") + "; moved aside",
-        )
+        pinned = "; it was pinned read-only" if parent_pinned or read_only else ""
+        self.record(kind, inside, f"{detail}{pinned}; moved aside")
 
     def from_agent(self, inside: str, st: os.stat_result) -> bool:
-        """True when the entry is not the image's own (new, or changed since the template)."""
+        """True when the entry (a file or link: folders are not compared) is not the image's own (new,
+        or changed since the template)."""
         if self.template is None:
             return True
         try:
@@ -135,8 +132,6 @@ class Hardening:
             return True
         if stat.S_ISLNK(st.st_mode):
             return os.readlink(self.template / inside.lstrip("/")) != os.readlink(self.host(inside))
-        if stat.S_ISDIR(st.st_mode):
-            return False
         return (t.st_size, t.st_mtime_ns, stat.S_IMODE(t.st_mode)) != (
             st.st_size,
             st.st_mtime_ns,
@@ -342,7 +337,7 @@ class Hardening:
         hops = 0
         while parts:
             part = parts.popleft()
-            if part in ("", "."):
+            if part == ".":  # empty parts were never queued
                 continue
             if part == "..":
                 if done:
