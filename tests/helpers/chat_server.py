@@ -74,6 +74,7 @@ class ChatServer:
         self.probe_reply: Reply | None = None
         self.probes: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []  # each request's headers, beside `requests`
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         server = self
@@ -95,6 +96,8 @@ class ChatServer:
                 probe = self.headers.get("x-agentmill-preflight") is not None
                 with server._lock:
                     (server.probes if probe else server.requests).append(body)
+                    if not probe:
+                        server.request_headers.append({k.lower(): v for k, v in self.headers.items()})
                 reply = (server.probe_reply or probe_answer(body)) if probe else server.policy(body)
                 if reply.delay:
                     time.sleep(reply.delay)
