@@ -54,7 +54,7 @@ declare -A TESTS=(
   [verify/fence.py]="tests/verify/test_fence.py tests/verify/test_judges.py"
   [verify/judge.py]="tests/verify/test_judge.py tests/verify/test_judges.py"
   [verify/test_deps.py]="tests/verify/test_test_deps.py"
-  [verify/test_deps_scan.py]="tests/verify/test_test_deps.py"
+  [verify/test_deps_scan.py]="tests/verify/test_test_deps_scan.py tests/verify/test_test_deps.py"
   [verify/tool_lints.py]="tests/tools/test_check_tools.py"
   [verify/toolkit.py]="tests/verify/test_toolkit.py"
 )

@@ -157,11 +157,9 @@ def _package(spec: str, out: Requests) -> None:
     spec = spec.strip().strip("'\"")
     if not spec:
         return
-    if "$" in spec or "/" in spec or spec in (".", ".."):
-        out.skipped.append(spec)
-    elif _REQ.match(spec.replace(" ", "")):
+    if _REQ.match(spec.replace(" ", "")):
         out.add(spec.replace(" ", ""))
-    else:
+    else:  # `$VAR`, a path, `.`, a URL: not a requirement known before the run
         out.skipped.append(spec)
 
 
