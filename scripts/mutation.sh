@@ -56,7 +56,7 @@ declare -A TESTS=(
   [verify/test_deps.py]="tests/verify/test_test_deps.py"
   [verify/test_deps_scan.py]="tests/verify/test_test_deps_scan.py tests/verify/test_test_deps.py"
   [verify/tool_lints.py]="tests/tools/test_check_tools.py"
-  [verify/toolkit.py]="tests/verify/test_toolkit.py"
+  [verify/toolkit.py]="tests/verify/test_toolkit_build.py tests/verify/test_toolkit.py"
 )
 # smallest first: a run of the small ones fits in minutes, the sandbox-backed ones take hours on 2 cores
 ORDER=(rollout/identity.py verify/outcome.py rollout/lock.py verify/tamper.py verify/reward_files.py
