@@ -81,10 +81,25 @@ def test_a_reply_off_the_schema_says_why(text, message):
     assert str(e.value) == message
 
 
-def test_a_long_bad_reply_is_quoted_cut_at_200_characters():
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x" * 300, "the judge's reply is not one JSON object"),
+        ('{"score": 7, "x": "' + "a" * 300 + '"}', "the judge's reply does not follow the schema (score, reasoning)"),
+        (
+            '{"score": "7", "reasoning": "' + "a" * 300 + '"}',
+            "the judge's reply does not follow the schema (a number and a sentence)",
+        ),
+    ],
+)
+def test_a_long_bad_reply_is_quoted_cut_at_200_characters(text, message):
     with pytest.raises(JudgeError) as e:
-        parse_score("x" * 300)
-    assert str(e.value) == f"the judge's reply is not one JSON object: {'x' * 200!r}"
+        parse_score(text)
+    assert str(e.value) == f"{message}: {text[:200]!r}"
+
+
+def test_a_fenced_reply_may_span_lines():
+    assert parse_score('```json\n{\n "score": 8,\n "reasoning": "ok"\n}\n```') == (8.0, "ok")
 
 
 # -- the configured judge, through a real chat server -------------------------------------------------
@@ -124,6 +139,9 @@ def test_the_configured_judge_asks_the_endpoint_at_temperature_zero_for_the_sche
     assert body["model"] == "judge-m" and body["temperature"] == 0.0
     assert server.request_headers[0]["authorization"] == "Bearer sk-judge"
     assert body["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert body["messages"][1]["content"].startswith(
+        "What to check (written by the task's author):\nThe ticket must be closed.\n"
+    )
     assert unfence(body["messages"][1]["content"])[1] == DATA
     assert json.dumps(SCHEMA) in json.dumps(body["response_format"])
 
@@ -133,9 +151,11 @@ def test_an_unreachable_judge_is_a_judge_error(judge_env):
 
     with socket.socket() as s:  # bound, never listening: connections are refused
         s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
         judge_env.setenv("AGENTMILL_JUDGE_MODEL", "judge-m")
         judge_env.setenv("AGENTMILL_JUDGE_BASE_URL", f"http://127.0.0.1:{s.getsockname()[1]}/v1")
         judge = default_judge()
         judge.client.max_retries = 0
-        with pytest.raises(JudgeError):
+        with pytest.raises(JudgeError) as e:
             asyncio.run(judge.score("check", DATA))
+    assert f"127.0.0.1:{port}" in str(e.value)  # the endpoint's own error, not a blank
