@@ -7,6 +7,7 @@ are tamper, when evidence withholds a reward, and the verifier's home and folder
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -175,7 +176,7 @@ MARKED = (
 )
 
 
-def _trial(tmp_path, monkeypatch, test_sh: str, solve_sh: str = "echo hello > /app/out.txt\n"):
+def _trial(tmp_path, monkeypatch, test_sh: str, solve_sh: str = "echo hello > /app/out.txt\n", **task_kw):
     """Run one oracle trial, recording what verify() handed its parts and what it returned."""
     import asyncio
 
@@ -205,14 +206,13 @@ def _trial(tmp_path, monkeypatch, test_sh: str, solve_sh: str = "echo hello > /a
     monkeypatch.setattr(test_script, "harden", harden)
     monkeypatch.setattr(test_script, "run_command", run_command)
     monkeypatch.setattr(test_script, "verify", verify)
-    task = load_task(simple_task(tmp_path, test_sh=test_sh, solve_sh=solve_sh))
+    task = load_task(simple_task(tmp_path, test_sh=test_sh, solve_sh=solve_sh, **task_kw))
     asyncio.run(run_trial(task, OracleAgent(), ImageBuilder(cache=scratch_cache(tmp_path))))
     return task, seen
 
 
 @sandbox
 def test_verify_hands_its_parts_what_they_need_and_keeps_what_the_run_left(tmp_path, monkeypatch):
-    from pathlib import Path
 
     from agentmill.verify.isolation import PIN
     from agentmill.verify.toolkit import MOUNT, ensure_toolkit
@@ -263,7 +263,7 @@ def test_a_failed_pre_pass_is_the_machinerys_error(tmp_path, monkeypatch):
     _, seen = _trial(tmp_path, monkeypatch, "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
     r = seen["result"]
     assert (r.outcome, r.reward, r.error) == (Outcome.SANDBOX_ERROR, None, "pre-verification pass failed: disk gone")
-    assert 0 <= r.seconds < 60 and "run" not in seen
+    assert 0 < r.seconds < 60 and "run" not in seen
 
 
 @sandbox
@@ -287,7 +287,7 @@ def test_a_verifier_that_never_starts_is_blamed_by_the_pristine_control(tmp_path
     r = seen["result"]
     assert len(attempts) == 2  # a transient failure gets a second try, no more
     assert [t.path for t in r.tamper] == ["/app/conftest.py"]  # the pre-pass's evidence is kept either way
-    assert 0 <= r.seconds < 60
+    assert 0 < r.seconds < 60
     if agents_state:
         assert (r.outcome, r.reward) == (Outcome.FAILED, 0.0)
         assert r.error == (
@@ -295,3 +295,17 @@ def test_a_verifier_that_never_starts_is_blamed_by_the_pristine_control(tmp_path
         )
     else:
         assert (r.outcome, r.reward, r.error) == (Outcome.SANDBOX_ERROR, None, "cannot start 2")
+
+
+@sandbox
+def test_packages_the_test_script_installs_come_from_the_test_deps_layer(tmp_path, monkeypatch):
+    from agentmill.verify.test_deps import MOUNT, SITE
+
+    test_sh = (
+        "#!/bin/bash\npip install tomli-w==1.0.0\n"
+        "python3 -c 'import tomli_w' && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    )
+    _, seen = _trial(tmp_path, monkeypatch, test_sh)
+    spec, r = seen["run"][0], seen["result"]
+    assert MOUNT in spec.ro_mounts and spec.env["PYTHONPATH"].split(":")[-1] == SITE
+    assert r.outcome is Outcome.PASSED, (r.stdout, r.stderr)
