@@ -214,10 +214,16 @@ def _trial(tmp_path, monkeypatch, test_sh: str, solve_sh: str = "echo hello > /a
 @sandbox
 def test_verify_hands_its_parts_what_they_need_and_keeps_what_the_run_left(tmp_path, monkeypatch):
 
+    from agentmill.tasks import TaskConfig
     from agentmill.verify.isolation import PIN
     from agentmill.verify.toolkit import MOUNT, ensure_toolkit
 
-    task, seen = _trial(tmp_path, monkeypatch, MARKED)
+    config = TaskConfig.model_validate(
+        {"environment": {"memory_mb": 1536, "cpus": 1.5}, "verifier": {"timeout_sec": 77}}
+    )
+    task, seen = _trial(
+        tmp_path, monkeypatch, MARKED, solve_sh="echo hello > /app/out.txt; echo x > /app/conftest.py\n", config=config
+    )
     image, scratch, r = seen["image"], seen["scratch"], seen["result"]
     rootfs, template, quarantine, kw = seen["harden"]
     spec, argv, run_kw = seen["run"]
@@ -240,15 +246,20 @@ def test_verify_hands_its_parts_what_they_need_and_keeps_what_the_run_left(tmp_p
         0.5,
     )
     assert callable(run_kw["at_exit"])
-    assert spec.limits == seen["limits"]
+    assert spec.limits == seen["limits"] and (spec.limits.memory_mb, spec.limits.cpus) == (1536, 1.5)
     assert set(spec.ro_mounts) == {"/tests", PIN, MOUNT} and spec.ro_mounts[MOUNT] == toolkit
     assert spec.ro_mounts[PIN] == scratch / "verifier-pin"
     assert set(spec.rw_mounts) == {"/logs/verifier", "/.agentmill/home"}
     # back: the exit status, the outputs, the judge's input, the marker joined across the streams
     assert r.returncode == 3 and r.stderr == "no newline at the end" and r.judge_input == b'{"deliverables": 1}'
-    assert [(t.kind.value, t.path, t.detail) for t in r.tamper] == [("runner_guard", "/app/x", "planted")]
+    # the pre-pass's evidence first, then what the run's markers said
+    assert [(t.kind.value, t.path) for t in r.tamper] == [
+        ("runner_config", "/app/conftest.py"),
+        ("runner_guard", "/app/x"),
+    ]
+    assert r.tamper[1].detail == "planted"
     assert r.outcome is Outcome.FAILED and r.reward == 0.0
-    assert r.error == "tamper evidence (1): reward withheld (the tests said 0)"
+    assert r.error == "tamper evidence (2): reward withheld (the tests said 0)"
     assert 0 < r.seconds < 120
 
 
@@ -309,3 +320,27 @@ def test_packages_the_test_script_installs_come_from_the_test_deps_layer(tmp_pat
     spec, r = seen["run"][0], seen["result"]
     assert MOUNT in spec.ro_mounts and spec.env["PYTHONPATH"].split(":")[-1] == SITE
     assert r.outcome is Outcome.PASSED, (r.stdout, r.stderr)
+
+
+@sandbox
+def test_without_a_toolkit_the_script_runs_on_the_images_own_tools_unguarded(tmp_path, monkeypatch):
+    from agentmill.verify import test_script
+    from agentmill.verify.toolkit import MOUNT
+
+    monkeypatch.setattr(test_script, "ensure_toolkit", lambda build=True: None)
+    _, seen = _trial(tmp_path, monkeypatch, "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    spec, r = seen["run"][0], seen["result"]
+    assert len(seen["harden"][3]["command_dirs"]) == 3  # no toolkit folder among the known commands
+    assert MOUNT not in spec.ro_mounts and not spec.env["PATH"].startswith(MOUNT)
+    assert "agentmill_pytest_guard" not in spec.env["PYTEST_ADDOPTS"]
+    assert r.outcome is Outcome.PASSED
+
+
+@sandbox
+def test_a_verifier_past_its_time_is_a_timeout_that_says_so(tmp_path, monkeypatch):
+    from agentmill.tasks import TaskConfig
+
+    config = TaskConfig.model_validate({"verifier": {"timeout_sec": 1.5}})
+    _, seen = _trial(tmp_path, monkeypatch, "#!/bin/bash\nsleep 30\n", config=config)
+    r = seen["result"]
+    assert (r.outcome, r.reward, r.error) == (Outcome.VERIFIER_TIMEOUT, None, "verifier exceeded 1.5s")
