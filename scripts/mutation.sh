@@ -45,7 +45,7 @@ declare -A TESTS=(
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
   [verify/mutation.py]="tests/tools/test_mutation_audit.py tests/verify/test_check_infra.py tests/tools/test_check_tools.py"
   [verify/sql_state.py]="tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
-  [sandbox/bwrap.py]="tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py"
+  [sandbox/bwrap.py]="tests/sandbox/test_bwrap_parts.py tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py"
   # the rest of verify/
   [verify/call_log.py]="tests/verify/test_call_log.py tests/tools/test_tool_reward_hacks.py"
   [verify/staging.py]="tests/verify/test_staging.py"
