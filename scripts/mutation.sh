@@ -44,7 +44,7 @@ declare -A TESTS=(
   [verify/test_script.py]="tests/verify/test_test_script.py tests/verify/test_trials.py tests/verify/test_reward_files.py tests/verify/test_agent_damage.py tests/verify/test_reward_hacks.py::test_attack_fails_with_evidence_and_honest_twin_passes[background-rewriter]"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
   [verify/mutation.py]="tests/tools/test_mutation_audit.py"
-  [verify/sql_state.py]="tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
+  [verify/sql_state.py]="tests/verify/test_sql_state.py tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
   [sandbox/bwrap.py]="tests/sandbox/test_bwrap_parts.py tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py"
   # the rest of verify/
   [verify/call_log.py]="tests/verify/test_call_log.py tests/tools/test_tool_reward_hacks.py"
