@@ -43,7 +43,7 @@ declare -A TESTS=(
   [verify/hardening.py]="tests/verify/test_hardening_rules.py tests/verify/test_hardening.py"
   [verify/test_script.py]="tests/verify/test_test_script.py tests/verify/test_trials.py tests/verify/test_reward_files.py tests/verify/test_agent_damage.py tests/verify/test_reward_hacks.py::test_attack_fails_with_evidence_and_honest_twin_passes[background-rewriter]"
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
-  [verify/mutation.py]="tests/tools/test_mutation_audit.py"
+  [verify/mutation.py]="tests/verify/test_audit_records.py tests/tools/test_mutation_audit.py tests/tools/test_check_tools.py tests/verify/test_judges.py::test_check_says_a_refusal_task_needs_a_judge_and_checks_it_whole_with_one"
   [verify/sql_state.py]="tests/verify/test_sql_state.py tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
   [sandbox/bwrap.py]="tests/sandbox/test_bwrap_parts.py tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py"
   # the rest of verify/
