@@ -182,6 +182,7 @@ def test_pinned_entries_are_unpinned_moved_and_said_to_be_pinned(tmp_path):
     assert evidence["/root/t"][1].endswith("; it was pinned read-only; moved aside")
     assert stat.S_IMODE(os.stat(root / "root").st_mode) == 0o700  # opened up: owner write and search added
     assert stat.S_IMODE(os.stat(tmp_path / "quarantine/app/json").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(tmp_path / "quarantine/app/pytest.py").st_mode) == 0o444  # a file keeps its mode
 
 
 # -- the verifier's mount points --------------------------------------------------------------------
@@ -251,11 +252,19 @@ def test_the_root_links_are_the_templates_or_the_defaults(tmp_path):
     }
 
 
-def test_a_removed_root_link_is_restored_and_said_so(tmp_path):
+def test_a_removed_or_replaced_root_link_is_restored_and_said_so(tmp_path):
     root = _tree(tmp_path / "r", {})
     os.unlink(root / "sbin")
-    assert found(_pass(tmp_path, root)) == {"/sbin": ("root_layout", "removed; restored")}
-    assert os.readlink(root / "sbin") == "usr/sbin"
+    os.unlink(root / "lib64")
+    os.symlink("/tmp/evil", root / "lib64")
+    assert found(_pass(tmp_path, root)) == {
+        "/lib64": (
+            "root_layout",
+            "/lib64 must be the link to /usr/lib64 (every ELF loader and #!/bin/sh lives behind it); moved aside",
+        ),
+        "/sbin": ("root_layout", "removed; restored"),
+    }
+    assert os.readlink(root / "sbin") == "usr/sbin" and os.readlink(root / "lib64") == "usr/lib64"
 
 
 def test_an_overlay_upper_without_one_link_still_has_the_others_checked(tmp_path):
