@@ -36,9 +36,12 @@ def scan(text: str, test_dirs: list[Path] | None = None) -> Requests:
         ("uvx -w m -p 3.12 n==1\nuvx -q -q o==2\nuvx -q p==1 q==2", ["m", "n==1", "o==2", "p==1"], []),
         ("uvx -w\nuvx -w r\nuvx -w s -w t tool", ["r", "s", "t"], []),
         ("uvx u@1@2", [], ["u==1@2"]),
+        ("uvx -w u1,u2 tool", ["u1", "u2"], []),
         # install arguments
         ("pip install v -r\npip install --upgrade w", ["v", "w"], ["-r "]),
         ("pip install --editable ./pkg x\npip install y -e", ["x", "y"], ["--editable ./pkg", "-e"]),
+        ("pip install -e ./p\npip install a1 -e ./q b1 c1", ["a1", "b1", "c1"], ["-e ./p", "-e ./q"]),
+        ("pip install Xlib pyX", ["Xlib", "pyX"], []),
         (
             "pip install 'z >= 1.2' . .. $PKG ./local https://x/y.whl",
             ["z>=1.2"],
@@ -51,7 +54,7 @@ def scan(text: str, test_dirs: list[Path] | None = None) -> Requests:
             ["aa", "ab", "ac", "ad", "ae", "af"],
             [],
         ),
-        ("# note; pip install no\n  # pip install no", [], []),
+        ("# note; pip install no\n  # pip install no\n  # indented; pip install no", [], []),
         ("echo 'oops\npip install ag", ["ag"], []),  # an unreadable command does not end the scan
         ("A=1\n--x=1 pip install no", [], []),
     ],
@@ -96,5 +99,5 @@ def test_the_scripts_of_a_task_are_its_shell_files_and_its_test_script(tmp_path)
     runner.write_text("pip install from-runner\n")
     other = tmp_path / "helper.py"
     other.write_text("# pip install no\nimport os  # ; pip install no\n")
-    task = SimpleNamespace(tests_sources=(folder, single, runner, other), test_script="run-tests")
-    assert requested(task).packages == ["from-a", "from-b", "from-single", "from-runner"]
+    task = SimpleNamespace(tests_sources=(single, folder, runner, other), test_script="run-tests")
+    assert requested(task).packages == ["from-single", "from-a", "from-b", "from-runner"]
