@@ -26,6 +26,7 @@ from agentmill.sandbox.bwrap import (
 from agentmill.sandbox.guest_code import GUEST_DIR
 from agentmill.sandbox.limits import prlimit_args
 from agentmill.sandbox.protocol import Limits
+from tests.conftest import sandbox
 
 
 def test_the_launch_chain_joins_cgroups_sets_limits_then_drops_to_the_uid():
@@ -149,3 +150,65 @@ def test_clean_up_removes_every_folder_and_file_it_is_given(tmp_path):
     _clean_up(None, tmp_path / "gone", tmp_path / "gone2", tmp_path / "gone.stderr", None, tmp_path / "gone3")
     _clean_up(None, None, None, None, None)  # nothing to do is not an error
     assert Path(tmp_path).is_dir()
+
+
+# -- the guest's failures, seen from the host ------------------------------------------------------
+
+
+def _root(tmp_path_factory_name: str) -> Path:
+    import shutil
+
+    from agentmill.runtime.paths import scratch_dir
+
+    root = scratch_dir() / "test-bwrap-parts" / f"{tmp_path_factory_name}-{os.getpid()}"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    return root
+
+
+def test_a_sandbox_never_started_stops_cleanly(tmp_path):
+    import asyncio
+
+    from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.protocol import SandboxSpec
+
+    sb = BwrapSandbox(SandboxSpec(rootfs=tmp_path))
+    asyncio.run(sb.stop())
+    assert not sb.alive
+
+
+@sandbox
+def test_a_guest_that_stops_answering_is_given_up_after_the_grace(monkeypatch):
+    import asyncio
+    import time
+
+    from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.protocol import SandboxSpec
+
+    monkeypatch.setattr(bwrap, "_RPC_GRACE", 0.5)
+
+    async def main():
+        async with BwrapSandbox(SandboxSpec(rootfs=_root("frozen"))) as sb:
+            started = time.monotonic()
+            with pytest.raises(SandboxError, match="^sandbox guest did not answer in time$"):
+                await sb.exec("kill -STOP $PPID; sleep 5", timeout=0.5)  # the guest server itself frozen
+            return time.monotonic() - started
+
+    assert asyncio.run(main()) < 5
+
+
+@sandbox
+def test_a_guest_that_dies_mid_request_is_a_sandbox_error_with_its_exit_status():
+    import asyncio
+
+    from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.protocol import SandboxSpec
+
+    async def main():
+        async with BwrapSandbox(SandboxSpec(rootfs=_root("killed"))) as sb:
+            with pytest.raises(
+                SandboxError, match=r"^sandbox guest closed the connection \((exit status 137|still running)\)"
+            ):
+                await sb.exec("kill -KILL $PPID; sleep 5", timeout=5)
+
+    asyncio.run(main())
