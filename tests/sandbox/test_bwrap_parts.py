@@ -212,3 +212,33 @@ def test_a_guest_that_dies_mid_request_is_a_sandbox_error_with_its_exit_status()
                 await sb.exec("kill -KILL $PPID; sleep 5", timeout=5)
 
     asyncio.run(main())
+
+
+@sandbox
+def test_read_only_mounts_and_the_package_database_are_in_the_sandbox(tmp_path):
+    import asyncio
+    import shutil
+
+    from agentmill.runtime.paths import scratch_dir
+    from agentmill.sandbox.bwrap import BwrapSandbox
+    from agentmill.sandbox.protocol import SandboxSpec
+
+    data = scratch_dir() / "test-bwrap-parts" / f"data-{os.getpid()}"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    (data / "in.txt").write_text("mounted")
+    data.chmod(0o755)
+    (data / "in.txt").chmod(0o644)
+
+    async def main():
+        spec = SandboxSpec(rootfs=_root("mounts"), ro_mounts={"/data": data, "/srv/deep/more": data})
+        async with BwrapSandbox(spec) as sb:
+            read = await sb.exec("cat /data/in.txt /srv/deep/more/in.txt", timeout=10)
+            write = await sb.exec("echo x > /data/new.txt", timeout=10)
+            dpkg = await sb.exec("test -s /var/lib/dpkg/status && echo present", timeout=10)
+            return read, write, dpkg
+
+    read, write, dpkg = asyncio.run(main())
+    assert read.stdout == "mountedmounted" and write.returncode != 0 and not (data / "new.txt").exists()
+    if Path("/var/lib/dpkg/status").exists():  # the host's package database, for tools that ask it
+        assert dpkg.stdout.strip() == "present"
