@@ -42,6 +42,7 @@ def scan(text: str, test_dirs: list[Path] | None = None) -> Requests:
         ("pip install --editable ./pkg x\npip install y -e", ["x", "y"], ["--editable ./pkg", "-e"]),
         ("pip install -e ./p\npip install a1 -e ./q b1 c1", ["a1", "b1", "c1"], ["-e ./p", "-e ./q"]),
         ("pip install Xlib pyX", ["Xlib", "pyX"], []),
+        ("pip install a2 -i https://x b2 c2 --target /t d2", ["a2", "b2", "c2", "d2"], []),
         (
             "pip install 'z >= 1.2' . .. $PKG ./local https://x/y.whl",
             ["z>=1.2"],
