@@ -45,7 +45,7 @@ declare -A TESTS=(
   [verify/start_blame.py]="tests/verify/test_agent_damage.py"
   [verify/mutation.py]="tests/verify/test_audit_records.py tests/tools/test_mutation_audit.py tests/tools/test_check_tools.py tests/verify/test_judges.py::test_check_says_a_refusal_task_needs_a_judge_and_checks_it_whole_with_one"
   [verify/sql_state.py]="tests/verify/test_sql_state.py tests/verify/test_judges.py tests/tools/test_verify.py tests/tools/test_tool_reward_hacks.py"
-  [sandbox/bwrap.py]="tests/sandbox/test_bwrap_parts.py tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py tests/sandbox/test_command.py"
+  [sandbox/bwrap.py]="tests/sandbox/test_bwrap_parts.py tests/sandbox/test_lifecycle.py tests/sandbox/test_escape.py tests/sandbox/test_root_times.py tests/sandbox/test_conformance.py tests/sandbox/test_command.py tests/images/test_overlay.py"
   # the rest of verify/
   [verify/call_log.py]="tests/verify/test_call_log.py tests/tools/test_tool_reward_hacks.py"
   [verify/staging.py]="tests/verify/test_staging.py"
