@@ -142,7 +142,12 @@ def test_a_judged_check_fails_without_a_judge_where_nothing_is_there_to_judge():
         "the agent gave no final answer",
         "response_check",
     )
-    assert (text.passed, text.details) == (False, "the query found no text to judge")
+    assert (text.name, text.verifier_type, text.passed, text.details) == (
+        "text",
+        "response_check",
+        False,
+        "the query found no text to judge",
+    )
     assert (broken.passed, broken.error, broken.verifier_type) == (False, "query failed: bad sql", "response_check")
 
 
@@ -167,7 +172,7 @@ def test_the_judge_of_written_text_gets_the_rows_as_the_text_and_a_low_score_fai
 
 def test_a_judge_that_fails_is_the_checks_error():
     (c,) = run(task(judged("j")), [{"rows": [{"x": 1}]}], None, Judge(fail=True))
-    assert (c.passed, c.error) == (False, "judge failed: judge down")
+    assert (c.name, c.verifier_type, c.passed, c.error) == ("j", "response_check", False, "judge failed: judge down")
 
 
 # -- reward and outcome ---------------------------------------------------------------------------
