@@ -101,3 +101,31 @@ def test_a_failed_install_leaves_nothing_behind(tmp_path, monkeypatch):
 
 def test_the_toolkit_leads_path():
     assert toolkit.toolkit_env("/usr/bin:/bin") == {"PATH": f"{toolkit.MOUNT}/bin:/usr/bin:/bin"}
+
+
+def test_a_toolkit_another_process_finished_while_this_one_waited_is_taken_as_is(cache, fake_venv, monkeypatch):
+    dest = toolkit.toolkit_path()
+
+    def lock_then_find_it_built(fd, op):  # the other builder held the lock and finished meanwhile
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / ".ready").write_text("ok\n")
+
+    monkeypatch.setattr(toolkit.fcntl, "flock", lock_then_find_it_built)
+    assert toolkit.ensure_toolkit() == dest
+    assert fake_venv == []  # not built again
+
+
+def test_a_stale_half_copy_of_this_process_is_cleared_first(cache, fake_venv):
+    dest = toolkit.toolkit_path()
+    stale = dest.with_name(dest.name + f".tmp{os.getpid()}")
+    (stale / "bin").mkdir(parents=True)
+    (stale / "bin" / "junk").write_text("x")
+    assert toolkit.ensure_toolkit() == dest
+    assert not (dest / "bin" / "junk").exists() and not stale.exists()
+
+
+def test_a_python_environment_that_cannot_be_copied_stops_the_build(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(toolkit, "_ensure_venv", lambda root: tmp_path / "no-such-venv")
+    with pytest.raises(subprocess.CalledProcessError):
+        toolkit.ensure_toolkit()
+    assert not (toolkit.toolkit_path() / ".ready").exists()
