@@ -129,3 +129,37 @@ def test_a_python_environment_that_cannot_be_copied_stops_the_build(cache, monke
     with pytest.raises(subprocess.CalledProcessError):
         toolkit.ensure_toolkit()
     assert not (toolkit.toolkit_path() / ".ready").exists()
+
+
+def test_the_keys_follow_every_input(cache, monkeypatch, tmp_path):
+    import shutil
+
+    from agentmill.runtime import paths
+
+    key, venv = toolkit.toolkit_path(), toolkit.venv_dir(tmp_path)
+    assert len(key.name) == 16 and len(venv.name) == len("venv-") + 16
+    real_assets = paths.package_assets
+    for which in ("toolkit", "shims"):  # a changed shim makes a new toolkit (its environment is reused)
+        changed = tmp_path / which
+        shutil.copytree(real_assets(which), changed)
+        (changed / "extra").write_text("x")
+        monkeypatch.setattr(toolkit, "package_assets", lambda n, w=which, c=changed: c if n == w else real_assets(n))
+        assert toolkit.toolkit_path() != key and toolkit.venv_dir(tmp_path) == venv
+        monkeypatch.setattr(toolkit, "package_assets", real_assets)
+    real_realpath = os.path.realpath
+    monkeypatch.setattr(
+        toolkit.os.path, "realpath", lambda p: "/usr/bin/python3.99" if p == "/usr/bin/python3" else real_realpath(p)
+    )
+    assert toolkit.toolkit_path() != key and toolkit.venv_dir(tmp_path) != venv  # another host Python
+    monkeypatch.setattr(toolkit.os.path, "realpath", real_realpath)
+    for name, value in (("LAYOUT", "other"), ("PACKAGES", ("pytest",))):
+        monkeypatch.setattr(toolkit, name, value)
+        assert toolkit.venv_dir(tmp_path) != venv, name
+        monkeypatch.undo()
+        monkeypatch.setenv("AGENTMILL_CACHE", str(cache))
+
+
+def test_python_files_go_to_lib_readable_not_executable(cache, fake_venv):
+    dest = toolkit.ensure_toolkit()
+    libs = list((dest / "lib").iterdir())
+    assert libs and all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in libs)

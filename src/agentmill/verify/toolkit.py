@@ -69,9 +69,14 @@ def ensure_toolkit(*, build: bool = True) -> Path | None:
     return dest
 
 
+def venv_dir(root: Path) -> Path:
+    """Where the Python environment for this layout, these packages and this host Python lives."""
+    return root / f"venv-{hash_text(LAYOUT, *PACKAGES, os.path.realpath('/usr/bin/python3'))[:16]}"
+
+
 def _ensure_venv(root: Path) -> Path | None:
     """The toolkit's Python environment (pytest and plugins over the host's packages), built once."""
-    dest = root / f"venv-{hash_text(LAYOUT, *PACKAGES, os.path.realpath('/usr/bin/python3'))[:16]}"
+    dest = venv_dir(root)
     if (dest / ".ready").exists():
         return dest / "venv"
     tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
