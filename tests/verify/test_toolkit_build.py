@@ -83,9 +83,12 @@ def test_the_python_environment_sees_the_system_packages_and_is_built_once(tmp_p
     stale = toolkit.venv_dir(tmp_path).with_name(toolkit.venv_dir(tmp_path).name + f".tmp{os.getpid()}")
     stale.mkdir(parents=True)
     (stale / "junk").write_text("a half-built environment of this pid")
+    unready = toolkit.venv_dir(tmp_path)
+    unready.mkdir()
+    (unready / "left").write_text("a build that died before .ready")
     venv = toolkit._ensure_venv(tmp_path)
     assert capfd.readouterr() == ("", "")  # the builders' output is kept, not printed over a run's progress
-    assert not (venv.parent / "junk").exists()
+    assert not (venv.parent / "junk").exists() and not (venv.parent / "left").exists()
     assert venv is not None and venv.name == "venv" and (venv.parent / ".ready").read_text() == "ok\n"
     assert venv.parent.name.startswith("venv-") and not list(tmp_path.glob("*.tmp*"))
     assert "include-system-site-packages = true" in (venv / "pyvenv.cfg").read_text()
