@@ -552,3 +552,13 @@ def test_a_folder_the_pass_cannot_list_is_opened_up_and_walked(tmp_path, monkeyp
     monkeypatch.setattr(hardening.os, "listdir", listdir)
     assert set(found(_pass(tmp_path, root))) == {"/app/locked/l"}
     assert stat.S_IMODE(os.stat(root / "app/locked").st_mode) == 0o700
+
+
+def test_an_extension_init_added_to_the_images_own_package_is_the_agents(tmp_path):
+    # Python loads an extension __init__ before __init__.py: the image's source one staying as it was
+    # does not make the package the image's (planted: only the first __init__ found checked; caught)
+    template = _tree(tmp_path / "t", {"app/csv/__init__.py": "the image's own"})
+    root = _copy(template, tmp_path / "r")
+    (root / "app/csv/__init__.cpython-311-x86_64-linux-gnu.so").write_text("x")
+    assert set(found(_pass(tmp_path, root, template))) == {"/app/csv"}
+    assert _pass(tmp_path, _copy(template, tmp_path / "r2"), template, q="q2") == []  # honest twin

@@ -264,10 +264,13 @@ class Hardening:
     def _check_dir(self, inside: str, name: str, parent: str, ctx: _Places) -> bool:
         """A package folder shadowing a module. True when it was moved aside."""
         if parent in ctx.import_dirs and name in SHADOWED:
-            init = _init_of(self.host(inside))
-            # the package is the agent's when its __init__ is: an image's own folder that the agent
-            # turned into a package by adding one is the agent's doing too
-            if init is not None and self.from_agent(f"{inside}/{init}", os.lstat(self.host(f"{inside}/{init}"))):
+            # the package is the agent's when any of its __init__ files is (Python loads an
+            # extension __init__ before the source one): an image's own folder or package that the
+            # agent gave an __init__ of its own is the agent's doing
+            if any(
+                self.from_agent(f"{inside}/{init}", os.lstat(self.host(f"{inside}/{init}")))
+                for init in _inits_of(self.host(inside))
+            ):
                 self.move_aside(
                     inside,
                     TamperKind.SHADOW_MODULE,
@@ -411,13 +414,13 @@ def _listdir_unpinned(path: Path) -> list[str]:
         return _listdir(path)
 
 
-def _init_of(path: Path) -> str | None:
-    """The name of the package's __init__ (source, bytecode or extension), or None: not a package."""
-    names = _listdir(path)
-    for n in ("__init__.py", "__init__.pyc"):
-        if n in names:
-            return n
-    return next((n for n in sorted(names) if n.startswith("__init__.") and n.endswith(".so")), None)
+def _inits_of(path: Path) -> list[str]:
+    """The package's __init__ files (source, bytecode, extensions); none: not a package."""
+    return sorted(
+        n
+        for n in _listdir(path)
+        if n in ("__init__.py", "__init__.pyc") or n.startswith("__init__.") and n.endswith(".so")
+    )
 
 
 def _head(path: Path) -> bytes:
